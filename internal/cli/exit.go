@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// Exit codes of DESIGN.md's command table.
+const (
+	exitOK       = 0
+	exitAnswer   = 1 // a definite negative answer: not merge-ready, invalid report, invalid bundle
+	exitUsage    = 2 // usage or operator-config error
+	exitNoAnswer = 3 // could not produce a verdict (sandbox, git, disk)
+)
+
+// errAnswered marks a negative answer that the command already printed in
+// full; Run does not print it again.
+var errAnswered = errors.New("answered")
+
+// answer returns an error that maps to exit 1 and prints nothing more.
+func answer() error { return errAnswered }
+
+// exitCode is the single place that maps an error to an exit code.
+func exitCode(cmd string, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, errAnswered) {
+		return exitAnswer
+	}
+	switch rmerr.CodeOf(err) {
+	case rmerr.Usage, rmerr.NotImplemented, rmerr.PolicyInvalid, rmerr.PolicyProposals, rmerr.GitRevision:
+		return exitUsage
+	case rmerr.VerifyManifest, rmerr.VerifyNoRunnable, rmerr.VerifyTreeMoved, rmerr.VerifySkipped,
+		rmerr.VerifyDependencies, rmerr.CINeverScheduled:
+		return exitAnswer
+	case rmerr.GitRepository:
+		if cmd == "verify" {
+			return exitNoAnswer
+		}
+		return exitUsage
+	}
+	// Anything uncoded is an environment failure: for verify that is "no
+	// verdict"; commands without exit 3 report it as a usage/config error.
+	if cmd == "verify" {
+		return exitNoAnswer
+	}
+	return exitUsage
+}

@@ -1,0 +1,106 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/runmill/verify/internal/corpus"
+	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/corpus (then read every changed golden against its report)")
+
+// outcome is what a golden records for one identity rule.
+type outcome struct {
+	Result string         `json:"result"` // "ok" or "rejected"
+	Code   rmerr.Code     `json:"code,omitempty"`
+	Reason string         `json:"reason,omitempty"`
+	Counts *report.Counts `json:"counts,omitempty"`
+	Tests  []goldenTest   `json:"tests,omitempty"`
+	Faults []report.Fault `json:"faults,omitempty"`
+	Notes  []string       `json:"notes,omitempty"`
+}
+
+type goldenTest struct {
+	ID     report.TestID `json:"id"`
+	Status report.Status `json:"status"`
+	Flaky  bool          `json:"flaky,omitempty"`
+}
+
+type golden struct {
+	File      string   `json:"file"`
+	Format    string   `json:"format"`
+	Default   outcome  `json:"default"`
+	SuitePath *outcome `json:"suite_path,omitempty"` // only where it differs from Default
+}
+
+func run(path string, format report.Format, id report.Identity) outcome {
+	f, err := os.Open(path)
+	if err != nil {
+		return outcome{Result: "rejected", Reason: err.Error()}
+	}
+	defer f.Close()
+	inv, err := report.Parse(f, format, report.Options{Identity: id})
+	if err != nil {
+		return outcome{Result: "rejected", Code: rmerr.CodeOf(err), Reason: err.Error()}
+	}
+	o := outcome{Result: "ok", Counts: &inv.Counts, Faults: inv.Faults, Notes: inv.Notes}
+	for _, t := range inv.Tests {
+		o.Tests = append(o.Tests, goldenTest{ID: t.ID, Status: t.Status, Flaky: t.Flaky})
+	}
+	return o
+}
+
+// TestCorpusConformance parses every file of ../shared/corpus and compares the
+// result with testdata/corpus/<dir>/<file>.json. Goldens were checked by
+// reading each report, not accepted blindly from the parser.
+func TestCorpusConformance(t *testing.T) {
+	root := corpus.Dir(t)
+	for dir, format := range map[string]report.Format{"junit": report.JUnit, "tap": report.TAP, "gojson": report.GoJSON} {
+		entries, err := os.ReadDir(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			t.Run(dir+"/"+name, func(t *testing.T) {
+				path := filepath.Join(root, dir, name)
+				g := golden{File: name, Format: string(format), Default: run(path, format, report.IdentityDefault)}
+				sp := run(path, format, report.IdentitySuitePath)
+				a, _ := json.Marshal(g.Default)
+				b, _ := json.Marshal(sp)
+				if !bytes.Equal(a, b) {
+					g.SuitePath = &sp
+				}
+				got, err := json.MarshalIndent(g, "", "  ")
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, '\n')
+				gpath := filepath.Join("testdata", "corpus", dir, strings.ReplaceAll(name, "#", "_")+".json")
+				if *update {
+					if err := os.MkdirAll(filepath.Dir(gpath), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(gpath, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(gpath)
+				if err != nil {
+					t.Fatalf("no golden for %s (run go test ./pkg/report -run TestCorpusConformance -update, then read it against the report): %v", name, err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s: parser result differs from golden %s\n--- got\n%s", name, gpath, got)
+				}
+			})
+		}
+	}
+}
