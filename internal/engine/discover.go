@@ -1,0 +1,141 @@
+// Package engine runs one verification end to end. This file is Discovery's
+// glue: it gathers the sources from git and the operator's files and hands
+// them to pkg/discovery.
+package engine
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// DiscoverOptions name the inputs of Discovery.
+type DiscoverOptions struct {
+	RepoDir         string
+	Base, Candidate string // revisions as the user wrote them
+	PolicyFile      string // operator policy; "" for none
+	ProposalsFile   string // agent proposals; "-" reads Stdin; "" for none
+	Stdin           io.Reader
+	GitHubContexts  []string
+	GitHubConsulted bool
+}
+
+// Discover resolves the manifest for one change.
+func Discover(ctx context.Context, o DiscoverOptions) (*discovery.Manifest, error) {
+	repo, err := git.Open(ctx, o.RepoDir)
+	if err != nil {
+		return nil, err
+	}
+	in := discovery.Input{GitHub: discovery.GitHub{Consulted: o.GitHubConsulted, Contexts: o.GitHubContexts}}
+	if in.Base, err = repo.ResolveCommit(ctx, o.Base, "--base"); err != nil {
+		return nil, err
+	}
+	if in.Candidate, err = repo.ResolveCommit(ctx, o.Candidate, "--candidate"); err != nil {
+		return nil, err
+	}
+	// Operator inputs are checked before anything is read from the change,
+	// so a bad flag never costs a git walk.
+	if o.PolicyFile != "" {
+		if in.Operator, err = LoadOperatorPolicy(o.PolicyFile, repo.Dir); err != nil {
+			return nil, err
+		}
+	}
+	if o.ProposalsFile != "" {
+		if in.Proposals, err = readProposals(o.ProposalsFile, o.Stdin); err != nil {
+			return nil, err
+		}
+	}
+	if in.Repository, err = discovery.LoadRepositoryPolicy(ctx, repo, in.Base, in.Candidate); err != nil {
+		return nil, err
+	}
+	if in.ChangedPaths, err = repo.ChangedPaths(ctx, in.Base, in.Candidate); err != nil {
+		return nil, err
+	}
+	return discovery.Resolve(in)
+}
+
+// LoadOperatorPolicy reads the operator policy. It must be a regular file
+// outside the repository under test: a pull request must not be able to edit
+// the policy that judges it.
+func LoadOperatorPolicy(file, repoDir string) (*discovery.OperatorPolicy, error) {
+	bad := func(err error, format string, args ...any) error {
+		return rmerr.Wrap(rmerr.PolicyInvalid, err, format, args...).At(file, 0)
+	}
+	real, err := filepath.EvalSymlinks(file)
+	if err != nil {
+		return nil, bad(err, "reading operator policy").(*rmerr.Error).WithHint("pass --policy the path of the operator's policy.yaml")
+	}
+	if repoDir != "" {
+		if rr, err := filepath.EvalSymlinks(repoDir); err == nil && within(real, rr) {
+			return nil, rmerr.New(rmerr.PolicyInvalid, "operator policy lives inside the repository under test (%s)", rr).At(file, 0).
+				WithHint("keep the operator policy outside the repository, where a pull request cannot edit it")
+		}
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return nil, bad(err, "reading operator policy")
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, bad(err, "reading operator policy")
+	}
+	if !st.Mode().IsRegular() {
+		return nil, rmerr.New(rmerr.PolicyInvalid, "operator policy is a %s, not a regular file", kindName(st.Mode())).At(file, 0).
+			WithHint("pass --policy the path of the operator's policy.yaml")
+	}
+	data, err := policy.ReadCapped(f, rmerr.PolicyInvalid, file)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := policy.ParseOperator(data, file)
+	if err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(file)
+	return &discovery.OperatorPolicy{Doc: doc.Value, Ref: discovery.PolicyRef{Path: abs, Digest: doc.Digest}}, nil
+}
+
+func readProposals(file string, stdin io.Reader) ([]string, error) {
+	if file == "-" {
+		if stdin == nil {
+			stdin = strings.NewReader("")
+		}
+		return discovery.ParseProposals(stdin, "<stdin>")
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.PolicyProposals, err, "reading agent proposals").At(file, 0)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		return nil, rmerr.New(rmerr.PolicyProposals, "agent proposals is a %s, not a regular file", kindName(st.Mode())).At(file, 0)
+	}
+	return discovery.ParseProposals(f, file)
+}
+
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+func kindName(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}

@@ -1,0 +1,263 @@
+// Package git is runmill's plumbing over the git binary: resolve commits,
+// read one file at a commit without touching the working tree, list changed
+// paths. Every call runs git with a fixed, minimal configuration so a
+// repository's own config (hooks, fsmonitor, pagers) cannot run code here.
+package git
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// Repo is a git repository on disk.
+type Repo struct {
+	Dir string // the directory given (work tree or bare repository)
+}
+
+// Open checks that dir is a git repository.
+func Open(ctx context.Context, dir string) (*Repo, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "opening repository").At(dir, 0).WithHint("pass --repo the directory of a git repository")
+	}
+	if !st.IsDir() {
+		return nil, rmerr.New(rmerr.GitRepository, "not a directory").At(dir, 0).WithHint("pass --repo the directory of a git repository")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "resolving path").At(dir, 0)
+	}
+	r := &Repo{Dir: abs}
+	if _, err := r.run(ctx, nil, "rev-parse", "--git-dir"); err != nil {
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "not a git repository").At(dir, 0).
+			WithHint("pass --repo the directory of a git repository (run 'git init' or clone it first)")
+	}
+	return r, nil
+}
+
+// Env is the environment every git invocation gets: no system or global
+// config, no prompts, no optional locks (read-only checkouts must work).
+func Env() []string {
+	env := []string{
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_OPTIONAL_LOCKS=0",
+		"LC_ALL=C",
+		"HOME=/nonexistent",
+	}
+	if p, ok := os.LookupEnv("PATH"); ok {
+		env = append(env, "PATH="+p)
+	}
+	return env
+}
+
+// run executes git and returns stdout; stderr is folded into the error.
+func (r *Repo) run(ctx context.Context, stdout io.Writer, args ...string) ([]byte, error) {
+	full := append([]string{"-C", r.Dir, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*"}, args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Env = Env()
+	var out, errb bytes.Buffer
+	if stdout != nil {
+		cmd.Stdout = stdout
+	} else {
+		cmd.Stdout = &out
+	}
+	cmd.Stderr = &limitedBuffer{buf: &errb, max: 8 << 10}
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errb.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return nil, &Error{Args: args, Stderr: msg, Err: err}
+	}
+	return out.Bytes(), nil
+}
+
+// Error is a failed git invocation.
+type Error struct {
+	Args   []string
+	Stderr string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), e.Stderr)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+type limitedBuffer struct {
+	buf *bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.buf.Len(); room > 0 {
+		l.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// ResolveCommit turns a revision into a full commit id.
+func (r *Repo) ResolveCommit(ctx context.Context, rev, flag string) (string, error) {
+	if rev == "" || strings.HasPrefix(rev, "-") || strings.ContainsAny(rev, "\x00\n\r") {
+		return "", rmerr.New(rmerr.GitRevision, "invalid revision %q", rev).InField(flag).
+			WithHint("pass a commit id, branch or tag")
+	}
+	out, err := r.run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	if err != nil {
+		return "", rmerr.New(rmerr.GitRevision, "revision %q is not a commit in %s", rev, r.Dir).InField(flag).
+			WithHint("fetch it first (actions/checkout needs fetch-depth: 0) or check the spelling")
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// EntryKind is what a path names in a commit's tree.
+type EntryKind int
+
+const (
+	Missing EntryKind = iota
+	Blob
+	Executable
+	Symlink
+	Tree
+	Submodule
+)
+
+func (k EntryKind) String() string {
+	return [...]string{"missing", "file", "executable file", "symlink", "directory", "submodule"}[k]
+}
+
+// Entry is one path in a commit's tree.
+type Entry struct {
+	Kind   EntryKind
+	Object string
+	Size   int64
+}
+
+// Stat describes path at commit without reading its content.
+func (r *Repo) Stat(ctx context.Context, commit, path string) (Entry, error) {
+	out, err := r.run(ctx, nil, "ls-tree", "-z", "--long", "--full-tree", commit, "--", path)
+	if err != nil {
+		return Entry{}, rmerr.Wrap(rmerr.GitRepository, err, "listing %s at %s", path, short(commit))
+	}
+	// "<mode> SP <type> SP <object> SP+ <size> TAB <path> NUL"
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		meta, name, ok := bytes.Cut(rec, []byte{'\t'})
+		if !ok || string(name) != path {
+			continue
+		}
+		f := strings.Fields(string(meta))
+		if len(f) != 4 {
+			return Entry{}, rmerr.New(rmerr.GitRepository, "unexpected ls-tree output %q", rec)
+		}
+		e := Entry{Object: f[2]}
+		switch f[0] {
+		case "100644":
+			e.Kind = Blob
+		case "100755":
+			e.Kind = Executable
+		case "120000":
+			e.Kind = Symlink
+		case "040000":
+			e.Kind = Tree
+		case "160000":
+			e.Kind = Submodule
+		default:
+			return Entry{}, rmerr.New(rmerr.GitRepository, "unknown mode %s for %s", f[0], path)
+		}
+		if e.Kind == Blob || e.Kind == Executable || e.Kind == Symlink {
+			e.Size, _ = strconv.ParseInt(f[3], 10, 64)
+		}
+		return e, nil
+	}
+	return Entry{Kind: Missing}, nil
+}
+
+// ErrTooLarge is returned by ReadBlob when the object exceeds the cap.
+var ErrTooLarge = errors.New("file too large")
+
+// ReadBlob reads a blob object, refusing anything over max bytes.
+func (r *Repo) ReadBlob(ctx context.Context, e Entry, max int64) ([]byte, error) {
+	if e.Size > max {
+		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, e.Size, max)
+	}
+	out, err := r.run(ctx, nil, "cat-file", "blob", e.Object)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(out)) > max {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
+	}
+	return out, nil
+}
+
+// ChangedPaths lists the paths the candidate changes relative to its merge
+// base with base (git diff BASE...CANDIDATE). Rename detection is off so a
+// rename counts under both its old and its new name.
+func (r *Repo) ChangedPaths(ctx context.Context, base, candidate string) ([]string, error) {
+	out, err := r.run(ctx, nil, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", base+"..."+candidate, "--")
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing changed paths %s...%s", short(base), short(candidate)).
+			WithHint("base and candidate need a common ancestor; fetch full history (fetch-depth: 0)")
+	}
+	var paths []string
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) > 0 {
+			paths = append(paths, string(p))
+		}
+	}
+	return paths, nil
+}
+
+func short(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// KindAt implements discovery.Repository.
+func (r *Repo) KindAt(ctx context.Context, commit, path string) (discovery.FileKind, error) {
+	e, err := r.Stat(ctx, commit, path)
+	if err != nil {
+		return 0, err
+	}
+	switch e.Kind {
+	case Missing:
+		return discovery.Missing, nil
+	case Blob, Executable:
+		return discovery.Regular, nil
+	case Symlink:
+		return discovery.Symlink, nil
+	case Tree:
+		return discovery.Directory, nil
+	}
+	return discovery.OtherKind, nil
+}
+
+// ReadAt implements discovery.Repository.
+func (r *Repo) ReadAt(ctx context.Context, commit, path string, max int64) ([]byte, error) {
+	e, err := r.Stat(ctx, commit, path)
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind != Blob && e.Kind != Executable {
+		return nil, fmt.Errorf("%s at %s is a %s, not a regular file", path, short(commit), e.Kind)
+	}
+	return r.ReadBlob(ctx, e, max)
+}
+
+var _ discovery.Repository = (*Repo)(nil)

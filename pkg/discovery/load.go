@@ -1,0 +1,168 @@
+package discovery
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// FileKind is what a path names in a commit.
+type FileKind int
+
+const (
+	Missing FileKind = iota
+	Regular
+	Symlink
+	Directory
+	OtherKind // submodule or anything else that is not a plain file
+)
+
+func (k FileKind) String() string {
+	return [...]string{"missing", "regular file", "symlink", "directory", "submodule"}[k]
+}
+
+// Repository is the little Discovery reads from git (internal/git provides it).
+type Repository interface {
+	// KindAt says what path is at commit without reading it.
+	KindAt(ctx context.Context, commit, path string) (FileKind, error)
+	// ReadAt reads the regular file path at commit, at most max bytes
+	// (more is an error, never a truncation).
+	ReadAt(ctx context.Context, commit, path string, max int64) ([]byte, error)
+}
+
+// LoadRepositoryPolicy reads .runmill/checks.yaml from the base commit. Only
+// when the file does not exist at base does it read the candidate's copy
+// (read_from working-tree): a change cannot relax the rules that govern its
+// own merge, and a new manifest can only add because the union is monotonic.
+// A manifest that exists but cannot be read or parsed is RM-VERIFY-004.
+func LoadRepositoryPolicy(ctx context.Context, repo Repository, base, candidate string) (*RepositoryPolicy, error) {
+	for _, at := range []struct {
+		commit string
+		from   ReadFrom
+	}{{base, ReadFromBase}, {candidate, ReadFromWorkingTree}} {
+		p, err := readPolicyAt(ctx, repo, at.commit)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			continue
+		}
+		p.ReadFrom = at.from
+		return p, nil
+	}
+	return nil, nil
+}
+
+func readPolicyAt(ctx context.Context, repo Repository, commit string) (*RepositoryPolicy, error) {
+	file := fmt.Sprintf("%s@%s", policy.RepoPolicyPath, short(commit))
+	fail := func(format string, args ...any) error {
+		return rmerr.New(rmerr.VerifyManifest, format, args...).At(file, 0).
+			WithHint("make %s a regular file in the repository; unreadable is never read as \"no checks\"", policy.RepoPolicyPath)
+	}
+	// A symlinked or non-directory .runmill would redirect the policy
+	// anywhere; it is refused, not followed.
+	dir, err := repo.KindAt(ctx, commit, ".runmill")
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.VerifyManifest, err, "reading .runmill").At(file, 0)
+	}
+	switch dir {
+	case Missing:
+		return nil, nil
+	case Directory:
+	default:
+		return nil, fail(".runmill is a %s, not a directory", dir)
+	}
+	kind, err := repo.KindAt(ctx, commit, policy.RepoPolicyPath)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.VerifyManifest, err, "reading the manifest").At(file, 0)
+	}
+	switch kind {
+	case Missing:
+		return nil, nil
+	case Regular:
+	default:
+		return nil, fail("the manifest is a %s, not a regular file", kind)
+	}
+	data, err := repo.ReadAt(ctx, commit, policy.RepoPolicyPath, policy.MaxBytes)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.VerifyManifest, err, "reading the manifest").At(file, 0).
+			WithHint("keep %s under %d bytes", policy.RepoPolicyPath, policy.MaxBytes)
+	}
+	doc, err := policy.ParseRepository(data, file)
+	if err != nil {
+		return nil, err
+	}
+	return &RepositoryPolicy{Doc: doc.Value, Ref: PolicyRef{Path: policy.RepoPolicyPath, Commit: commit, Digest: doc.Digest}}, nil
+}
+
+func short(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// Bounds on an agent proposal list.
+const (
+	MaxProposals     = 1000
+	MaxProposalBytes = 64 << 10
+)
+
+// ParseProposals reads an agent proposal list: one check id per line, blank
+// lines and # comments ignored. Ids must follow the check id grammar, so a
+// proposal can never carry shell text. Errors are RM-POLICY-002 and name the
+// line.
+func ParseProposals(r io.Reader, name string) ([]string, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxProposalBytes+1))
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.PolicyProposals, err, "reading agent proposals").At(name, 0)
+	}
+	if len(data) > MaxProposalBytes {
+		return nil, rmerr.New(rmerr.PolicyProposals, "proposal list is larger than %d bytes", MaxProposalBytes).At(name, 0).
+			WithHint("propose at most %d check ids, one per line", MaxProposals)
+	}
+	var ids []string
+	var errs rmerr.List
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	sc.Buffer(make([]byte, 0, 4096), MaxProposalBytes+1)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		if !policy.ValidID(s) {
+			if len(errs) < 20 {
+				errs = append(errs, rmerr.New(rmerr.PolicyProposals, "invalid check id %q", truncate(s, 80)).At(name, line).
+					WithHint("a proposal is a configured check id (letters, digits, '.', '_', '-'), never a command"))
+			}
+			continue
+		}
+		ids = append(ids, s)
+		if len(ids) > MaxProposals {
+			return nil, rmerr.New(rmerr.PolicyProposals, "more than %d proposals", MaxProposals).At(name, line).
+				WithHint("propose only the configured check ids the change needs")
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, rmerr.Wrap(rmerr.PolicyProposals, err, "reading agent proposals").At(name, line)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return ids, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+

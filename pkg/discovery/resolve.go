@@ -1,0 +1,273 @@
+package discovery
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+
+	"github.com/runmill/verify/pkg/pathglob"
+	"github.com/runmill/verify/pkg/policy"
+)
+
+// RepositoryPolicy is .runmill/checks.yaml as Load found it.
+type RepositoryPolicy struct {
+	Doc      policy.Repository
+	Ref      PolicyRef
+	ReadFrom ReadFrom
+}
+
+// OperatorPolicy is the operator's policy.yaml.
+type OperatorPolicy struct {
+	Doc policy.Operator
+	Ref PolicyRef
+}
+
+// Input is everything Resolve unions. Base and Candidate are full commit ids.
+type Input struct {
+	Base, Candidate string
+	Repository      *RepositoryPolicy // nil: read_from none
+	Operator        *OperatorPolicy   // nil: no operator policy given
+	ChangedPaths    []string
+	GitHub          GitHub
+	// Proposals are check ids the agent proposes: looked up in the configured
+	// set, never executed when unknown (spec § 1).
+	Proposals []string
+}
+
+// gate is one document's requirement rule for a check.
+type gate struct {
+	paths    []*pathglob.Pattern
+	required bool
+	by       Definer // the document this rule came from
+}
+
+type def struct {
+	spec  policy.CheckSpec
+	by    Definer
+	gates []gate
+}
+
+// entry accumulates a manifest check while sources are applied.
+type entry struct {
+	Check
+	sources map[Source]bool
+}
+
+// Resolve unions the sources into a manifest. It is pure: the same input
+// always gives the same manifest (entries sorted by id).
+func Resolve(in Input) (*Manifest, error) {
+	m := &Manifest{
+		Schema:             Schema,
+		Base:               in.Base,
+		Candidate:          in.Candidate,
+		ReadFrom:           ReadFromNone,
+		Autonomy:           policy.PROnly,
+		FailOnSkippedCheck: true,
+		ChangedPaths:       len(in.ChangedPaths),
+		GitHub:             GitHub{Consulted: in.GitHub.Consulted, Contexts: append([]string{}, in.GitHub.Contexts...)},
+		Checks:             []Check{},
+		NotTriggered:       []NotTriggered{},
+		IgnoredProposals:   []IgnoredProposal{},
+		Conflicts:          []Conflict{},
+	}
+	defs := map[string]*def{}
+	var order []string
+	add := func(spec policy.CheckSpec, by Definer) error {
+		g, err := gateOf(spec, by)
+		if err != nil {
+			return err
+		}
+		d, ok := defs[spec.ID]
+		if !ok {
+			defs[spec.ID] = &def{spec: spec, by: by, gates: []gate{g}}
+			order = append(order, spec.ID)
+			return nil
+		}
+		// The operator wins the definition; both documents' requirement
+		// rules stay, so repository content can add a requirement but
+		// cannot replace a command or evidence rule chosen outside it.
+		if fields := differing(d.spec, spec); len(fields) > 0 {
+			m.Conflicts = append(m.Conflicts, Conflict{ID: spec.ID, Fields: fields, Winner: DefinedByOperator})
+		}
+		d.spec, d.by = spec, by
+		d.gates = append(d.gates, g)
+		return nil
+	}
+	if in.Repository != nil {
+		m.ReadFrom = in.Repository.ReadFrom
+		ref := in.Repository.Ref
+		m.Policies.Repository = &ref
+		for _, c := range in.Repository.Doc.Checks {
+			if err := add(c, DefinedByRepository); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if in.Operator != nil {
+		ref := in.Operator.Ref
+		m.Policies.Operator = &ref
+		m.Autonomy = in.Operator.Doc.Autonomy
+		if m.Autonomy == "" {
+			m.Autonomy = policy.PROnly
+		}
+		m.FailOnSkippedCheck = in.Operator.Doc.Verification.FailOnSkipped()
+		for _, c := range in.Operator.Doc.Verification.Commands {
+			if err := add(c, DefinedByOperator); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	entries := map[string]*entry{}
+	require := func(id string, src Source, required bool, reason string) *entry {
+		e, ok := entries[id]
+		if !ok {
+			e = &entry{Check: Check{ID: id}, sources: map[Source]bool{}}
+			if d, ok := defs[id]; ok {
+				s := d.spec
+				e.Command, e.Report, e.DeclaredSkips = s.Run, s.Report, s.DeclaredSkips
+				e.Timeout, e.Image, e.Dependencies, e.DefinedBy = s.Timeout, s.Image, s.Dependencies, d.by
+			}
+			entries[id] = e
+		}
+		e.sources[src] = true
+		e.Required = e.Required || required
+		e.Reasons = append(e.Reasons, reason)
+		return e
+	}
+
+	unmatched := map[string][]string{}
+	for _, id := range order {
+		for _, g := range defs[id].gates {
+			if len(g.paths) == 0 {
+				why := "declared by the " + string(g.by) + " policy"
+				if !g.required {
+					why += " (required: false: advisory)"
+				}
+				require(id, SourceRepository, g.required, why)
+				continue
+			}
+			if p, pat, ok := firstMatch(g.paths, in.ChangedPaths); ok {
+				why := fmt.Sprintf("changed path %s matches %s", p, pat)
+				if !g.required {
+					why += " (required: false: advisory)"
+				}
+				require(id, SourceChangedPath, g.required, why)
+				continue
+			}
+			for _, p := range g.paths {
+				unmatched[id] = append(unmatched[id], p.String())
+			}
+		}
+	}
+	if in.Operator != nil {
+		for i, r := range in.Operator.Doc.Verification.PathRules {
+			pats, err := compileAll(r.Paths)
+			if err != nil {
+				return nil, fmt.Errorf("operator path_rules[%d]: %w", i, err)
+			}
+			p, pat, ok := firstMatch(pats, in.ChangedPaths)
+			if !ok {
+				continue
+			}
+			for _, id := range r.Checks {
+				require(id, SourceChangedPath, true, fmt.Sprintf("operator path rule %d: changed path %s matches %s", i, p, pat))
+			}
+		}
+	}
+	for _, ctx := range in.GitHub.Contexts {
+		require(ctx, SourceGitHub, true, "required by branch protection")
+	}
+	seen := map[string]bool{}
+	for _, id := range in.Proposals {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if _, ok := defs[id]; !ok {
+			m.IgnoredProposals = append(m.IgnoredProposals, IgnoredProposal{ID: id,
+				Reason: "not a configured check id; unknown ids are ignored, never executed"})
+			continue
+		}
+		require(id, SourceAgent, true, "proposed by the agent (a configured check)")
+	}
+
+	for _, id := range order {
+		if _, in := entries[id]; !in {
+			m.NotTriggered = append(m.NotTriggered, NotTriggered{ID: id, Paths: unmatched[id]})
+		}
+	}
+	for _, e := range entries {
+		for s := range e.sources {
+			e.Sources = append(e.Sources, s)
+		}
+		sort.Slice(e.Sources, func(i, j int) bool { return sourceOrder[e.Sources[i]] < sourceOrder[e.Sources[j]] })
+		m.Checks = append(m.Checks, e.Check)
+	}
+	sort.Slice(m.Checks, func(i, j int) bool { return m.Checks[i].ID < m.Checks[j].ID })
+	sort.Slice(m.NotTriggered, func(i, j int) bool { return m.NotTriggered[i].ID < m.NotTriggered[j].ID })
+	sort.Slice(m.Conflicts, func(i, j int) bool { return m.Conflicts[i].ID < m.Conflicts[j].ID })
+	return m, nil
+}
+
+func gateOf(s policy.CheckSpec, by Definer) (gate, error) {
+	pats, err := compileAll(s.Paths)
+	if err != nil {
+		return gate{}, fmt.Errorf("check %q: %w", s.ID, err)
+	}
+	return gate{paths: pats, required: s.IsRequired(), by: by}, nil
+}
+
+func compileAll(ps []string) ([]*pathglob.Pattern, error) {
+	out := make([]*pathglob.Pattern, 0, len(ps))
+	for _, p := range ps {
+		c, err := pathglob.Compile(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// firstMatch returns the first changed path any pattern matches.
+func firstMatch(pats []*pathglob.Pattern, paths []string) (string, string, bool) {
+	for _, p := range paths {
+		for _, pat := range pats {
+			if pat.Match(p) {
+				return p, pat.String(), true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// differing names the definition fields on which two specs disagree.
+func differing(a, b policy.CheckSpec) []string {
+	var f []string
+	if a.Run != b.Run {
+		f = append(f, "run")
+	}
+	if !reflect.DeepEqual(a.Report, b.Report) {
+		f = append(f, "report")
+	}
+	if !reflect.DeepEqual(a.DeclaredSkips, b.DeclaredSkips) {
+		f = append(f, "declared_skips")
+	}
+	if a.Timeout != b.Timeout {
+		f = append(f, "timeout")
+	}
+	if a.Image != b.Image {
+		f = append(f, "image")
+	}
+	if a.Dependencies != b.Dependencies {
+		f = append(f, "dependencies")
+	}
+	if !reflect.DeepEqual(a.Paths, b.Paths) {
+		f = append(f, "paths")
+	}
+	if a.IsRequired() != b.IsRequired() {
+		f = append(f, "required")
+	}
+	return f
+}

@@ -1,0 +1,98 @@
+package discovery_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/policy"
+)
+
+func required(m *discovery.Manifest) map[string]string {
+	out := map[string]string{}
+	for _, c := range m.Checks {
+		if c.Required {
+			out[c.ID] = c.Command
+		}
+	}
+	return out
+}
+
+// TestUnionOnlyGrows: adding changed paths, GitHub contexts, agent proposals
+// or operator checks never removes a required check (spec § 1: the union is
+// monotonic) — checked over random inputs.
+func TestUnionOnlyGrows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	paths := []string{"src/a.go", "migrations/1.sql", "docs/x.md", "infra/main.tf", "web/app.test.js"}
+	globs := []string{"src/**", "migrations/**", "docs/", "*.tf", "**/*.js"}
+	pick := func(n int, from []string) []string {
+		var out []string
+		for _, i := range rng.Perm(len(from))[:rng.IntN(n+1)] {
+			out = append(out, from[i])
+		}
+		return out
+	}
+	mkChecks := func(prefix string) []policy.CheckSpec {
+		var cs []policy.CheckSpec
+		for i := 0; i < rng.IntN(6); i++ {
+			c := policy.CheckSpec{ID: fmt.Sprintf("c%d", rng.IntN(8)), Run: prefix + "cmd"}
+			if rng.IntN(2) == 0 {
+				c.Paths = pick(2, globs)
+			}
+			if rng.IntN(4) == 0 {
+				f := false
+				c.Required = &f
+			}
+			dup := false
+			for _, o := range cs {
+				dup = dup || o.ID == c.ID
+			}
+			if !dup {
+				cs = append(cs, c)
+			}
+		}
+		return cs
+	}
+	for i := 0; i < 2000; i++ {
+		small := discovery.Input{
+			Repository:   &discovery.RepositoryPolicy{Doc: policy.Repository{Checks: mkChecks("repo-")}, ReadFrom: discovery.ReadFromBase},
+			Operator:     &discovery.OperatorPolicy{Doc: policy.Operator{Verification: policy.Verification{Commands: mkChecks("op-")}}},
+			ChangedPaths: pick(2, paths),
+		}
+		big := small
+		big.ChangedPaths = append(append([]string{}, small.ChangedPaths...), pick(3, paths)...)
+		big.GitHub.Contexts = pick(2, []string{"ci", "c1", "lint"})
+		big.Proposals = pick(3, []string{"c0", "c1", "c2", "c3", "zz"})
+		extra := big.Operator.Doc
+		extra.Verification.PathRules = []policy.PathRule{{Paths: pick(2, globs), Checks: pick(2, []string{"c4", "c5", "new"})}}
+		big.Operator = &discovery.OperatorPolicy{Doc: extra}
+
+		ms, err := discovery.Resolve(small)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mb, err := discovery.Resolve(big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, rb := required(ms), required(mb)
+		for id, cmd := range rs {
+			bcmd, ok := rb[id]
+			if !ok {
+				t.Fatalf("case %d: adding sources removed required check %q\nsmall %+v\nbig %+v", i, id, small, big)
+			}
+			if bcmd != cmd {
+				t.Fatalf("case %d: adding sources changed the command of %q: %q -> %q", i, id, cmd, bcmd)
+			}
+		}
+		// Operator definitions always win.
+		for _, c := range mb.Checks {
+			for _, oc := range big.Operator.Doc.Verification.Commands {
+				if oc.ID == c.ID && c.Command != oc.Run {
+					t.Fatalf("case %d: operator lost %q", i, c.ID)
+				}
+			}
+		}
+	}
+}

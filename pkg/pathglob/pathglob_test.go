@@ -1,0 +1,74 @@
+package pathglob_test
+
+import (
+	"testing"
+
+	"github.com/runmill/verify/pkg/pathglob"
+)
+
+func TestMatch(t *testing.T) {
+	run := func(t *testing.T, pattern, name string, want bool) {
+		t.Helper()
+		p, err := pathglob.Compile(pattern)
+		if err != nil {
+			t.Fatalf("Compile(%q): %v", pattern, err)
+		}
+		if got := p.Match(name); got != want {
+			t.Errorf("%q.Match(%q) = %v, want %v", pattern, name, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"migrations/**", "migrations/001.sql", true},
+		{"migrations/**", "migrations/a/b/c.sql", true},
+		{"migrations/**", "migrations", false}, // inside the directory only, as in .gitignore
+		{"migrations/**", "src/migrations/x", false},
+		{"migrations/", "migrations/001.sql", true},
+		{"migrations/", "migrationsx/001.sql", false},
+		{"migrations/*.sql", "migrations/001.sql", true},
+		{"migrations/*.sql", "migrations/a/001.sql", false},
+		{"**/*.go", "main.go", true},
+		{"**/*.go", "a/b/main.go", true},
+		{"**/*.go", "a/b/main.gox", false},
+		{"src/**/test/*.js", "src/test/a.js", true},
+		{"src/**/test/*.js", "src/x/y/test/a.js", true},
+		{"src/**/test/*.js", "src/x/y/test/z/a.js", false},
+		{"*.sql", "db/migrations/001.sql", true},
+		{"*.sql", "001.sql", true},
+		{"*.sql", "db/001.sqlx", false},
+		{"go.mod", "go.mod", true},
+		{"go.mod", "sub/go.mod", true},
+		{"docs/README.md", "docs/README.md", true},
+		{"docs/README.md", "docs/README.md/x", false},
+		{"a/?.txt", "a/b.txt", true},
+		{"a/[bc].txt", "a/c.txt", true},
+		{"a/[bc].txt", "a/d.txt", false},
+		{"a/*", "a/b/c", false},
+		{"a/**/b", "a/b", true},
+	} {
+		t.Run(tc.pattern+"|"+tc.name, func(t *testing.T) { run(t, tc.pattern, tc.name, tc.want) })
+	}
+}
+
+func TestCompileRejects(t *testing.T) {
+	for _, p := range []string{"", "/abs", `a\b`, "a//b", "../x", "a/./b", "a/**x/b", "a/[b"} {
+		if _, err := pathglob.Compile(p); err == nil {
+			t.Errorf("Compile(%q) accepted a bad pattern", p)
+		}
+	}
+}
+
+func FuzzMatch(f *testing.F) {
+	f.Add("migrations/**", "migrations/a.sql")
+	f.Add("**/*.go", "a/b/c.go")
+	f.Add("*.sql", "x.sql")
+	f.Fuzz(func(t *testing.T, pattern, name string) {
+		p, err := pathglob.Compile(pattern)
+		if err != nil {
+			return
+		}
+		_ = p.Match(name)
+	})
+}

@@ -1,0 +1,58 @@
+package policy
+
+// Autonomy is how far runmill may act on its own verdict.
+type Autonomy string
+
+const (
+	PROnly       Autonomy = "pr-only"
+	GuardedMerge Autonomy = "guarded-merge"
+	Continuous   Autonomy = "continuous"
+)
+
+// Operator is the operator's policy.yaml. It lives outside the repository,
+// where an inbound pull request cannot reach it, and wins every conflict.
+type Operator struct {
+	Autonomy     Autonomy     `yaml:"autonomy" json:"autonomy"`
+	Verification Verification `yaml:"verification" json:"verification"`
+	Budgets      Budgets      `yaml:"budgets" json:"budgets"`
+	Risk         Risk         `yaml:"risk" json:"risk"`
+}
+
+// Verification is the operator's contribution to Discovery and the proof gate.
+type Verification struct {
+	Commands []CheckSpec `yaml:"commands" json:"commands"`
+	// FailOnSkippedCheck defaults to true: an unproven required result blocks
+	// merge-readiness. Only pr-only autonomy may set it false.
+	FailOnSkippedCheck *bool      `yaml:"fail_on_skipped_check,omitempty" json:"fail_on_skipped_check,omitempty"`
+	PathRules          []PathRule `yaml:"path_rules" json:"path_rules"`
+}
+
+// FailOnSkipped applies the default (true).
+func (v Verification) FailOnSkipped() bool {
+	return v.FailOnSkippedCheck == nil || *v.FailOnSkippedCheck
+}
+
+// PathRule makes checks required when a changed path matches.
+type PathRule struct {
+	Paths  []string `yaml:"paths" json:"paths"`
+	Checks []string `yaml:"checks" json:"checks"`
+}
+
+// Budgets bound what one verification run may consume.
+type Budgets struct {
+	// RunTimeout bounds the whole run; CheckTimeout is the default per check
+	// run for checks that declare none.
+	RunTimeout   Duration `yaml:"run_timeout,omitempty" json:"run_timeout,omitempty"`
+	CheckTimeout Duration `yaml:"check_timeout,omitempty" json:"check_timeout,omitempty"`
+	// MaxOutputBytes caps the stdout and stderr kept per check run (all bytes
+	// are still hashed).
+	MaxOutputBytes int64 `yaml:"max_output_bytes,omitempty" json:"max_output_bytes,omitempty"`
+	// Parallel bounds concurrent check runs (0: number of CPUs).
+	Parallel int `yaml:"parallel,omitempty" json:"parallel,omitempty"`
+}
+
+// Risk declares paths whose change deserves a person's eye; recorded in the
+// evidence so a reviewer of the bundle sees which risky paths a change touched.
+type Risk struct {
+	HighRiskPaths []string `yaml:"high_risk_paths,omitempty" json:"high_risk_paths,omitempty"`
+}
