@@ -165,4 +165,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
