@@ -25,6 +25,7 @@ type Pattern struct {
 	src    string
 	segs   []string
 	prefix string // literal leading segments joined with "/" plus "/", for a fast reject
+	suffix string // literal tail of the last segment: every match ends with it
 	base   bool   // no "/" in the source: match the last segment only
 }
 
@@ -71,6 +72,11 @@ func Compile(p string) (*Pattern, error) {
 	if len(lit) > 0 && len(lit) < len(segs) {
 		pt.prefix = strings.Join(lit, "/") + "/"
 	}
+	if last := segs[len(segs)-1]; last != "**" {
+		// Everything after the last wildcard or class is literal
+		// (Compile refused backslash escapes).
+		pt.suffix = last[strings.LastIndexAny(last, "*?]")+1:]
+	}
 	return pt, nil
 }
 
@@ -79,6 +85,9 @@ func (p *Pattern) String() string { return p.src }
 
 // Match reports whether the repository path name matches.
 func (p *Pattern) Match(name string) bool {
+	if !strings.HasSuffix(name, p.suffix) {
+		return false
+	}
 	if p.base {
 		if i := strings.LastIndexByte(name, '/'); i >= 0 {
 			name = name[i+1:]

@@ -1,6 +1,8 @@
 package pathglob_test
 
 import (
+	"path"
+	"strings"
 	"testing"
 
 	"github.com/runmill/verify/pkg/pathglob"
@@ -69,6 +71,22 @@ func FuzzMatch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_ = p.Match(name)
+		got := p.Match(name)
+		// Without ** the grammar is path.Match over the whole path (or
+		// over the last segment for slash-free patterns): the fast
+		// prefix/suffix rejects must never change an answer.
+		if name == "" || strings.Contains(pattern, "**") || strings.HasSuffix(pattern, "/") || strings.Contains(name, "//") || strings.HasSuffix(name, "/") || strings.HasPrefix(name, "/") {
+			return
+		}
+		target := name
+		if !strings.Contains(pattern, "/") {
+			if i := strings.LastIndexByte(name, '/'); i >= 0 {
+				target = name[i+1:]
+			}
+		}
+		want, _ := path.Match(pattern, target)
+		if got != want {
+			t.Fatalf("%q.Match(%q) = %v, path.Match says %v", pattern, name, got, want)
+		}
 	})
 }

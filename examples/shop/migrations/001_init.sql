@@ -1,0 +1,1 @@
+create table carts (id integer primary key);
