@@ -199,8 +199,14 @@ func validateChecks(checks []CheckSpec, root *yaml.Node, field, file string, cod
 				add("report.identity", "omit it (the spec's rule) or use suite-path", "unknown report identity %q", c.Report.Identity)
 			}
 		}
-		for _, e := range validateSkipsPending(c.Report != nil, c.DeclaredSkips) { // INTEGRATE: ValidateDeclaredSkips
-			e.Code, e.File = code, file
+		for _, e := range ValidateDeclaredSkips(c.Report != nil, c.DeclaredSkips) {
+			// In the repository manifest these keep the spec's code
+			// (RM-VERIFY-003); in the operator's file they are operator
+			// configuration errors like every other finding there.
+			if code == rmerr.PolicyInvalid {
+				e.Code = code
+			}
+			e.File = file
 			if e.Line == 0 {
 				e.Line = lineOf(root, f+".declared_skips")
 			}

@@ -53,8 +53,12 @@ func TestParseRepository(t *testing.T) {
 		}
 		for i, w := range want {
 			g := got[i]
-			if g.Code != rmerr.VerifyManifest {
-				t.Errorf("finding %d code %s, want RM-VERIFY-004", i, g.Code)
+			if want := rmerr.VerifyManifest; strings.Contains(w.field, "declared_skips") {
+				if g.Code != rmerr.VerifySkipped {
+					t.Errorf("finding %d code %s, want RM-VERIFY-003", i, g.Code)
+				}
+			} else if g.Code != want {
+				t.Errorf("finding %d code %s, want %s", i, g.Code, want)
 			}
 			if g.File != "checks.yaml" || g.Line != w.line || g.Field != w.field || !strings.Contains(g.Msg, w.msg) {
 				t.Errorf("finding %d = %s:%d %s %q, want line %d field %q msg ~%q", i, g.File, g.Line, g.Field, g.Msg, w.line, w.field, w.msg)
@@ -110,6 +114,7 @@ func TestParseRepository(t *testing.T) {
 		{"negative timeout", "checks:\n  - id: a\n    run: x\n    timeout: -1s\n", []finding{{4, "", "positive"}}},
 		{"bad glob", "checks:\n  - id: a\n    run: x\n    paths: [\"/abs/**\"]\n", []finding{{4, "checks[0].paths[0]", "absolute"}}},
 		{"unknown dependencies", "checks:\n  - id: a\n    run: x\n    dependencies: pip\n", []finding{{4, "checks[0].dependencies", "unknown dependency strategy"}}},
+		{"skips without report", "checks:\n  - id: a\n    run: x\n    declared_skips: [{test_id: t, cause: c}]\n", []finding{{4, "checks[0].declared_skips", "without a report"}}},
 		{"two documents", "checks: []\n---\nchecks: []\n", []finding{{2, "", "more than one YAML document"}}},
 		{"collects all", "checks:\n  - id: \"\"\n    run: \"\"\n  - id: b\n    run: x\n    report: {path: ../x, format: csv}\n", []finding{
 			{2, "checks[0].id", "empty"}, {3, "checks[0].run", "empty"},
