@@ -1,0 +1,21 @@
+// Package outcome applies spec § 4 "Outcome — what passed excludes" to one
+// check: exit code 0 is necessary and nowhere near sufficient.
+//
+//   - Zero tests: ZeroTestScanner (an io.Writer for the combined output,
+//     bounded memory, independent of write boundaries) and
+//     ZeroTestsInInventory (a report with no test, or none executed).
+//   - Focused execution: FindFocus over the candidate's tracked
+//     JavaScript/TypeScript test files.
+//   - Skipped or missing tests: Compare of the base and candidate
+//     inventories against the check's declared skips, on exact identities.
+//
+// Every rule broken is returned as a verdict.Finding carrying the rule's name
+// (and its RM code where the specification gives one), for the orchestrator
+// to attach to the check's verdict.Result. The Finding type lives in package
+// verdict because the verdict is what records and signs reasons; outcome
+// imports verdict and verdict never imports outcome (it judges records, not
+// outputs), so the dependency runs one way, as the data does.
+//
+// The package is pure: FindFocus reads the files it is given and nothing
+// else; nothing prints.
+package outcome

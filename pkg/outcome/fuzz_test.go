@@ -1,0 +1,128 @@
+package outcome_test
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/runmill/verify/pkg/outcome"
+)
+
+// FuzzZeroTestChunking: feeding the same bytes in any split gives the same
+// answer, also after a prefix that moves them across the scanner's internal
+// 64 KiB chunk boundary; a match names a line inside the output.
+func FuzzZeroTestChunking(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "output", "*.txt"))
+	for i, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b, uint64(i))
+		}
+	}
+	for i, s := range []string{
+		"0 passing", "10 passed", "0 tests failed", "running 0 tests\nrunning 1 test\n", "?   \tb\t[no test files]\nok  \ta\t0.1s\n",
+		"\x1b[1m0\x1b[22m passing", "1..0\n", "    1..0\n", "Tests:       1 skipped, 1 total\n", "==== 2 skipped in 0.1s ====\n",
+		"no\ttests  found", "# tests 0", "collected 0 items", "ok  \tx\t(cached) [no tests to run]\n", "passWithNoTests",
+	} {
+		f.Add([]byte(s), uint64(i)*0x9e3779b97f4a7c15)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
+		if seed%8 == 0 {
+			pad := 64<<10 - int(seed>>8%4096)
+			data = append([]byte(strings.Repeat(".", pad)+"\n"), data...)
+		}
+		whole, found := scanChunks(data)
+		if found {
+			lines := bytes.Count(data, []byte("\n")) + 1
+			if whole.Line < 1 || whole.Line > lines || whole.Phrase == "" || whole.Text == "" {
+				t.Fatalf("match %+v outside the output (%d lines)", whole, lines)
+			}
+		}
+		rng := rand.New(rand.NewPCG(seed, uint64(len(data))))
+		maxChunk := 1 + int(seed>>16%9000)
+		if len(data) > 8192 {
+			maxChunk = max(maxChunk, 512) // keep long inputs to a few hundred writes
+		}
+		var sizes []int
+		for rest := len(data); rest > 0; {
+			n := 1 + rng.IntN(min(rest, maxChunk))
+			sizes = append(sizes, n)
+			rest -= n
+		}
+		if got, ok := scanChunks(data, sizes...); ok != found || got != whole {
+			t.Fatalf("chunks %v: got %+v %v; want %+v %v", sizes, got, ok, whole, found)
+		}
+		if len(data) <= 4096 {
+			ones := make([]int, len(data))
+			for i := range ones {
+				ones[i] = 1
+			}
+			if got, ok := scanChunks(data, ones...); ok != found || got != whole {
+				t.Fatalf("byte by byte: got %+v %v; want %+v %v", got, ok, whole, found)
+			}
+		}
+	})
+}
+
+// FuzzFocus: the focus scanner never panics or fails on any content, and
+// every occurrence it reports lies inside the file, at a byte that starts
+// its marker.
+func FuzzFocus(f *testing.F) {
+	for _, s := range []string{
+		"it.only('a', () => {});", "describe\n  .only('e', () => {});", "fit('b'); benefit(1); model.fit(2);",
+		"test('c', { only: true }, () => {});", "test('d', {skip:false,'only' : true}, fn);",
+		"// don't use .only( here\n", "const s = `${ fdescribe('z') } it.only(`;", "x = a / b; y = /it.only(/;",
+		"const bad = 'it.only(\n", "/* fit(\n", "`\n${`${`", "#!/usr/bin/env node\nit.only()", "é\u2028it.only(1)",
+		"f(...only(x)); function fit(a) {}", "a\\\nb'\\", "/[/]/.only(", "x?.only?.(1)",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rep, err := outcome.ScanFocus(bytes.NewReader(data), "f.test.js", outcome.FocusOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.Split(data, []byte("\n"))
+		for _, list := range [][]outcome.Focus{rep.Focused, rep.Ignored} {
+			for _, fc := range list {
+				if fc.File != "f.test.js" || fc.Line < 1 || fc.Line > len(lines) {
+					t.Fatalf("occurrence %+v outside the file (%d lines)", fc, len(lines))
+				}
+				line := lines[fc.Line-1]
+				off, ok := byteOfColumn(line, fc.Column)
+				if !ok {
+					t.Fatalf("occurrence %+v: column outside line %q", fc, line)
+				}
+				c := line[off]
+				switch {
+				case fc.Marker == "only: true":
+					if c != 'o' && c != '\'' && c != '"' {
+						t.Fatalf("occurrence %+v starts at %q", fc, line[off:])
+					}
+				case c != fc.Marker[0]:
+					t.Fatalf("occurrence %+v starts at %q", fc, line[off:])
+				}
+			}
+		}
+		if rep.Files+len(rep.Skipped) == 0 {
+			t.Fatalf("file neither scanned nor skipped: %+v", rep)
+		}
+	})
+}
+
+// byteOfColumn returns the byte offset of a 1-based character column.
+func byteOfColumn(line []byte, col int) (int, bool) {
+	n := 0
+	for i := range line {
+		if utf8.RuneStart(line[i]) {
+			n++
+			if n == col {
+				return i, true
+			}
+		}
+	}
+	return 0, false
+}

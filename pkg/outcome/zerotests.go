@@ -1,0 +1,283 @@
+package outcome
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/rmerr"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// Rules of this package (verdict.Finding.Rule).
+const (
+	RuleZeroTests = "outcome.zero-tests"
+	RuleFocused   = "outcome.focused"
+)
+
+// ZeroTestMatch says which zero-test phrase a check's output contained, and
+// where.
+type ZeroTestMatch struct {
+	// Phrase is the canonical phrase ("collected 0 items", "0 passing").
+	Phrase string `json:"phrase"`
+	// Runners are the test runners known to print it (informative).
+	Runners string `json:"runners,omitempty"`
+	// Line is the 1-based line of the combined output where the match starts.
+	Line int `json:"line"`
+	// Text is the matched output with terminal escape sequences removed.
+	Text string `json:"text"`
+}
+
+// Finding is the match as a reason the check did not pass (spec § 4 "Zero
+// tests discovered").
+func (m ZeroTestMatch) Finding() verdict.Finding {
+	return verdict.Finding{
+		Rule:    RuleZeroTests,
+		Message: fmt.Sprintf("the output reports zero tests (%q at line %d of the combined output): a run that executed nothing did not pass", m.Text, m.Line),
+		Line:    m.Line,
+		Hint:    "check the test command's path filters, test directory and file patterns; remove passWithNoTests-style options",
+	}
+}
+
+// ZeroTestsInInventory reports whether a parsed report proves that nothing
+// executed: no test at all, or every test skipped. The second is the same
+// false green as the first — the suite did nothing and every framework
+// still calls that success.
+func ZeroTestsInInventory(inv *report.Inventory) (verdict.Finding, bool) {
+	if inv == nil {
+		return verdict.Finding{}, false
+	}
+	// The identities are what preservation compares, so they are the truth
+	// when present; the counts speak only for an inventory without them.
+	total, executed := inv.Counts.Total, inv.Counts.Passed+inv.Counts.Failed
+	if len(inv.Tests) > 0 {
+		total, executed = len(inv.Tests), 0
+		for _, t := range inv.Tests {
+			if t.Status != report.Skipped {
+				executed++
+			}
+		}
+	}
+	switch {
+	case total == 0:
+		return verdict.Finding{Code: rmerr.ReportEmpty, Rule: RuleZeroTests,
+			Message: "the report holds no test: a run that executed nothing did not pass",
+			Hint:    "check the test command's path filters and the reporter configuration"}, true
+	case executed == 0:
+		return verdict.Finding{Code: rmerr.ReportEmpty, Rule: RuleZeroTests,
+			Message: fmt.Sprintf("all %d tests in the report were skipped: nothing executed", total),
+			Hint:    "a suite that only skips proves nothing; make at least its tests run"}, true
+	}
+	return verdict.Finding{}, false
+}
+
+// ZeroTestScanner finds zero-test phrases in a check's combined stdout and
+// stderr. It is an io.Writer to tee the output into; memory stays bounded
+// whatever the output size (a few times scanChunk), and the answer does not
+// depend on how the output was split into writes: a phrase spanning two
+// writes is found.
+//
+// Matching is ASCII case-insensitive with token boundaries ("10 passed" is not
+// "0 passed"), tolerates runs of spaces and tabs between words, and ignores
+// ANSI escape sequences (runners colour their output under CI). Count phrases
+// are not matched when a qualifier makes them partial counts: "0 tests
+// failed" and "skipped: 0 tests" say nothing about how many tests ran.
+//
+// Some runners print a per-unit phrase for each package, crate or module:
+// `go test ./...` prints "[no test files]" for every package without tests,
+// cargo prints "running 0 tests" for a crate's empty doc-test binary, Maven
+// prints "Tests run: 0" or "No tests to run." per module. Those phrases count
+// only when the output holds no evidence that some unit did run tests
+// (a Go "ok  <pkg>  <time>" line without "[no tests to run]", "=== RUN",
+// "running N tests" or "Tests run: N" with N > 0).
+//
+// The scanner is safe for concurrent use, so stdout and stderr may share it;
+// writes are then interleaved at write granularity.
+type ZeroTestScanner struct {
+	mu      sync.Mutex
+	esc     escState
+	scratch []byte
+	buf     []byte // retained output, starting at absolute offset base
+	base    int64
+	next    int64 // next absolute position to decide
+	line    int   // line of position next
+	closed  bool
+	strong  *ZeroTestMatch
+	weak    *ZeroTestMatch
+	evident bool // some unit of a per-unit runner ran tests
+}
+
+const (
+	// lookahead is the longest extent any matcher reads from its start;
+	// lookbehind the longest it reads before it. Both bound memory and
+	// make the result independent of write boundaries.
+	lookahead  = 2048
+	lookbehind = 64
+	scanChunk  = 64 << 10
+)
+
+// The scanner is teed into from the sandbox's output capture.
+var _ io.Writer = (*ZeroTestScanner)(nil)
+
+// NewZeroTestScanner returns a scanner at the start of an output stream.
+func NewZeroTestScanner() *ZeroTestScanner {
+	return &ZeroTestScanner{line: 1}
+}
+
+var errClosed = errors.New("zero-test scanner: write after Result")
+
+// Write scans p. It never fails before Result is called.
+func (s *ZeroTestScanner) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, errClosed
+	}
+	n := len(p)
+	for len(p) > 0 && s.strong == nil {
+		k := min(len(p), scanChunk)
+		s.scratch = s.esc.filter(s.scratch[:0], p[:k])
+		p = p[k:]
+		s.buf = append(s.buf, s.scratch...)
+		s.scan(false)
+	}
+	return n, nil
+}
+
+// Result ends the stream and returns the first decisive zero-test phrase: the
+// earliest phrase that always means zero tests, or else the earliest
+// per-unit phrase when no unit ran tests. Later writes fail.
+func (s *ZeroTestScanner) Result() (ZeroTestMatch, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		if s.strong == nil {
+			s.scan(true)
+		}
+		s.buf, s.scratch = nil, nil
+	}
+	switch {
+	case s.strong != nil:
+		return *s.strong, true
+	case s.weak != nil && !s.evident:
+		return *s.weak, true
+	}
+	return ZeroTestMatch{}, false
+}
+
+// ScanZeroTests reads r to its end and returns what a ZeroTestScanner fed
+// with the same bytes would.
+func ScanZeroTests(r io.Reader) (ZeroTestMatch, bool, error) {
+	s := NewZeroTestScanner()
+	if _, err := io.CopyBuffer(s, r, make([]byte, scanChunk)); err != nil {
+		return ZeroTestMatch{}, false, fmt.Errorf("reading check output: %w", err)
+	}
+	m, ok := s.Result()
+	return m, ok, nil
+}
+
+// scan decides every position that has its full lookahead (or all of them at
+// the end of the stream), then drops what no later decision can read.
+func (s *ZeroTestScanner) scan(eof bool) {
+	end := s.base + int64(len(s.buf))
+	for s.next < end && (eof || end-s.next >= lookahead) && s.strong == nil {
+		i := int(s.next - s.base)
+		b := s.buf[i]
+		// Every phrase is at least two bytes long, so the last byte of the
+		// stream starts none.
+		if i+1 < len(s.buf) && pairs[int(b)<<8|int(s.buf[i+1])] {
+			s.try(startIndex[b], i)
+		}
+		if b == '\n' {
+			s.line++
+		}
+		s.next++
+	}
+	// Compacting only every scanChunk bytes keeps tiny writes cheap; memory
+	// stays below lookbehind + lookahead + 2*scanChunk.
+	if drop := int(s.next-s.base) - lookbehind; drop >= scanChunk || (eof && drop > 0) {
+		s.buf = append(s.buf[:0], s.buf[drop:]...)
+		s.base += int64(drop)
+	}
+}
+
+func (s *ZeroTestScanner) try(cands []*phrase, i int) {
+	v := view{b: s.buf, start: s.base == 0, i: i, lim: min(len(s.buf), i+lookahead)}
+	for _, p := range cands {
+		if p.kind == evidence && s.evident {
+			continue
+		}
+		if p.kind == perUnit && s.weak != nil {
+			continue
+		}
+		if !hasPrefixAt(v, i, p.prefix) {
+			continue
+		}
+		end, ok := p.match(v)
+		if !ok {
+			continue
+		}
+		switch p.kind {
+		case evidence:
+			s.evident = true
+			continue
+		case always:
+			s.strong = s.matchAt(p, i, end)
+			return
+		case perUnit:
+			s.weak = s.matchAt(p, i, end)
+		}
+	}
+}
+
+func (s *ZeroTestScanner) matchAt(p *phrase, i, end int) *ZeroTestMatch {
+	text := strings.ToValidUTF8(string(s.buf[i:min(end, i+128)]), "\uFFFD")
+	return &ZeroTestMatch{Phrase: p.name, Runners: p.runners, Line: s.line, Text: text}
+}
+
+// escState removes ANSI escape sequences (CSI "ESC [ … final" and two-byte
+// "ESC x") as a byte-at-a-time state machine, so that it is itself
+// independent of write boundaries. A colour code between "0" and "passing"
+// must not hide the phrase, nor one before "0" fake a word boundary.
+type escState struct {
+	state uint8 // 0 text, 1 after ESC, 2 inside CSI
+	n     int   // bytes of the current CSI, capped
+}
+
+func (e *escState) filter(dst, src []byte) []byte {
+	for _, c := range src {
+		switch e.state {
+		case 0:
+			if c == 0x1b {
+				e.state = 1
+				continue
+			}
+			dst = append(dst, c)
+		case 1:
+			switch c {
+			case '[':
+				e.state, e.n = 2, 0
+			case '\n':
+				dst = append(dst, c)
+				e.state = 0
+			default:
+				e.state = 0
+			}
+		case 2:
+			e.n++
+			// Final byte, or a runaway sequence: back to text either way.
+			if (c >= 0x40 && c <= 0x7e) || e.n > 32 {
+				e.state = 0
+			}
+			if c == '\n' {
+				dst = append(dst, c)
+				e.state = 0
+			}
+		}
+	}
+	return dst
+}

@@ -1,0 +1,295 @@
+package outcome_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/runmill/verify/pkg/outcome"
+	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// scanChunks feeds data to a fresh scanner in the given chunk sizes (the
+// last chunk takes the rest).
+func scanChunks(data []byte, sizes ...int) (outcome.ZeroTestMatch, bool) {
+	s := outcome.NewZeroTestScanner()
+	for _, n := range sizes {
+		n = min(n, len(data))
+		s.Write(data[:n])
+		data = data[n:]
+	}
+	s.Write(data)
+	return s.Result()
+}
+
+func TestZeroTestPhrases(t *testing.T) {
+	type tc struct {
+		name   string
+		out    string
+		phrase string // "" means no zero-test verdict
+		line   int
+	}
+	run := func(t *testing.T, c tc) {
+		m, found, err := outcome.ScanZeroTests(strings.NewReader(c.out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.phrase == "" {
+			if found {
+				t.Fatalf("found %+v; want no zero-test phrase", m)
+			}
+		} else if !found || m.Phrase != c.phrase || m.Line != c.line {
+			t.Fatalf("got %+v (found %v); want phrase %q at line %d", m, found, c.phrase, c.line)
+		}
+		// The answer must not depend on how the output was split into
+		// writes: every two-way split, byte by byte, and shifted across the
+		// scanner's internal 64 KiB chunk boundary.
+		data := []byte(c.out)
+		for i := 0; i <= len(data); i++ {
+			if got, ok := scanChunks(data, i); ok != found || got != m {
+				t.Fatalf("split at %d: got %+v %v; want %+v %v", i, got, ok, m, found)
+			}
+		}
+		ones := make([]int, len(data))
+		for i := range ones {
+			ones[i] = 1
+		}
+		if got, ok := scanChunks(data, ones...); ok != found || got != m {
+			t.Fatalf("byte by byte: got %+v %v; want %+v %v", got, ok, m, found)
+		}
+		for _, shift := range []int{1, 3, 7} {
+			pad := strings.Repeat(".", 64<<10-shift) + "\n"
+			padded := []byte(pad + c.out)
+			got, ok := scanChunks(padded, 100, 64<<10-150, 2, 1)
+			want := m
+			if found {
+				want.Line++
+			}
+			if ok != found || got != want {
+				t.Fatalf("padded by %d: got %+v %v; want %+v %v", len(pad), got, ok, want, found)
+			}
+		}
+	}
+	for _, c := range []tc{
+		// Spec § 4's phrases.
+		{"jest no tests found", "No tests found, exiting with code 0\n", "no tests found", 1},
+		{"zero tests", "[==========] 0 tests from 0 test suites ran. (0 ms total)\n", "0 tests", 1},
+		{"zero passed", "ok | 0 passed | 0 failed (0ms)\n", "0 passed", 1},
+		{"passWithNoTests echoed by npm", "\n> demo@1.0.0 test\n> jest --passWithNoTests\n\n", "passWithNoTests", 3},
+		// Other runners.
+		{"pytest collected 0 items", "rootdir: /x\ncollected 0 items\n", "collected 0 items", 2},
+		{"pytest deselected everything", "collected 2 items / 2 deselected / 0 selected\n", "0 selected", 1},
+		{"pytest no tests ran", "=== no tests ran in 0.01s ===\n", "no tests ran", 1},
+		{"unittest", "---\nRan 0 tests in 0.000s\n\nOK\n", "Ran 0 tests", 2},
+		{"unittest 3.12", "\nNO TESTS RAN\n", "no tests ran", 2},
+		{"go no test files", "?   \texample.com/m/b\t[no test files]\n", "no test files", 1},
+		{"go no tests to run", "testing: warning: no tests to run\nPASS\nok  \tx\t0.1s [no tests to run]\n", "no tests to run", 1},
+		{"go ok line with no tests to run only", "ok  \tx\t0.1s [no tests to run]\n", "no tests to run", 1},
+		{"rspec", "\nFinished in 0.001 seconds\n0 examples, 0 failures\n", "0 examples", 3},
+		{"rspec no examples found", "No examples found.\n", "no examples found", 1},
+		{"phpunit", "No tests executed!\n", "no tests executed", 1},
+		{"phpunit OK line", "OK (0 tests, 0 assertions)\n", "0 tests", 1},
+		{"cargo only empty binaries", "running 0 tests\n\ntest result: ok. 0 passed; 0 failed\n", "running 0 tests", 1},
+		{"nextest", "error: no tests to run\n", "error: no tests to run", 1},
+		{"node test tap", "TAP version 13\n1..0\n# tests 0\n", "1..0", 2},
+		{"node test summary", "# tests 0\n# pass 0\n", "# tests 0", 1},
+		{"node test summary no space", "#tests 0\n", "# tests 0", 1},
+		{"mocha", "\n\n  0 passing (1ms)\n\n", "0 passing", 3},
+		{"mocha coloured", "\x1b[92m \x1b[0m\x1b[32m 0 passing\x1b[0m\x1b[90m (6ms)\x1b[0m\n", "0 passing", 1},
+		{"colour code inside phrase", "\x1b[1m0\x1b[22m passing\n", "0 passing", 1},
+		{"karma", "Executed 0 of 0 SUCCESS (0.001 secs / 0 secs)\n", "Executed 0 of", 1},
+		{"ginkgo", "Ran 0 of 5 Specs in 0.001 seconds\n", "Ran 0 of", 1},
+		{"ctest", "No tests were found!!!\n", "no tests were found", 1},
+		{"vitest", "No test files found, exiting with code 1\n", "no test files found", 1},
+		{"jest summary", "Tests:       0 total\n", "Tests: 0 total", 1},
+		{"jest all skipped", "Test Suites: 1 skipped, 0 of 1 total\nTests:       1 skipped, 1 total\n", "Tests: N skipped, N total", 2},
+		{"pytest all skipped", "collected 1 item\n\n==== 1 skipped in 0.00s ====\n", "= N skipped in Ts =", 3},
+		{"maven module with zero", "Tests run: 0, Failures: 0, Errors: 0, Skipped: 0\n", "Tests run: 0", 1},
+		{"dotnet", "Total tests: 0. Passed: 0.\n", "Total tests: 0", 1},
+		{"dotnet no test available", "No test is available in /x/y.dll.\n", "no test is available", 1},
+		{"cucumber", "0 scenarios\n0 steps\n", "0 scenarios", 1},
+		{"jasmine", "0 specs, 0 failures\n", "0 specs", 1},
+		{"upper case", "NO TESTS FOUND\n", "no tests found", 1},
+		{"tabs and runs of spaces", "no \t tests\t\tfound\n", "no tests found", 1},
+		{"CRLF", "x\r\n  0 passing (1ms)\r\n", "0 passing", 2},
+		{"no trailing newline", "0 passing", "0 passing", 1},
+		{"at start of output", "0 tests", "0 tests", 1},
+		{"always phrase beats earlier per-unit phrase", "?   \tb\t[no test files]\nok  \ta\t0.1s\n0 passing\n", "0 passing", 3},
+		{"0 tests then comma", "Executed 0 tests, with 0 failures (0 unexpected)\n", "0 tests", 1},
+
+		// Not zero tests.
+		{"ten passed", "10 passed in 0.5s\n", "", 0},
+		{"hundred tests", "Ran 100 tests in 1.0s\n", "", 0},
+		{"decimal", "coverage 1.0 passed threshold\n", "", 0},
+		{"decimal comma", "1,0 tests\n", "", 0},
+		{"zero failed", "5 passed, 0 failed\n", "", 0},
+		{"ctest 0 tests failed", "100% tests passed, 0 tests failed out of 12\n", "", 0},
+		{"0 tests were skipped", "12 tests, 0 tests were skipped\n", "", 0},
+		{"qualifier before", "Failed: 0 tests\nSkipped: 0 tests\n", "", 0},
+		{"0 examples pending", "4 examples, 0 examples pending\n", "", 0},
+		{"word boundary left", "snow tests found\n", "", 0},
+		{"word boundary right", "no tests foundation\n", "", 0},
+		{"passed suffix", "0 passedx\n", "", 0},
+		{"number suffix", "# tests 05\n", "", 0},
+		{"indented TAP plan is a nested subtest", "    1..0\nok 1 - suite\n1..1\n", "", 0},
+		{"plan not at line start", "range x1..0\n", "", 0},
+		{"plan with more digits", "1..05\n", "", 0},
+		{"go mixed packages", "ok  \texample.com/m/a\t0.008s\n?   \texample.com/m/b\t[no test files]\n", "", 0},
+		{"go cached", "ok  \texample.com/m/a\t(cached)\n?   \texample.com/m/b\t[no test files]\n", "", 0},
+		{"go verbose", "=== RUN   TestAdd\n--- PASS: TestAdd (0.00s)\n?   \tb\t[no test files]\n", "", 0},
+		{"go json", "{\"Action\":\"output\",\"Output\":\"?   \\tb\\t[no test files]\\n\"}\n{\"Action\":\"run\",\"Test\":\"TestAdd\"}\n", "", 0},
+		{"cargo with unit tests and empty doc-tests", "running 1 test\ntest t ... ok\n\ntest result: ok. 1 passed\n\n   Doc-tests c\n\nrunning 0 tests\n\ntest result: ok. 0 passed; 0 failed\n", "", 0},
+		{"cargo summary alone", "test result: ok. 0 passed; 0 failed; 0 ignored\n", "", 0},
+		{"maven modules", "No tests to run.\n[INFO] Tests run: 12, Failures: 0, Errors: 0, Skipped: 0\n", "", 0},
+		{"jest some passed", "Tests:       1 skipped, 1 passed, 2 total\n", "", 0},
+		{"pytest some passed", "==== 1 passed, 2 skipped in 0.10s ====\n", "", 0},
+		{"test name with underscores", "test_no_tests_found PASSED\n", "", 0},
+		{"empty", "", "", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) { run(t, c) })
+	}
+}
+
+// TestZeroTestsRecorded runs the scanner over outputs recorded from real
+// runners (testdata/output/SOURCES.md says how each was produced).
+func TestZeroTestsRecorded(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "output", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no recorded outputs: %v", err)
+	}
+	got := map[string]*outcome.ZeroTestMatch{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, found, err := outcome.ScanZeroTests(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found {
+			got[filepath.Base(f)] = &m
+		} else {
+			got[filepath.Base(f)] = nil
+		}
+	}
+	golden(t, got)
+}
+
+func TestZeroTestScannerWriteAfterResult(t *testing.T) {
+	s := outcome.NewZeroTestScanner()
+	s.Write([]byte("0 passing"))
+	if _, ok := s.Result(); !ok {
+		t.Fatal("want a match")
+	}
+	if _, err := s.Write([]byte("x")); err == nil {
+		t.Fatal("write after Result succeeded")
+	}
+	if m, ok := s.Result(); !ok || m.Phrase != "0 passing" {
+		t.Fatalf("second Result = %+v %v", m, ok)
+	}
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("pipe broke") }
+
+func TestScanZeroTestsReadError(t *testing.T) {
+	if _, _, err := outcome.ScanZeroTests(failingReader{}); err == nil {
+		t.Fatal("read error not returned")
+	}
+}
+
+// filler streams n bytes of harmless log lines.
+type filler struct{ n int64 }
+
+func (f *filler) Read(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, io.EOF
+	}
+	const line = "2024-01-01T00:00:00Z INFO ran the thing in 0.12s; 10 passed, 100 tests total\n"
+	n := 0
+	for n < len(p) && f.n > 0 {
+		c := copy(p[n:min(len(p), n+int(min(f.n, int64(len(line)))))], line)
+		n += c
+		f.n -= int64(c)
+	}
+	return n, nil
+}
+
+// TestZeroTestScannerBoundedMemory streams 256 MiB through the scanner and
+// checks that the live heap does not grow with it (outputs can be 2 GB).
+func TestZeroTestScannerBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 256 MiB")
+	}
+	s := outcome.NewZeroTestScanner()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, err := io.CopyBuffer(s, io.MultiReader(&filler{n: 256 << 20}, strings.NewReader("\n0 passing\n")), make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	m, ok := s.Result()
+	if !ok || m.Phrase != "0 passing" {
+		t.Fatalf("got %+v %v; want 0 passing at the end", m, ok)
+	}
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 4<<20 {
+		t.Fatalf("heap grew by %d bytes while scanning", grew)
+	}
+}
+
+func TestZeroTestsInInventory(t *testing.T) {
+	type tc struct {
+		name string
+		inv  *report.Inventory
+		zero bool
+		msg  string
+	}
+	tests := func(st ...report.Status) []report.Test {
+		var out []report.Test
+		for i, s := range st {
+			out = append(out, report.Test{ID: report.TestID(rune('a' + i)), Status: s})
+		}
+		return out
+	}
+	run := func(t *testing.T, c tc) {
+		f, zero := outcome.ZeroTestsInInventory(c.inv)
+		if zero != c.zero {
+			t.Fatalf("zero = %v; want %v (%+v)", zero, c.zero, f)
+		}
+		if zero && (f.Code != rmerr.ReportEmpty || f.Rule != outcome.RuleZeroTests || !strings.Contains(f.Message, c.msg)) {
+			t.Fatalf("finding %+v; want RM-REPORT-005 %s mentioning %q", f, outcome.RuleZeroTests, c.msg)
+		}
+	}
+	for _, c := range []tc{
+		{"nil inventory is not a verdict on tests", nil, false, ""},
+		{"no tests", &report.Inventory{}, true, "no test"},
+		{"counts only", &report.Inventory{Counts: report.Counts{Total: 2, Skipped: 2}}, true, "all 2 tests"},
+		{"all skipped", &report.Inventory{Tests: tests(report.Skipped, report.Skipped)}, true, "all 2 tests"},
+		{"one passed", &report.Inventory{Tests: tests(report.Skipped, report.Passed)}, false, ""},
+		{"one failed", &report.Inventory{Tests: tests(report.Failed)}, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) { run(t, c) })
+	}
+}
+
+func BenchmarkZeroTestScanner(b *testing.B) {
+	var buf bytes.Buffer
+	io.Copy(&buf, &filler{n: 16 << 20})
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		s := outcome.NewZeroTestScanner()
+		s.Write(data)
+		s.Result()
+	}
+}

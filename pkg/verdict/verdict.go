@@ -1,0 +1,501 @@
+// Package verdict decides merge-readiness from records: the coverage pass of
+// spec § 2 ("every required, locally-executable check must have produced a
+// result"), the proven/unproven gate of § 4 and the final rule of "The final
+// verdict":
+//
+//	mergeReady = !anyFailed && !lacksRequiredProof && len(failures) == 0
+//
+// It is pure: no I/O, no clock, no map-order dependence. Issue 5 recomputes a
+// Verdict from signed records and compares it for equality, so Evaluate's
+// output depends on the content of its input only, never on its order.
+package verdict
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// Phase is which commit a check run measured (spec § 3: report-producing
+// checks run at the base, then at the candidate).
+type Phase string
+
+const (
+	Baseline  Phase = "baseline"
+	Candidate Phase = "candidate"
+)
+
+// Status is what the orchestrator recorded for one run.
+type Status string
+
+const (
+	Passed Status = "passed"
+	Failed Status = "failed"
+)
+
+// Coverage is whether a run proved what it executed (spec § 4 "proven vs
+// unproven coverage").
+type Coverage string
+
+const (
+	Proven   Coverage = "proven"
+	Unproven Coverage = "unproven"
+)
+
+// Orchestrator is the only executor whose results count (spec § 2 "Who ran
+// it counts"); the agent's own runs are advisory telemetry.
+const Orchestrator = "orchestrator"
+
+// Requirement is one check of the resolved manifest, as the coverage pass
+// needs it.
+type Requirement struct {
+	CheckID  string `json:"check_id"`
+	Required bool   `json:"required"`
+	// Runnable: the manifest holds a local command for the check.
+	Runnable bool `json:"runnable"`
+	// Remote: the check is sourced from github (branch protection) and is
+	// satisfied by CI reconciliation, not by running anything.
+	Remote bool `json:"remote"`
+	// Report: the check declares a machine-readable report, so it also runs
+	// at the base and the baseline must produce a valid inventory (spec § 3).
+	Report  bool     `json:"report"`
+	Sources []string `json:"sources,omitempty"`
+}
+
+// Result is one recorded check run.
+type Result struct {
+	CheckID   string   `json:"check_id"`
+	Phase     Phase    `json:"phase"`
+	Executor  string   `json:"executor"`
+	Status    Status   `json:"status"`
+	Coverage  Coverage `json:"coverage"`
+	TimedOut  bool     `json:"timed_out"`
+	ExitCode  int      `json:"exit_code"`
+	TreeMoved bool     `json:"tree_moved"`
+	// Findings are the outcome rules the run broke (zero tests, focus,
+	// preservation …). A run that carries any finding did not pass, whatever
+	// Status says.
+	Findings []Finding `json:"findings,omitempty"`
+}
+
+// Conclusion is a GitHub check-run conclusion (or the state of a commit
+// status mapped onto one).
+type Conclusion string
+
+const (
+	Success        Conclusion = "success"
+	Neutral        Conclusion = "neutral"
+	Skipped        Conclusion = "skipped"
+	Failure        Conclusion = "failure"
+	Cancelled      Conclusion = "cancelled"
+	TimedOut       Conclusion = "timed_out"
+	ActionRequired Conclusion = "action_required"
+	Stale          Conclusion = "stale"
+)
+
+// RemoteResult is the reconciled conclusion of one remote context. The caller
+// passes the latest run per context; every result given for a context is
+// judged, so an older failure that was re-run must not be passed.
+type RemoteResult struct {
+	Context    string     `json:"context"`
+	Conclusion Conclusion `json:"conclusion"`
+}
+
+// Input is every record the verdict is computed from.
+type Input struct {
+	Requirements []Requirement  `json:"requirements"`
+	Results      []Result       `json:"results"`
+	Remote       []RemoteResult `json:"remote"`
+	// PendingContexts are required remote contexts whose reconciliation is
+	// still inside its wait window. They block merge-readiness (nothing is
+	// proven yet) but are not RM-VERIFY-001.
+	PendingContexts []string `json:"pending_contexts,omitempty"`
+	// Failures the caller decided: RM-CI-002 after 10 minutes with no run
+	// scheduled (Check = the context; it replaces RM-VERIFY-001 for that
+	// context), RM-VERIFY-004, RM-VERIFY-005 ….
+	Failures []Finding `json:"failures,omitempty"`
+	// AllowUnproven is verification.fail_on_skipped_check: false. The zero
+	// value is the specification's default (true). It never turns a failed
+	// result into a pass.
+	AllowUnproven bool `json:"allow_unproven,omitempty"`
+}
+
+// Verdict is the merge-readiness decision and every reason for it.
+type Verdict struct {
+	MergeReady         bool `json:"merge_ready"`
+	AnyFailed          bool `json:"any_failed"`
+	LacksRequiredProof bool `json:"lacks_required_proof"`
+	FailOnSkippedCheck bool `json:"fail_on_skipped_check"`
+	// Failed: why counted results failed (anyFailed).
+	Failed []Finding `json:"failed"`
+	// Unproven: required results whose coverage is not proven while
+	// fail_on_skipped_check is true (lacksRequiredProof).
+	Unproven []Finding `json:"unproven"`
+	// Failures: checks that never ran, produced no result, had no runnable
+	// command or no passing remote conclusion, and the caller's failures.
+	Failures []Finding `json:"failures"`
+	// Notes are observations that did not decide anything (ignored advisory
+	// results, allowed baseline failures).
+	Notes []string `json:"notes"`
+}
+
+// Reasons returns every finding of v in canonical order.
+func (v Verdict) Reasons() []Finding {
+	return Normalize(slices.Concat(v.Failed, v.Unproven, v.Failures))
+}
+
+// Rules of this package (Finding.Rule).
+const (
+	RuleNoResult        = "coverage.no-result"
+	RuleNoBaseline      = "coverage.no-baseline-result"
+	RuleNoRunnable      = "coverage.no-runnable-command"
+	RuleEmptyManifest   = "coverage.empty-manifest"
+	RuleRemoteMissing   = "coverage.remote-no-result"
+	RuleRemotePending   = "coverage.remote-pending"
+	RuleRemoteNotRun    = "coverage.remote-not-run"
+	RuleRemoteFailed    = "coverage.remote-failed"
+	RuleUnproven        = "coverage.unproven"
+	RuleReportUnproven  = "coverage.report-unproven"
+	RuleCheckFailed     = "outcome.check-failed"
+	RuleTimedOut        = "outcome.timed-out"
+	RuleTreeMoved       = "freshness.tree-moved"
+	RuleBaselineInvalid = "baseline.invalid"
+	RuleInvalidRecord   = "record.invalid"
+	RuleUnlistedCheck   = "record.unlisted-check"
+	RuleDuplicateCheck  = "record.duplicate-check"
+)
+
+// Evaluate computes the verdict. It never fails: a record it cannot make sense
+// of is itself a reason not to be merge-ready.
+func Evaluate(in Input) Verdict {
+	e := evaluation{allowUnproven: in.AllowUnproven}
+	reqs := e.requirements(in.Requirements)
+
+	type key struct {
+		check string
+		phase Phase
+	}
+	ran := map[key]int{}
+	for _, r := range in.Results {
+		if r.Executor != Orchestrator {
+			// Spec § 2: merge-readiness counts only the orchestrator's own
+			// execution; anything else happened under someone else's control.
+			e.note("result of check %q (%s) by executor %q ignored: only the orchestrator's own runs count", r.CheckID, r.Phase, r.Executor)
+			continue
+		}
+		if r.CheckID == "" {
+			e.failures = append(e.failures, Finding{Rule: RuleInvalidRecord,
+				Message: fmt.Sprintf("an orchestrator result (%s) names no check", r.Phase),
+				Hint:    "every result must name the manifest check it ran"})
+			continue
+		}
+		req, listed := reqs[r.CheckID]
+		if !listed {
+			// The orchestrator executes only manifest checks (spec § 1: unknown
+			// identifiers are never executed); a result outside the manifest
+			// means that invariant broke, so it cannot be evidence of anything.
+			e.failures = append(e.failures, Finding{Rule: RuleUnlistedCheck, Check: r.CheckID,
+				Message: fmt.Sprintf("the orchestrator recorded a %s result for a check that is not in the manifest", r.Phase),
+				Hint:    "only manifest checks may be executed; report this as a runmill bug"})
+			req = Requirement{CheckID: r.CheckID}
+		}
+		switch r.Phase {
+		case Candidate:
+			e.candidate(r, req)
+		case Baseline:
+			e.baseline(r, req)
+		default:
+			e.failures = append(e.failures, Finding{Rule: RuleInvalidRecord, Check: r.CheckID,
+				Message: fmt.Sprintf("result has phase %q; want baseline or candidate", r.Phase),
+				Hint:    "a result must say which commit it measured"})
+			continue
+		}
+		ran[key{r.CheckID, r.Phase}]++
+	}
+	for k, n := range ran {
+		if n > 1 {
+			e.note("check %q has %d %s results; every one was judged", k.check, n, k.phase)
+		}
+	}
+
+	escalated := map[string]bool{}
+	for _, f := range in.Failures {
+		if f.Code == rmerr.CINeverScheduled {
+			escalated[f.Check] = true
+		}
+	}
+	pending := map[string]bool{}
+	for _, c := range in.PendingContexts {
+		pending[c] = true
+	}
+	remote := map[string][]Conclusion{}
+	for _, rr := range in.Remote {
+		if _, ok := reqs[rr.Context]; !ok || !reqs[rr.Context].Remote {
+			e.note("remote context %q (%s) is not a remote check of the manifest; ignored", rr.Context, rr.Conclusion)
+			continue
+		}
+		remote[rr.Context] = append(remote[rr.Context], rr.Conclusion)
+	}
+
+	// The coverage pass (spec § 2) is separate on purpose: "no check failed"
+	// and "every check ran" are different statements.
+	anyRequired := false
+	for _, id := range sortedKeys(reqs) {
+		req := reqs[id]
+		anyRequired = anyRequired || req.Required
+		if req.Runnable && req.Required && ran[key{id, Candidate}] == 0 {
+			e.failures = append(e.failures, Finding{Rule: RuleNoResult, Check: id,
+				Message: fmt.Sprintf("required check %q produced no result", id),
+				Hint:    "a check that never ran cannot fail; rerun verification so the orchestrator executes every required check"})
+		}
+		if req.Runnable && req.Report && (req.Required || ran[key{id, Candidate}] > 0) && ran[key{id, Baseline}] == 0 {
+			// Spec § 3: missing baseline evidence fails closed; without it no
+			// test has preservation authority and the comparison cannot run.
+			e.failures = append(e.failures, Finding{Rule: RuleNoBaseline, Check: id,
+				Message: fmt.Sprintf("report-producing check %q has no baseline result", id),
+				Hint:    "the check must also run at the base commit so its inventory can be compared"})
+		}
+		if req.Required && !req.Runnable && !req.Remote {
+			e.failures = append(e.failures, Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleNoRunnable, Check: id,
+				Message: fmt.Sprintf("required check %q has no runnable command and no remote result", id),
+				Hint:    "give the check a run: command in .runmill/checks.yaml or the operator policy, or make it a GitHub-required context"})
+		}
+		if req.Remote {
+			e.remote(req, remote[id], pending[id], escalated[id])
+		}
+	}
+	if !anyRequired {
+		// A verdict with nothing required is vacuous: zero evidence must not
+		// read as merge-ready (spec § 1: unreadable never quietly becomes
+		// "no checks required"; the same holds for resolved-but-empty).
+		e.failures = append(e.failures, Finding{Rule: RuleEmptyManifest,
+			Message: "the manifest requires no check, so nothing was verified",
+			Hint:    "declare at least one required check in .runmill/checks.yaml or the operator policy"})
+	}
+	e.failures = append(e.failures, in.Failures...)
+
+	v := Verdict{
+		FailOnSkippedCheck: !in.AllowUnproven,
+		Failed:             Normalize(e.failed),
+		Unproven:           Normalize(e.unproven),
+		Failures:           Normalize(e.failures),
+		Notes:              e.notes,
+	}
+	slices.Sort(v.Notes)
+	v.Notes = slices.Compact(v.Notes)
+	if v.Notes == nil {
+		v.Notes = []string{}
+	}
+	// Every counted failed result contributes at least one finding to Failed
+	// and every unproven required result one to Unproven, so these are the
+	// specification's anyFailed and lacksRequiredProof.
+	v.AnyFailed = len(v.Failed) > 0
+	v.LacksRequiredProof = len(v.Unproven) > 0
+	v.MergeReady = !v.AnyFailed && !v.LacksRequiredProof && len(v.Failures) == 0
+	return v
+}
+
+type evaluation struct {
+	allowUnproven              bool
+	failed, unproven, failures []Finding
+	notes                      []string
+}
+
+func (e *evaluation) note(format string, args ...any) {
+	e.notes = append(e.notes, fmt.Sprintf(format, args...))
+}
+
+// requirements indexes the manifest. A duplicate id means discovery did not
+// union by id (spec § 1); it is reported, and the entries are merged so that
+// every remaining rule still applies in its strictest form.
+func (e *evaluation) requirements(in []Requirement) map[string]Requirement {
+	reqs := map[string]Requirement{}
+	seen := map[string]int{}
+	for _, r := range in {
+		if r.CheckID == "" {
+			e.failures = append(e.failures, Finding{Rule: RuleInvalidRecord,
+				Message: "a manifest entry has no check id",
+				Hint:    "every required check needs an id"})
+			continue
+		}
+		seen[r.CheckID]++
+		if prev, ok := reqs[r.CheckID]; ok {
+			r.Required = r.Required || prev.Required
+			r.Runnable = r.Runnable || prev.Runnable
+			r.Remote = r.Remote || prev.Remote
+			r.Report = r.Report || prev.Report
+			r.Sources = append(slices.Clone(prev.Sources), r.Sources...)
+		}
+		reqs[r.CheckID] = r
+	}
+	for _, id := range sortedKeys(seen) {
+		if seen[id] > 1 {
+			e.failures = append(e.failures, Finding{Rule: RuleDuplicateCheck, Check: id,
+				Message: fmt.Sprintf("the manifest lists check %q %d times", id, seen[id]),
+				Hint:    "discovery must union checks by id"})
+		}
+	}
+	return reqs
+}
+
+// candidate judges a candidate-phase orchestrator result.
+func (e *evaluation) candidate(r Result, req Requirement) {
+	var reasons []Finding
+	add := func(f Finding) {
+		if f.Check == "" {
+			f.Check = r.CheckID
+		}
+		reasons = append(reasons, f)
+	}
+	if r.Status != Passed && r.Status != Failed {
+		add(Finding{Rule: RuleInvalidRecord,
+			Message: fmt.Sprintf("result has status %q; want passed or failed", r.Status),
+			Hint:    "an unrecognised status is not a pass"})
+	}
+	if r.Coverage != Proven && r.Coverage != Unproven {
+		add(Finding{Rule: RuleInvalidRecord,
+			Message: fmt.Sprintf("result has coverage %q; want proven or unproven", r.Coverage),
+			Hint:    "an unrecognised coverage is not proof"})
+	}
+	if r.TimedOut {
+		// Spec § 4: timeouts are failures, not unknowns.
+		add(Finding{Rule: RuleTimedOut, Message: "the check timed out",
+			Hint: "make the check finish within its timeout, or raise timeout: in its declaration"})
+	}
+	if r.TreeMoved {
+		add(Finding{Code: rmerr.VerifyTreeMoved, Rule: RuleTreeMoved,
+			Message: "tree changed during the check; result invalidated",
+			Hint:    "the check must not write to the checkout (formatters with --write, regenerated lockfiles, rewritten fixtures); write scratch data to $TMPDIR"})
+	}
+	for _, f := range r.Findings {
+		add(f)
+	}
+	if r.ExitCode != 0 && !r.TimedOut {
+		// A record that says passed with a non-zero exit contradicts itself;
+		// exit code 0 is necessary (spec § 4), so it did not pass.
+		add(Finding{Rule: RuleCheckFailed, Message: fmt.Sprintf("the check exited with code %d", r.ExitCode),
+			Hint: "fix the failing check"})
+	}
+	if req.Report && r.Coverage != Proven {
+		// Spec § 4: when a report was declared, an unproven report also
+		// prevents the base-to-candidate comparison and fails the check —
+		// independent of fail_on_skipped_check.
+		add(Finding{Rule: RuleReportUnproven,
+			Message: "the declared report was missing, invalid or unparsable, so preservation could not be compared",
+			Hint:    "make the command write the declared report (junit, tap or go-json) at the declared path"})
+	}
+	if r.Status != Passed && len(reasons) == 0 {
+		add(Finding{Rule: RuleCheckFailed, Message: "the check failed", Hint: "fix the failing check"})
+	}
+	e.failed = append(e.failed, reasons...)
+
+	if req.Required && r.Coverage != Proven {
+		f := Finding{Rule: RuleUnproven, Check: r.CheckID,
+			Message: "the required check passed without a machine-readable report; coverage unproven",
+			Hint:    "declare a report (junit, tap or go-json) for the check so runmill can confirm what ran"}
+		if r.Status != Passed || len(reasons) > 0 {
+			f.Message = "the required check's coverage is unproven"
+		}
+		if e.allowUnproven {
+			e.note("coverage of required check %q is unproven (fail_on_skipped_check: false)", r.CheckID)
+		} else {
+			e.unproven = append(e.unproven, f)
+		}
+	}
+}
+
+// baseline judges a baseline-phase orchestrator result. Spec § 3: a non-zero
+// baseline exit is allowed when its report is valid — failed baseline tests do
+// not establish preservation authority, but the tests that passed still do —
+// while missing, malformed, zero-test, focused, timed-out or mutating
+// baseline evidence fails closed.
+func (e *evaluation) baseline(r Result, req Requirement) {
+	add := func(f Finding) {
+		if f.Check == "" {
+			f.Check = r.CheckID
+		}
+		e.failed = append(e.failed, f)
+	}
+	if r.Status != Passed && r.Status != Failed {
+		add(Finding{Rule: RuleInvalidRecord,
+			Message: fmt.Sprintf("baseline result has status %q; want passed or failed", r.Status),
+			Hint:    "an unrecognised status is not evidence"})
+	}
+	if r.TimedOut {
+		add(Finding{Rule: RuleTimedOut, Message: "the baseline run timed out",
+			Hint: "make the check finish within its timeout at the base commit, or raise timeout: in its declaration"})
+	}
+	if r.TreeMoved {
+		add(Finding{Code: rmerr.VerifyTreeMoved, Rule: RuleTreeMoved,
+			Message: "tree changed during the baseline run; result invalidated",
+			Hint:    "the check must not write to the checkout; write scratch data to $TMPDIR"})
+	}
+	for _, f := range r.Findings {
+		if !strings.HasPrefix(f.Message, "baseline") {
+			f.Message = "baseline run: " + f.Message
+		}
+		add(f)
+	}
+	if req.Report && r.Coverage != Proven {
+		add(Finding{Rule: RuleBaselineInvalid,
+			Message: "the baseline run produced no valid inventory",
+			Hint:    "the declared report must be written and valid at the base commit too; fix the reporter configuration at the base first"})
+	}
+	if r.Status == Failed || r.ExitCode != 0 {
+		e.note("baseline run of check %q failed (exit code %d); its failed tests establish no preservation authority", r.CheckID, r.ExitCode)
+	}
+}
+
+// remote judges a github-sourced requirement (spec § 4 "Remote checks").
+func (e *evaluation) remote(req Requirement, conclusions []Conclusion, pending, escalated bool) {
+	id := req.CheckID
+	if len(conclusions) == 0 {
+		switch {
+		case escalated:
+			// RM-CI-002 from the caller is the reason; it is in Failures.
+		case !req.Required:
+		case pending:
+			e.failures = append(e.failures, Finding{Rule: RuleRemotePending, Check: id,
+				Message: fmt.Sprintf("required remote context %q has not reported yet", id),
+				Hint:    "wait for CI reconciliation; after 10 minutes with no run scheduled it escalates with RM-CI-002"})
+		default:
+			e.failures = append(e.failures, Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleRemoteMissing, Check: id,
+				Message: fmt.Sprintf("required check %q has no runnable command and no remote result", id),
+				Hint:    "make sure a workflow reports the context on this commit (its trigger must match the branch)"})
+		}
+		return
+	}
+	slices.Sort(conclusions)
+	for _, c := range slices.Compact(conclusions) {
+		switch c {
+		case Success:
+		case Neutral, Skipped:
+			// Spec § 4: neutral and skipped are not coverage. GitHub's merge
+			// gating counts them as satisfied; runmill does not.
+			if req.Required {
+				e.failures = append(e.failures, Finding{Rule: RuleRemoteNotRun, Check: id,
+					Message: fmt.Sprintf("required remote context %q concluded %s: it did not run, so it is not coverage", id, c),
+					Hint:    "make the workflow run (not skip) for this change; path filters and if: conditions must not skip a required check"})
+			}
+		case Failure, Cancelled, TimedOut, ActionRequired, Stale:
+			e.failures = append(e.failures, Finding{Rule: RuleRemoteFailed, Check: id,
+				Message: fmt.Sprintf("remote context %q concluded %s", id, c),
+				Hint:    "fix the remote check and rerun it on this commit"})
+		default:
+			e.failures = append(e.failures, Finding{Rule: RuleRemoteFailed, Check: id,
+				Message: fmt.Sprintf("remote context %q has unrecognised conclusion %q", id, c),
+				Hint:    "only success passes; report the conclusion to the runmill maintainers"})
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
