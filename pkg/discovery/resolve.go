@@ -142,7 +142,7 @@ func Resolve(in Input) (*Manifest, error) {
 			if len(g.paths) == 0 {
 				why := "declared by the " + string(g.by) + " policy"
 				if !g.required {
-					why += " (required: false: advisory)"
+					why += " (required: false)"
 				}
 				require(id, SourceRepository, g.required, why)
 				continue
@@ -150,7 +150,7 @@ func Resolve(in Input) (*Manifest, error) {
 			if p, pat, ok := firstMatch(g.paths, in.ChangedPaths); ok {
 				why := fmt.Sprintf("changed path %s matches %s", p, pat)
 				if !g.required {
-					why += " (required: false: advisory)"
+					why += " (required: false)"
 				}
 				require(id, SourceChangedPath, g.required, why)
 				continue

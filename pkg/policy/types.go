@@ -25,8 +25,10 @@ type CheckSpec struct {
 	// Paths gates the check on changed paths: required only when a changed
 	// path matches one of these globs. Empty means always required.
 	Paths []string `yaml:"paths,omitempty" json:"paths,omitempty"`
-	// Required defaults to true. A non-required check runs but its result is
-	// advisory.
+	// Required defaults to true. A non-required check is outside the
+	// coverage pass and the proof gate (no result, or an unproven one, is not
+	// a failure), but a result that fails still fails the verdict: the spec's
+	// anyFailed counts every result.
 	Required *bool `yaml:"required,omitempty" json:"required,omitempty"`
 	// Image is an OCI image tarball to run the check in (sandbox issue).
 	Image string `yaml:"image,omitempty" json:"image,omitempty"`
