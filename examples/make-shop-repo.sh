@@ -41,6 +41,14 @@ s = re.sub(r"\nfunc TestRejectsZeroQty.*?\n}\n", "\n", s, flags=re.S)
 open(p, "w").write(s)
 PY
 sed -i '/- id: vet/,+1d' .runmill/checks.yaml
+# Rewrite a fixture during the check (the checkout is read-only: it fails).
+sed -i 's|b, err := os.ReadFile("testdata/prices.txt")|os.WriteFile("testdata/prices.txt", []byte("a 1\\n"), 0o644)\n\tb, err := os.ReadFile("testdata/prices.txt")|' cart/cart_test.go
+python3 - <<'PY'
+p = "cart/cart_test.go"
+s = open(p).read()
+s = s.replace('os.WriteFile("testdata/prices.txt", []byte("a 1\\n"), 0o644)', 'if err := os.WriteFile("testdata/prices.txt", []byte("a 1\\n"), 0o644); err != nil {\n\t\tt.Fatalf("rewriting the fixture: %v", err)\n\t}')
+open(p, "w").write(s)
+PY
 mkdir -p web && printf "describe.only('cart', () => {});\n" > web/cart.test.js
 printf 'alter table carts add column note text\n' > migrations/002_note.sql
 git add -A && git commit -qm "bad: drop a test, relax policy, focus a test"

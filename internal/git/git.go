@@ -261,3 +261,28 @@ func (r *Repo) ReadAt(ctx context.Context, commit, path string, max int64) ([]by
 }
 
 var _ discovery.Repository = (*Repo)(nil)
+
+// MergeBase returns the best common ancestor of a and b.
+func (r *Repo) MergeBase(ctx context.Context, a, b string) (string, error) {
+	out, err := r.run(ctx, nil, "merge-base", a, b)
+	if err != nil {
+		return "", rmerr.Wrap(rmerr.GitRepository, err, "finding the merge base of %s and %s", short(a), short(b)).
+			WithHint("base and candidate need a common ancestor; fetch full history (fetch-depth: 0)")
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// TrackedFiles lists the files tracked at commit (git ls-tree -r).
+func (r *Repo) TrackedFiles(ctx context.Context, commit string) ([]string, error) {
+	out, err := r.run(ctx, nil, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing files at %s", short(commit))
+	}
+	var files []string
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) > 0 {
+			files = append(files, string(p))
+		}
+	}
+	return files, nil
+}

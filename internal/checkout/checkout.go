@@ -1,0 +1,692 @@
+// Package checkout makes the fresh checkouts of spec/verification.md § 3
+// (Freshness): every check run gets its own detached checkout of the exact
+// commit, under runmill's state directory, destroyed right after that run.
+//
+// # What a checkout is
+//
+// A checkout is a real git repository, created without `git worktree add`:
+//
+//	<state>/checkouts/<session>/<commit12>-<n>/        the working tree (Checkout.Dir)
+//	<state>/checkouts/<session>/<commit12>-<n>/.git/   its own git directory (Checkout.GitDir):
+//	    HEAD                     the commit id: HEAD is detached at the exact commit
+//	    config                   written by runmill: format settings only, no remote, no credentials
+//	    objects/info/alternates  the repository's object directory, read in place (nothing is copied)
+//	    packed-refs              a snapshot of the repository's refs, so `git describe` and
+//	                             `git log origin/main..` behave as in the repository
+//	    shallow                  a copy, when the repository is shallow
+//	    index                    written by `git read-tree --reset -u`, which also writes the files
+//
+// Why not `git worktree add --detach`: it does the same checkout work but
+// registers the checkout inside the repository's .git (so a crash leaves
+// registrations to prune in the user's repository), runs the repository's
+// post-checkout hook on the host, and makes the sandbox bind the whole common
+// git directory to let git work in the checkout — including .git/config,
+// where actions/checkout persists the job's token. Here the sandbox binds
+// only the checkout and the object directories (ReadOnlyPaths), git inside
+// sees runmill's own config, and nothing outside the state directory changes.
+// The files themselves are written by git (`read-tree -u`, the same code path
+// as `git checkout`, with parallel checkout workers), so attributes, eol
+// conversion and filters apply exactly as in a normal checkout.
+//
+// # Lifetime
+//
+// Create makes a checkout; Remove destroys it and is safe to call twice and
+// concurrently, from a defer, after a panic or a timeout. Remove renames the
+// directory aside (atomically: from then on nothing can reach the checkout
+// by its path) and deletes the files in the background with a bounded pool;
+// Wait and Close block until every removal has finished and report any that
+// failed. The engine calls Close before it records its cleanup observation.
+//
+// Each Manager owns a session directory, locked with flock(2) for its whole
+// life. The lock dies with the process, however it dies, so Sweep (run at the
+// next start) can tell a crashed session's leftovers from a concurrent live
+// runmill's checkouts, removes the former and reports what it removed.
+package checkout
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// Manager creates and destroys the checkouts of one repository within one
+// runmill process. It is safe for concurrent use.
+type Manager struct {
+	repo       string   // the repository as given, absolute
+	objectDirs []string // the repository's object directory and every alternate it names, recursively, symlinks resolved
+	format     string   // object format: "sha1" or "sha256"
+	refs       []byte   // packed-refs snapshot for every checkout
+	shallow    []byte   // the repository's shallow file, nil when complete
+
+	checkouts string   // <state>/checkouts
+	session   string   // <state>/checkouts/<session>
+	trash     string   // <session>/trash: checkouts being deleted
+	lock      *os.File // flock held for the Manager's life
+
+	checkoutWorkers int  // git checkout.workers
+	umaskHidesFiles bool // the process umask would hide the checkout from the sandbox user
+	rm              *remover
+
+	mu      sync.Mutex
+	commits map[string]string // revision → verified commit id
+	live    map[*Checkout]struct{}
+	seq     int
+	closed  bool
+	closeMu sync.Mutex
+}
+
+// Checkout is one fresh, detached checkout of one commit.
+type Checkout struct {
+	Dir    string // the working tree, absolute
+	GitDir string // its git directory, Dir/.git
+	Commit string // the full object id HEAD is detached at
+	// ObjectDirs are the object directories outside the checkout that git
+	// reads through objects/info/alternates.
+	ObjectDirs []string
+
+	m    *Manager
+	once sync.Once
+	err  error
+}
+
+// NewManager prepares checkouts of the repository at repoDir (a working tree
+// or a bare repository) under stateDir/checkouts. stateDir must not lie
+// inside the repository. The Manager takes a snapshot of the repository's
+// refs; Close releases it.
+func NewManager(ctx context.Context, repoDir, stateDir string) (*Manager, error) {
+	repo, err := filepath.Abs(repoDir)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "resolving repository %s", repoDir)
+	}
+	out, err := runGit(ctx, repo, gitInRepo, "rev-parse", "--is-bare-repository", "--path-format=absolute",
+		"--git-common-dir", "--git-path", "objects", "--git-path", "shallow", "--show-object-format")
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "reading repository %s", repo).
+			WithHint("--repo must name a git repository; git 2.31 or newer is required")
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) != 5 {
+		return nil, rmerr.New(rmerr.GitRepository, "reading repository %s: unexpected rev-parse output %q", repo, out)
+	}
+	bare, common, objects, shallowPath, format := lines[0] == "true", lines[1], lines[2], lines[3], lines[4]
+	if format != "sha1" && format != "sha256" {
+		return nil, rmerr.New(rmerr.GitRepository, "repository %s uses object format %q, which runmill does not know", repo, format)
+	}
+	top := common
+	if !bare {
+		out, err := runGit(ctx, repo, gitInRepo, "rev-parse", "--path-format=absolute", "--show-toplevel")
+		if err != nil {
+			return nil, rmerr.Wrap(rmerr.GitRepository, err, "reading repository %s", repo)
+		}
+		top = strings.TrimRight(string(out), "\n")
+	}
+
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return nil, rmerr.Wrap(rmerr.CheckoutCreate, err, "creating state directory %s", stateDir)
+	}
+	state, err := filepath.EvalSymlinks(stateDir)
+	if err == nil {
+		state, err = filepath.Abs(state)
+	}
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.CheckoutCreate, err, "resolving state directory %s", stateDir)
+	}
+	for _, inside := range []string{top, common} {
+		if real, err := filepath.EvalSymlinks(inside); err == nil && within(state, real) {
+			return nil, rmerr.New(rmerr.CheckoutCreate, "state directory %s lies inside the repository %s", state, real).
+				WithHint("choose a state directory outside the repository (--out or RUNMILL_STATE_DIR)")
+		}
+	}
+
+	objectDirs, err := alternates(objects)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "reading the object directories of %s", repo)
+	}
+	refs, err := runGit(ctx, repo, gitInRepo, "for-each-ref", "--format=%(objectname) %(refname)")
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing the refs of %s", repo)
+	}
+	shallow, err := os.ReadFile(shallowPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "reading %s", shallowPath)
+	}
+
+	m := &Manager{
+		repo: repo, objectDirs: objectDirs, format: format,
+		refs: refs, shallow: shallow,
+		checkouts:       filepath.Join(state, "checkouts"),
+		checkoutWorkers: max(2, runtime.GOMAXPROCS(0)),
+		umaskHidesFiles: umaskHidesFiles(),
+		rm:              newRemover(max(2, runtime.GOMAXPROCS(0))),
+		commits:         map[string]string{},
+		live:            map[*Checkout]struct{}{},
+	}
+	if err := m.openSession(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// within reports whether path is dir or lies below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// alternates returns objects and every object directory its
+// info/alternates names, recursively, in git's order and without repeats.
+func alternates(objects string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	var visit func(dir string, depth int) error
+	visit = func(dir string, depth int) error {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dir = real
+		}
+		if seen[dir] {
+			return nil
+		}
+		if depth > 5 { // git's own limit
+			return fmt.Errorf("alternates nested deeper than 5 at %s", dir)
+		}
+		seen[dir] = true
+		out = append(out, dir)
+		b, err := os.ReadFile(filepath.Join(dir, "info", "alternates"))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if strings.HasPrefix(line, `"`) { // git C-quotes unusual paths
+				u, err := strconv.Unquote(line)
+				if err != nil {
+					return fmt.Errorf("unquoting alternate %s in %s: %w", line, dir, err)
+				}
+				line = u
+			}
+			if !filepath.IsAbs(line) {
+				line = filepath.Join(dir, line)
+			}
+			if err := visit(filepath.Clean(line), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, visit(objects, 0)
+}
+
+// openSession creates this Manager's session directory and holds its lock.
+// The lock file is locked under a temporary name and then renamed into
+// place, so a concurrent Sweep never sees a published lock that nobody holds.
+func (m *Manager) openSession() error {
+	if err := os.MkdirAll(m.checkouts, 0o755); err != nil {
+		return rmerr.Wrap(rmerr.CheckoutCreate, err, "creating %s", m.checkouts)
+	}
+	name := fmt.Sprintf("s%d-%s", os.Getpid(), randomHex(4))
+	tmp := filepath.Join(m.checkouts, tmpLockPrefix+name)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return rmerr.Wrap(rmerr.CheckoutCreate, err, "creating session lock in %s", m.checkouts)
+	}
+	if err := flock(f, false); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return rmerr.Wrap(rmerr.CheckoutCreate, err, "locking %s", tmp)
+	}
+	fmt.Fprintf(f, "pid %d\n", os.Getpid())
+	if err := os.Rename(tmp, filepath.Join(m.checkouts, name+lockSuffix)); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return rmerr.Wrap(rmerr.CheckoutCreate, err, "publishing session lock %s", name)
+	}
+	m.lock = f
+	m.session = filepath.Join(m.checkouts, name)
+	m.trash = filepath.Join(m.session, trashDir)
+	if err := os.MkdirAll(m.trash, 0o755); err != nil {
+		m.releaseSession()
+		return rmerr.Wrap(rmerr.CheckoutCreate, err, "creating session directory %s", m.session)
+	}
+	return nil
+}
+
+const (
+	lockSuffix    = ".lock"
+	tmpLockPrefix = ".tmp-"
+	trashDir      = "trash"
+)
+
+func (m *Manager) releaseSession() {
+	os.Remove(m.session + lockSuffix)
+	m.lock.Close() // closing the descriptor releases the flock
+}
+
+func flock(f *os.File, nonBlocking bool) error {
+	how := syscall.LOCK_EX
+	if nonBlocking {
+		how |= syscall.LOCK_NB
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), how)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+var objectID = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+
+// commit resolves rev to a commit id once per Manager: the engine creates
+// many checkouts of the same two commits.
+func (m *Manager) commit(ctx context.Context, rev string) (string, error) {
+	m.mu.Lock()
+	id, ok := m.commits[rev]
+	m.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	if rev == "" || strings.HasPrefix(rev, "-") {
+		return "", rmerr.New(rmerr.GitRevision, "revision %q is not a commit", rev)
+	}
+	out, err := runGit(ctx, m.repo, gitInRepo, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	id = strings.TrimSpace(string(out))
+	if err != nil || !objectID.MatchString(id) {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("resolving %s: %w", rev, ctx.Err())
+		}
+		return "", rmerr.New(rmerr.GitRevision, "revision %q is not a commit in %s", rev, m.repo).
+			WithHint("fetch the commit into the repository (actions/checkout with fetch-depth: 0)")
+	}
+	m.mu.Lock()
+	m.commits[rev] = id
+	m.mu.Unlock()
+	return id, nil
+}
+
+// Create makes a fresh checkout of commit (a commit id or any revision that
+// names a commit). On failure nothing is left behind.
+func (m *Manager) Create(ctx context.Context, commit string) (*Checkout, error) {
+	id, err := m.commit(ctx, commit)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, rmerr.New(rmerr.CheckoutCreate, "creating a checkout of %s: the manager is closed", id)
+	}
+	m.seq++
+	dir := filepath.Join(m.session, fmt.Sprintf("%s-%d", id[:12], m.seq))
+	c := &Checkout{Dir: dir, GitDir: filepath.Join(dir, ".git"), Commit: id, ObjectDirs: m.objectDirs, m: m}
+	m.live[c] = struct{}{}
+	m.mu.Unlock()
+
+	if err := m.populate(ctx, c); err != nil {
+		if rerr := c.Remove(); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// populate writes the git directory and lets git check the commit out.
+func (m *Manager) populate(ctx context.Context, c *Checkout) error {
+	fail := func(err error, what string) error {
+		return rmerr.Wrap(rmerr.CheckoutCreate, err, "creating checkout of %s: %s", c.Commit, what)
+	}
+	for _, d := range []string{c.Dir, c.GitDir, filepath.Join(c.GitDir, "objects"), filepath.Join(c.GitDir, "objects", "info"), filepath.Join(c.GitDir, "refs")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return fail(err, "making directories")
+		}
+		if err := m.readable(d, 0o755); err != nil {
+			return fail(err, "making directories")
+		}
+	}
+	config := "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+	if m.format != "sha1" {
+		config = "[core]\n\trepositoryformatversion = 1\n\tfilemode = true\n\tbare = false\n[extensions]\n\tobjectformat = " + m.format + "\n"
+	}
+	files := []struct {
+		name string
+		data []byte
+	}{
+		{"HEAD", []byte(c.Commit + "\n")},
+		{"config", []byte(config)},
+		{"objects/info/alternates", []byte(m.objectDirs[0] + "\n")}, // the resolved path, as bound in the sandbox
+		{"packed-refs", m.refs},
+	}
+	if m.shallow != nil {
+		files = append(files, struct {
+			name string
+			data []byte
+		}{"shallow", m.shallow})
+	}
+	for _, f := range files {
+		p := filepath.Join(c.GitDir, f.name)
+		if err := os.WriteFile(p, f.data, 0o644); err != nil {
+			return fail(err, "writing .git/"+f.name)
+		}
+		if err := m.readable(p, 0o644); err != nil {
+			return fail(err, "writing .git/"+f.name)
+		}
+	}
+	mode := gitInCheckout
+	if m.umaskHidesFiles {
+		mode = gitInCheckoutUmask022
+	}
+	if _, err := runGit(ctx, c.Dir, mode,
+		"-c", "checkout.workers="+strconv.Itoa(m.checkoutWorkers),
+		"read-tree", "--reset", "-u", c.Commit); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("creating checkout of %s: %w", c.Commit, ctx.Err())
+		}
+		return fail(err, "git read-tree")
+	}
+	return nil
+}
+
+// readable gives p its mode despite a restrictive umask: the sandbox user
+// owns none of the checkout and must still read all of it.
+func (m *Manager) readable(p string, mode os.FileMode) error {
+	if !m.umaskHidesFiles {
+		return nil
+	}
+	return os.Chmod(p, mode)
+}
+
+// umaskHidesFiles reports whether the process umask takes read or search
+// permission from group or others (umask 077, say), which would make the
+// checkout unreadable to the sandbox's non-root user.
+func umaskHidesFiles() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return true // unknown: be safe, it costs one shell per checkout
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			u, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+			return err != nil || u&0o055 != 0
+		}
+	}
+	return true
+}
+
+// ReadOnlyPaths is the exact set of host paths the sandbox must bind
+// read-only, each at the same path, for git to work inside the checkout:
+// the checkout (its .git included) and the object directories its
+// alternates name. Nothing else of the repository is needed or exposed.
+func (c *Checkout) ReadOnlyPaths() []string {
+	return append([]string{c.Dir}, c.ObjectDirs...)
+}
+
+// Remove destroys the checkout: when it returns nil, the checkout's path no
+// longer exists and its files are being deleted by the Manager (Wait or Close
+// for the end). It is idempotent and safe to call concurrently; every call
+// returns the first call's result.
+func (c *Checkout) Remove() error {
+	c.once.Do(func() { c.err = c.m.remove(c) })
+	return c.err
+}
+
+func (m *Manager) remove(c *Checkout) error {
+	m.mu.Lock()
+	delete(m.live, c)
+	m.mu.Unlock()
+	aside := filepath.Join(m.trash, filepath.Base(c.Dir))
+	err := os.Rename(c.Dir, aside)
+	switch {
+	case err == nil:
+		m.rm.background(aside)
+		return nil
+	case errors.Is(err, os.ErrNotExist):
+		return nil // never created, or already swept
+	}
+	// Renaming failed (the trash is gone, or the name is taken): remove in
+	// place, synchronously, so the checkout is gone when Remove returns.
+	if err := m.rm.tree(c.Dir); err != nil {
+		return rmerr.Wrap(rmerr.CheckoutRemove, err, "removing checkout %s", c.Dir).
+			WithHint(removeHint)
+	}
+	return nil
+}
+
+// Wait blocks until every removal started so far has finished and returns
+// the failures (RM-CHECKOUT-002), once each.
+func (m *Manager) Wait(ctx context.Context) error {
+	return m.rm.wait(ctx)
+}
+
+// Close removes every checkout still alive, waits for all removals, deletes
+// the session directory and releases its lock. It is idempotent; the Manager
+// creates no checkout afterwards. ctx bounds only the wait: on SIGTERM or a
+// timeout, call it with a context that outlives the run's (for example
+// context.WithoutCancel plus a deadline). Whatever Close cannot finish, the
+// next start's Sweep removes.
+func (m *Manager) Close(ctx context.Context) error {
+	m.closeMu.Lock()
+	defer m.closeMu.Unlock()
+	m.mu.Lock()
+	if m.closed && m.lock == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	live := make([]*Checkout, 0, len(m.live))
+	for c := range m.live {
+		live = append(live, c)
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, c := range live {
+		if err := c.Remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := m.Wait(ctx); err != nil {
+		return errors.Join(append(errs, err)...) // keep the session: Sweep retries after the crash or exit
+	}
+	if err := m.rm.tree(m.session); err != nil {
+		errs = append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "removing session %s", m.session).
+			WithHint(removeHint))
+	}
+	if len(errs) == 0 {
+		m.releaseSession()
+		m.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Sweep removes what crashed runmill processes left under the state
+// directory: the checkouts and half-deleted checkouts of every session whose
+// lock nobody holds. Sessions of live processes (their lock is held) and this
+// Manager's own are left alone. It returns the paths it removed.
+func (m *Manager) Sweep(ctx context.Context) ([]string, error) {
+	list, err := os.ReadDir(m.checkouts)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.CheckoutRemove, err, "reading %s", m.checkouts).
+			WithHint(removeHint)
+	}
+	own := filepath.Base(m.session)
+	sessions := map[string]bool{}
+	var removed []string
+	var errs []error
+	for _, de := range list {
+		name := de.Name()
+		switch {
+		case strings.HasPrefix(name, tmpLockPrefix):
+			// A lock that was never published: its creator died before the
+			// rename, or is between create and rename right now.
+			if f, err := lockIfDead(filepath.Join(m.checkouts, name)); err == nil && f != nil {
+				os.Remove(filepath.Join(m.checkouts, name))
+				f.Close()
+			}
+		case strings.HasSuffix(name, lockSuffix):
+			sessions[strings.TrimSuffix(name, lockSuffix)] = true
+		case de.IsDir():
+			sessions[name] = true
+		}
+	}
+	for s := range sessions {
+		if s == own || ctx.Err() != nil {
+			continue
+		}
+		lockPath := filepath.Join(m.checkouts, s+lockSuffix)
+		f, err := lockIfDead(lockPath)
+		if err != nil {
+			errs = append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "checking session lock %s", lockPath).
+				WithHint(removeHint))
+			continue
+		}
+		if f == nil && fileExists(lockPath) {
+			continue // a live runmill holds it
+		}
+		// Dead: its lock is free, or gone while its directory remains.
+		dir := filepath.Join(m.checkouts, s)
+		leftovers := sessionLeftovers(dir)
+		if err := m.rm.tree(dir); err != nil {
+			errs = append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "removing leftover session %s", dir).
+				WithHint(removeHint))
+		} else {
+			removed = append(removed, leftovers...)
+			os.Remove(lockPath)
+		}
+		if f != nil {
+			f.Close()
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("sweeping %s: %w", m.checkouts, err))
+	}
+	slices.Sort(removed)
+	return removed, errors.Join(errs...)
+}
+
+// lockIfDead takes the lock at path without waiting. It returns the held
+// lock when its owner is gone, nil when the file does not exist or a live
+// process holds it.
+func lockIfDead(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if err := flock(f, true); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// sessionLeftovers lists the checkouts of a dead session: live ones and
+// those caught halfway through deletion.
+func sessionLeftovers(dir string) []string {
+	var out []string
+	list, _ := os.ReadDir(dir)
+	for _, de := range list {
+		if de.Name() == trashDir {
+			trash, _ := os.ReadDir(filepath.Join(dir, trashDir))
+			for _, t := range trash {
+				out = append(out, filepath.Join(dir, trashDir, t.Name()))
+			}
+			continue
+		}
+		out = append(out, filepath.Join(dir, de.Name()))
+	}
+	if len(out) == 0 {
+		out = append(out, dir)
+	}
+	return out
+}
+
+// gitMode says where runmill's own git runs.
+type gitMode int
+
+const (
+	// gitInRepo: read-only plumbing in the user's repository. safe.directory
+	// lets root (runmill under sudo) read a repository owned by the runner:
+	// naming it with --repo is the operator's trust decision, and hooks and
+	// fsmonitor, the ways a repository's config could run a program here,
+	// are off.
+	gitInRepo gitMode = iota
+	// gitInCheckout: in a checkout runmill just created and owns.
+	gitInCheckout
+	// gitInCheckoutUmask022: the same, under umask 022, for a process whose
+	// umask would hide the files git writes from the sandbox user. Go cannot
+	// set a child's umask, so a shell does.
+	gitInCheckoutUmask022
+)
+
+// runGit runs git in dir with an environment that cannot redirect it to
+// another repository, without hooks or fsmonitor.
+func runGit(ctx context.Context, dir string, mode gitMode, args ...string) ([]byte, error) {
+	full := []string{"-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
+	if mode == gitInRepo {
+		full = append(full, "-c", "safe.directory=*")
+	}
+	full = append(full, args...)
+	cmd := execCommand(ctx, "git", full...)
+	if mode == gitInCheckoutUmask022 {
+		cmd = execCommand(ctx, "sh", append([]string{"-c", `umask 022 && exec git "$@"`, "git"}, full...)...)
+	}
+	cmd.Env = gitHostEnv()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &capped{b: &stderr, n: 8 << 10}
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return stdout.Bytes(), fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
+	}
+	return stdout.Bytes(), nil
+}
+
+// capped keeps the first n bytes written to it and discards the rest.
+type capped struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.n - c.b.Len(); room > 0 {
+		c.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}

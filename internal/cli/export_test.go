@@ -1,0 +1,4 @@
+package cli
+
+// WriteInventoryForTest exposes writeInventory to the black-box tests.
+var WriteInventoryForTest = writeInventory

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+func init() {
+	c := &command{
+		name:    "inspect",
+		usage:   "RUN-ID|PATH [--out DIR] [--json]",
+		summary: "show what a run proved, and by whom",
+		long: `Renders a run's record: per check run the command, commit, tree hash before and
+after, executor, exit code, duration and stdout hash. PATH is a run directory, its
+statement.json, or a signed bundle (evidence.json). inspect reads; it does not verify
+signatures: use 'runmill evidence verify' for that.
+
+Exit: 0 · 1 not found or unreadable.`,
+	}
+	c.run = func(ctx context.Context, s IO, args []string) error {
+		var out string
+		var asJSON bool
+		fs := newFlags(c, s)
+		fs.StringVar(&out, "out", "", "state `DIR` where runs/RUN-ID lives")
+		fs.BoolVar(&asJSON, "json", false, "print the raw delivery record")
+		pos, err := parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return rmerr.New(rmerr.Usage, "inspect takes one RUN-ID or PATH").WithHint("run 'runmill inspect --help'")
+		}
+		st, src, err := loadStatement(pos[0], engine.StateDir(out, os.Getenv))
+		if err != nil {
+			fmt.Fprintf(s.Err, "runmill inspect: %v\n", err)
+			return answer()
+		}
+		if asJSON {
+			enc := json.NewEncoder(s.Out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(st.Predicate)
+		}
+		d := &st.Predicate
+		word := "NOT MERGE-READY"
+		if d.Verdict.MergeReady {
+			word = "MERGE-READY"
+		}
+		fmt.Fprintf(s.Out, "run %s: %s\nsource: %s\nrepository %s, candidate %s, base %s, tree %s\nrunmill %s, issued %s\n\n",
+			d.RunID, word, src, d.Candidate.Repository.Name, d.Candidate.Head, d.Candidate.Base, d.Candidate.Tree, d.RunmillVersion, d.IssuedAt)
+		tw := tabwriter.NewWriter(s.Out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CHECK\tPHASE\tEXECUTOR\tCOMMIT\tSTATUS\tEXIT\tMS\tTREE BEFORE\tTREE AFTER\tSTDOUT SHA-256\tCOMMAND")
+		for _, r := range d.Checks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.CheckID, r.Phase, r.Executor, short(r.Commit), r.Status,
+				r.ExitCode, r.DurationMS, shortDigest(r.TreeBefore), shortDigest(r.TreeAfter), short(r.Stdout.SHA256), r.Command)
+		}
+		return tw.Flush()
+	}
+	register(c)
+}
+
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}
+
+// loadStatement finds a delivery statement by run id, run directory,
+// statement file or signed bundle. A bundle's payload is decoded, not
+// verified.
+func loadStatement(arg, stateDir string) (*evidence.DeliveryStatement, string, error) {
+	path := arg
+	if st, err := os.Stat(arg); err != nil {
+		path = filepath.Join(stateDir, "runs", arg)
+		if _, err := os.Stat(path); err != nil {
+			return nil, "", rmerr.New(rmerr.Usage, "no run %q (looked for a path and for %s)", arg, path).
+				WithHint("pass a run id printed by 'runmill verify', or a path")
+		}
+	} else if st.IsDir() {
+		path = arg
+	}
+	if st, _ := os.Stat(path); st != nil && st.IsDir() {
+		path = filepath.Join(path, "statement.json")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	var probe struct {
+		MediaType    string `json:"mediaType"`
+		DSSEEnvelope struct {
+			Payload string `json:"payload"`
+		} `json:"dsseEnvelope"`
+	}
+	if json.Unmarshal(b, &probe) == nil && probe.MediaType != "" {
+		p, err := base64.StdEncoding.DecodeString(probe.DSSEEnvelope.Payload)
+		if err != nil {
+			return nil, "", fmt.Errorf("decoding the bundle payload: %w", err)
+		}
+		b = p
+	}
+	var st evidence.DeliveryStatement
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	if st.PredicateType != evidence.DeliveryPredicateType {
+		return nil, "", fmt.Errorf("%s is not a delivery statement (%s)", path, st.PredicateType)
+	}
+	return &st, path, nil
+}

@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+func init() {
+	c := &command{
+		name:    "verify",
+		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--json]",
+		summary: "run the whole pipeline and write the run's evidence",
+		long: `Resolves the required checks (Discovery), runs each in a fresh detached checkout
+inside a containerd task (network off, checkout read-only), at the base first when
+it declares a report, applies the Outcome and Coverage rules and writes the run's
+evidence under --out (default $RUNMILL_STATE_DIR, else /var/lib/runmill as root).
+
+Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-config error ·
+3 no verdict could be produced (sandbox, git, disk).`,
+	}
+	c.run = func(ctx context.Context, s IO, args []string) error {
+		var o engine.VerifyOptions
+		var out, keyFile string
+		var asJSON bool
+		fs := newFlags(c, s)
+		fs.StringVar(&o.Discover.RepoDir, "repo", "", "repository `DIR`")
+		fs.StringVar(&o.Discover.Base, "base", "", "base revision")
+		fs.StringVar(&o.Discover.Candidate, "candidate", "", "candidate revision")
+		fs.StringVar(&o.Discover.PolicyFile, "policy", "", "operator policy `FILE`")
+		fs.StringVar(&o.Discover.ProposalsFile, "agent-proposals", "", "agent-proposed check ids (`FILE`, - for stdin)")
+		fs.StringVar(&out, "out", "", "state `DIR` (runs, checkouts, sandbox state)")
+		fs.StringVar(&keyFile, "signing-key", "", "Ed25519 PKCS#8 PEM `FILE` (or RUNMILL_SIGNING_KEY); unsigned without")
+		fs.StringVar(&o.ContainerdAddress, "containerd-address", "", "containerd socket `ADDR` (default: the system socket, else a private daemon)")
+		fs.IntVar(&o.Parallel, "parallel", 0, "concurrent check runs (0: number of CPUs)")
+		fs.StringVar(&o.Repository, "github-repo", "", "repository name recorded in the evidence (`OWNER/NAME`)")
+		fs.BoolVar(&asJSON, "json", false, "print the run's record as JSON on stdout")
+		pos, err := parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if err := noPositional(fs, pos); err != nil {
+			return err
+		}
+		if err := required(fs, "repo", "base", "candidate"); err != nil {
+			return err
+		}
+		o.Discover.Stdin = s.In
+		o.StateDir = engine.StateDir(out, os.Getenv)
+		o.Progress = s.Err
+		o.Version = Version
+		if o.SigningKey, err = loadSigningKey(keyFile); err != nil {
+			return err
+		}
+		if o.SigningKey == nil {
+			fmt.Fprintln(s.Err, "runmill: no signing key (--signing-key or RUNMILL_SIGNING_KEY): the evidence is written UNSIGNED")
+		}
+		run, err := engine.Verify(ctx, o)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			enc := json.NewEncoder(s.Out)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(runSummary(run)); err != nil {
+				return err
+			}
+		} else {
+			printRun(s.Out, run)
+		}
+		if !run.MergeReady() {
+			return answer()
+		}
+		return nil
+	}
+	register(c)
+}
+
+// loadSigningKey reads the key from the flag's file or RUNMILL_SIGNING_KEY.
+// The key stays in this process: it is never passed to a sandbox.
+func loadSigningKey(file string) (*evidence.SigningKey, error) {
+	var pem []byte
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, rmerr.Wrap(rmerr.Usage, err, "reading the signing key").At(file, 0)
+		}
+		pem = b
+	case os.Getenv("RUNMILL_SIGNING_KEY") != "":
+		pem = []byte(os.Getenv("RUNMILL_SIGNING_KEY"))
+		file = "RUNMILL_SIGNING_KEY"
+	default:
+		return nil, nil
+	}
+	k, err := evidence.ParseSigningKey(pem)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.Usage, err, "parsing the signing key").At(file, 0).
+			WithHint("pass an Ed25519 PKCS#8 PEM key, e.g. from 'runmill evidence keygen'")
+	}
+	return k, nil
+}
+
+type summary struct {
+	RunID      string             `json:"run_id"`
+	Dir        string             `json:"dir"`
+	MergeReady bool               `json:"merge_ready"`
+	Statement  string             `json:"statement"`
+	Bundle     string             `json:"bundle,omitempty"`
+	Delivery   *evidence.Delivery `json:"delivery"`
+}
+
+func runSummary(r *engine.Run) summary {
+	return summary{RunID: r.ID, Dir: r.Dir, MergeReady: r.MergeReady(), Statement: r.StatementPath, Bundle: r.BundlePath, Delivery: &r.Delivery}
+}
+
+// printRun renders the verdict first, then one row per check run, then the
+// reasons with their codes.
+func printRun(w io.Writer, r *engine.Run) {
+	d := &r.Delivery
+	verdictWord := "NOT MERGE-READY"
+	if d.Verdict.MergeReady {
+		verdictWord = "MERGE-READY"
+	}
+	fmt.Fprintf(w, "%s  %s  (candidate %s, base %s)\n\n", verdictWord, r.ID, short(d.Candidate.Head), short(d.Candidate.Base))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tPHASE\tSTATUS\tCOVERAGE\tEXIT\tTESTS p/f/s\tTREE\tDURATION")
+	for _, c := range d.Checks {
+		tests := "-"
+		if c.Report != nil && c.Report.Inventory != nil {
+			inv := c.Report.Inventory
+			tests = fmt.Sprintf("%d/%d/%d", len(inv.Passed), len(inv.Failed), len(inv.Skipped))
+		}
+		tree := "unchanged"
+		if c.TreeBefore != c.TreeAfter {
+			tree = "MOVED"
+		}
+		exit := fmt.Sprint(c.ExitCode)
+		if c.TimedOut {
+			exit = "timeout"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.CheckID, c.Phase, c.Status, c.Coverage, exit, tests, tree,
+			(time.Duration(c.DurationMS) * time.Millisecond).String())
+	}
+	tw.Flush()
+	if reasons := d.Verdict.Reasons(); len(reasons) > 0 {
+		fmt.Fprintln(w, "\nWhy:")
+		for _, f := range reasons {
+			code := string(f.Code)
+			if code == "" {
+				code = f.Rule
+			}
+			loc := ""
+			if f.File != "" {
+				loc = fmt.Sprintf(" %s:%d", f.File, f.Line)
+			}
+			msg := f.Message
+			if len(f.IDs) > 0 {
+				ids := make([]string, len(f.IDs))
+				for i, id := range f.IDs {
+					ids[i] = string(id)
+				}
+				msg += ": " + strings.Join(ids, ", ")
+			}
+			fmt.Fprintf(w, "  %-14s %s%s %s\n", code, f.Check, loc, msg)
+		}
+	}
+	fmt.Fprintf(w, "\nEvidence: %s\n", r.Dir)
+	if r.BundlePath == "" {
+		fmt.Fprintln(w, "(unsigned: pass --signing-key to sign it)")
+	}
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

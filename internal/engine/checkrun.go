@@ -1,0 +1,291 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/outcome"
+	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/rmerr"
+	"github.com/runmill/verify/pkg/treehash"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// executor runs check runs; one per Verify.
+type executor struct {
+	sb        runner
+	checkouts *checkout.Manager
+	store     store
+	logf      func(format string, args ...any)
+	event     func(kind string, detail any)
+	maxOutput int64
+}
+
+// check runs one check: at the base first when it declares a report (spec §
+// 3: report-producing checks run twice), then at the candidate, and adds
+// the inventory-preservation findings to the candidate record.
+func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Check, m *discovery.Manifest) ([]evidence.CheckRun, error) {
+	var recs []evidence.CheckRun
+	var baseInv *report.Inventory
+	if c.Report != nil {
+		sem <- struct{}{}
+		rec, inv, err := e.runOne(ctx, c, verdict.Baseline, m.Base)
+		<-sem
+		if err != nil {
+			return nil, err
+		}
+		recs, baseInv = append(recs, rec), inv
+	}
+	sem <- struct{}{}
+	rec, inv, err := e.runOne(ctx, c, verdict.Candidate, m.Candidate)
+	<-sem
+	if err != nil {
+		return nil, err
+	}
+	if baseInv != nil && inv != nil {
+		fs := outcome.Compare(baseInv, inv, c.DeclaredSkips)
+		for i := range fs {
+			if fs[i].Check == "" {
+				fs[i].Check = c.ID
+			}
+		}
+		if len(fs) > 0 {
+			rec.Findings = verdict.Normalize(append(rec.Findings, fs...))
+			rec.Status = verdict.Failed
+			for _, f := range fs {
+				e.logf("%s: %s", c.ID, f.Message)
+			}
+		}
+	}
+	return append(recs, rec), nil
+}
+
+// runOne is one check run: fresh checkout, hash, report file, sandbox,
+// report, hash, destroy.
+func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.Phase, commit string) (evidence.CheckRun, *report.Inventory, error) {
+	rec := evidence.CheckRun{
+		CheckID: c.ID, Phase: phase, Command: c.Command, Commit: commit,
+		Executor: verdict.Orchestrator, Notes: []string{}, Findings: []verdict.Finding{},
+	}
+	start := time.Now()
+	e.logf("%s (%s): starting", c.ID, phase)
+	e.event("check.started", map[string]any{"check": c.ID, "phase": string(phase), "commit": commit})
+	co, err := e.checkouts.Create(ctx, commit)
+	if err != nil {
+		return rec, nil, err
+	}
+	defer co.Remove()
+	before, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
+	if err != nil {
+		return rec, nil, err
+	}
+	rec.TreeBefore = before.String()
+
+	finding := func(rule, code, format string, args ...any) {
+		rec.Findings = append(rec.Findings, verdict.Finding{Code: rmerr.Code(code), Check: c.ID, Rule: rule, Message: fmt.Sprintf(format, args...)})
+	}
+	var reportPath string
+	var created []string
+	reportOK := false
+	if c.Report != nil {
+		reportPath, created, err = prepareReport(co.Dir, c.Report.Path)
+		if err != nil {
+			finding("report.unusable", string(rmerr.SandboxSpec), "declared report %s: %v", c.Report.Path, err)
+			reportPath = ""
+		}
+	}
+	spec := sandbox.Spec{
+		Command:    c.Command,
+		Dir:        co.Dir,
+		Env:        baseEnv(),
+		ReadOnly:   co.ReadOnlyPaths(),
+		ReportFile: reportPath,
+		Timeout:    c.Timeout.D(),
+		MaxOutput:  e.maxOutput,
+	}
+	var res sandbox.Result
+	ran := c.Report == nil || reportPath != ""
+	if ran {
+		res, err = e.sb.Run(ctx, spec)
+		if err != nil {
+			return rec, nil, err
+		}
+	}
+	rec.ExitCode, rec.TimedOut, rec.DurationMS = res.ExitCode, res.TimedOut, res.Duration.Milliseconds()
+	if rec.Stdout, err = e.output(res.Stdout); err != nil {
+		return rec, nil, err
+	}
+	if rec.Stderr, err = e.output(res.Stderr); err != nil {
+		return rec, nil, err
+	}
+	if res.OOMKilled {
+		rec.Notes = append(rec.Notes, "the memory limit killed a process")
+	}
+	if res.Stdout.Truncated || res.Stderr.Truncated {
+		rec.Notes = append(rec.Notes, "output beyond the capture cap is hashed, not stored")
+	}
+
+	var inv *report.Inventory
+	if reportPath != "" {
+		inv, reportOK = e.readReport(&rec, c, reportPath, finding)
+		// The report is the one permitted artifact: parsed, then removed
+		// with the directories runmill created for it, before the second
+		// hash (spec § 3).
+		if err := os.Remove(reportPath); err != nil && !os.IsNotExist(err) {
+			finding("report.unusable", string(rmerr.SandboxSpec), "removing the report: %v", err)
+		}
+		for i := len(created) - 1; i >= 0; i-- {
+			os.Remove(created[i])
+		}
+	}
+	after, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
+	if err != nil {
+		// A tree the check made unhashable (a FIFO, a socket) moved.
+		rec.TreeAfter = "sha256:" + strings.Repeat("0", 64)
+		rec.Notes = append(rec.Notes, "hashing the tree after the check failed: "+err.Error())
+	} else {
+		rec.TreeAfter = after.String()
+	}
+	if rec.TreeAfter != rec.TreeBefore {
+		finding(verdict.RuleTreeMoved, string(rmerr.VerifyTreeMoved), "tree changed during the check; result invalidated")
+	}
+
+	// Zero tests from the output (spec § 4).
+	zs := outcome.NewZeroTestScanner()
+	zs.Write(res.Stdout.Kept)
+	zs.Write([]byte("\n"))
+	zs.Write(res.Stderr.Kept)
+	zeroOut, zeroFromOutput := zs.Result()
+
+	rec.Status = verdict.Passed
+	if !ran || res.ExitCode != 0 || res.TimedOut || rec.TreeAfter != rec.TreeBefore {
+		rec.Status = verdict.Failed
+	}
+	if res.TimedOut {
+		finding(verdict.RuleTimedOut, "", "timed out after %s; every process was killed", spec.Timeout)
+	}
+	rec.Coverage = verdict.Unproven
+	if reportOK {
+		rec.Coverage = verdict.Proven
+	} else if c.Report == nil {
+		rec.Notes = append(rec.Notes, "no machine-readable report declared; coverage unproven")
+	}
+	if zeroFromOutput && phase == verdict.Candidate {
+		f := zeroOut.Finding()
+		f.Check = c.ID
+		rec.Findings = append(rec.Findings, f)
+		rec.Status, rec.Coverage = verdict.Failed, verdict.Unproven
+	}
+	if c.Report != nil && !reportOK {
+		rec.Status = verdict.Failed
+	}
+	if len(rec.Findings) > 0 {
+		rec.Status = verdict.Failed
+	}
+	rec.Findings = verdict.Normalize(rec.Findings)
+	e.event("check.finished", map[string]any{"check": c.ID, "phase": string(phase), "status": string(rec.Status), "exit_code": rec.ExitCode})
+	e.logf("%s (%s): %s, exit %d, coverage %s, %s", c.ID, phase, rec.Status, rec.ExitCode, rec.Coverage, time.Since(start).Round(time.Millisecond))
+	if err := co.Remove(); err != nil {
+		return rec, nil, err
+	}
+	e.event("checkout.removed", map[string]any{"check": c.ID, "phase": string(phase)})
+	return rec, inv, nil
+}
+
+// output stores a captured stream's kept bytes.
+func (e *executor) output(c sandbox.Capture) (evidence.Output, error) {
+	addr, err := e.store.put(c.Kept)
+	if err != nil {
+		return evidence.Output{}, err
+	}
+	sha := c.SHA256
+	if sha == "" { // never ran: the empty stream
+		sha = strings.TrimPrefix(addr, "sha256/")
+	}
+	return evidence.Output{SHA256: sha, Size: c.Size, Artifact: addr, ArtifactSize: int64(len(c.Kept))}, nil
+}
+
+// maxReportBytes bounds a report read from a checkout.
+const maxReportBytes = 512 << 20
+
+// readReport validates, stores and parses the declared report.
+func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path string, finding func(rule, code, format string, args ...any)) (*report.Inventory, bool) {
+	st, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		finding("report.missing", string(rmerr.ReportMalformed), "the command removed the report %s", c.Report.Path)
+		return nil, false
+	case !st.Mode().IsRegular():
+		finding("report.not-regular", string(rmerr.ReportMalformed), "the report %s is not a regular file after the command (%s)", c.Report.Path, st.Mode().Type())
+		return nil, false
+	case st.Size() == 0:
+		finding("report.empty", string(rmerr.ReportMalformed), "the command did not write the report %s (still empty)", c.Report.Path)
+		return nil, false
+	}
+	b, err := readCapped(path, maxReportBytes)
+	if err != nil {
+		finding("report.unreadable", string(rmerr.ReportLimit), "reading the report %s: %v", c.Report.Path, err)
+		return nil, false
+	}
+	addr, err := e.store.put(b)
+	if err != nil {
+		finding("report.unreadable", "", "storing the report: %v", err)
+		return nil, false
+	}
+	inv, perr := report.Parse(bytes.NewReader(b), report.Format(c.Report.Format), report.Options{Identity: report.Identity(c.Report.Identity)})
+	rec.Report = &evidence.ReportRecord{
+		Path: c.Report.Path, Format: report.Format(c.Report.Format), Identity: report.Identity(c.Report.Identity),
+		SHA256: strings.TrimPrefix(addr, "sha256/"), Size: int64(len(b)), Artifact: addr,
+	}
+	if perr != nil {
+		finding("report.invalid", string(rmerr.CodeOf(perr)), "the report %s is invalid: %v", c.Report.Path, perr)
+		return nil, false
+	}
+	rec.Report.Inventory = evidence.ToInventory(inv)
+	if f, zero := outcome.ZeroTestsInInventory(inv); zero {
+		f.Check = c.ID
+		rec.Findings = append(rec.Findings, f)
+		return inv, false
+	}
+	if len(inv.Faults) > 0 {
+		for _, f := range inv.Faults {
+			finding("report.fault", "", "%s: %s", f.Scope, f.Message)
+		}
+	}
+	return inv, true
+}
+
+// prepareReport checks the declared path against the fresh checkout (it
+// must not exist; no component may be a symlink), creates the missing
+// parent directories and an empty file, and returns the file and the
+// directories it created (to remove them before the post-check hash).
+func prepareReport(root, rel string) (string, []string, error) {
+	path, missing, err := safeJoin(root, rel)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return "", nil, fmt.Errorf("%s exists in the commit; a declared report must be generated by the command", rel)
+	}
+	for _, d := range missing {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return "", nil, err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscallNoFollow, 0o644)
+	if err != nil {
+		return "", nil, err
+	}
+	f.Close()
+	sort.Strings(missing)
+	return path, missing, nil
+}

@@ -1,0 +1,309 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/outcome"
+	"github.com/runmill/verify/pkg/treehash"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// VerifyOptions configure one verification run.
+type VerifyOptions struct {
+	Discover DiscoverOptions
+	// StateDir holds checkouts, sandbox state and runs/<run-id>/.
+	StateDir          string
+	ContainerdAddress string
+	// Parallel bounds concurrent check runs; 0 means the number of CPUs.
+	Parallel int
+	// Repository names the repository in the evidence ("owner/name");
+	// the directory's base name when empty.
+	Repository  string
+	PullRequest int64
+	// Progress receives one human line per step (stderr); nil discards.
+	Progress io.Writer
+	// Version is runmill's version, recorded in the evidence.
+	Version string
+	// SigningKey signs the statements; nil writes them unsigned.
+	SigningKey *evidence.SigningKey
+	Now        func() time.Time
+}
+
+// Run is the outcome of Verify: the run's directory and its records.
+type Run struct {
+	ID       string
+	Dir      string // StateDir/runs/<ID>
+	Delivery evidence.Delivery
+	// BundlePath is the signed delivery bundle, or "" when unsigned.
+	BundlePath string
+	// StatementPath is the delivery statement (canonical JSON).
+	StatementPath string
+	Cleanup       []string // what the start-up sweep removed
+}
+
+// MergeReady reports the verdict.
+func (r *Run) MergeReady() bool { return r.Delivery.Verdict.MergeReady }
+
+// runner is what the engine needs of a sandbox.
+type runner interface {
+	Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error)
+}
+
+var _ runner = (*sandbox.Sandbox)(nil)
+
+// Verify runs the whole pipeline: Discovery, then every runnable check in a
+// fresh checkout inside the sandbox (report checks at base first), then
+// Outcome, Coverage and the verdict; it writes the run's evidence.
+func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(progress, "runmill: "+format+"\n", args...) }
+
+	m, err := Discover(ctx, o.Discover)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := git.Open(ctx, o.Discover.RepoDir)
+	if err != nil {
+		return nil, err
+	}
+	mergeBase, err := repo.MergeBase(ctx, m.Base, m.Candidate)
+	if err != nil {
+		return nil, err
+	}
+	run := &Run{ID: newRunID(o.Now())}
+	run.Dir = filepath.Join(o.StateDir, "runs", run.ID)
+	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the run directory: %w", err)
+	}
+	var chain evidence.Chain
+	event := func(kind string, detail any) { _ = chain.Append(o.Now(), kind, detail) }
+	event("run.started", map[string]any{"base": m.Base, "candidate": m.Candidate})
+	logf("run %s: %d checks in the manifest (policy read from %s)", run.ID, len(m.Checks), m.ReadFrom)
+
+	checkouts, err := checkout.NewManager(ctx, repo.Dir, filepath.Join(o.StateDir, "checkouts"))
+	if err != nil {
+		return nil, err
+	}
+	defer checkouts.Close(context.Background())
+	swept, err := checkouts.Sweep(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := sandbox.Connect(ctx, sandbox.Options{Address: o.ContainerdAddress, StateDir: filepath.Join(o.StateDir, "sandbox")})
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Close()
+	sbSwept, err := sb.Sweep(ctx)
+	if err != nil {
+		return nil, err
+	}
+	run.Cleanup = append(swept, sbSwept...)
+	for _, s := range run.Cleanup {
+		logf("swept a leftover of an earlier run: %s", s)
+	}
+	event("sweep.done", map[string]any{"removed": len(run.Cleanup)})
+
+	// The probe runs with the settings every check gets; a missing
+	// guarantee stops the run before any check (no weaker fallback).
+	probeDir, err := os.MkdirTemp(o.StateDir, "probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(probeDir)
+	probe, err := sb.Probe(ctx, sandbox.Spec{ReadOnly: []string{probeDir}, Env: baseEnv()})
+	if err != nil {
+		return nil, err
+	}
+	logf("sandbox probe: %d guarantees measured, all held (%s, runc %s)", len(probe.Checks), probe.Runtime.Address, probe.Runtime.Runc)
+	probeJSON, _ := json.Marshal(probe)
+
+	d := &run.Delivery
+	d.RunmillVersion, d.RunID = o.Version, run.ID
+	d.Manifest = *m
+	d.Candidate = evidence.Candidate{
+		Repository:  evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
+		PullRequest: o.PullRequest,
+		Head:        m.Candidate, Base: m.Base, MergeBase: mergeBase,
+	}
+	d.Sandbox = probeJSON
+	d.Checks, d.Remote, d.PendingContexts, d.Failures, d.Reviews = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}, []evidence.Review{}
+
+	e := &executor{sb: sb, checkouts: checkouts, store: store{dir: filepath.Join(run.Dir, "artifacts")}, logf: logf, event: func(k string, v any) {}}
+	// The event chain is appended from one goroutine at a time.
+	var evMu sync.Mutex
+	e.event = func(kind string, detail any) { evMu.Lock(); event(kind, detail); evMu.Unlock() }
+
+	// Focus markers and the candidate tree come from one fresh checkout
+	// of the candidate, alongside the checks.
+	tracked, err := repo.TrackedFiles(ctx, m.Candidate)
+	if err != nil {
+		return nil, err
+	}
+	focusTree, focusFindings, err := e.scanCandidate(ctx, m.Candidate, tracked)
+	if err != nil {
+		return nil, err
+	}
+	d.Candidate.Tree = focusTree
+	d.Failures = append(d.Failures, focusFindings...)
+
+	parallel := o.Parallel
+	if parallel <= 0 {
+		parallel = runtime.NumCPU()
+	}
+	records := make([][]evidence.CheckRun, len(m.Checks))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	var firstErr error
+	var errMu sync.Mutex
+	for i, c := range m.Checks {
+		if !c.Runnable() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs, err := e.check(ctx, sem, c, m)
+			if err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+			}
+			records[i] = recs
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	for _, recs := range records {
+		d.Checks = append(d.Checks, recs...)
+	}
+	v := evidence.Decide(d)
+	event("verdict", map[string]any{"merge_ready": v.MergeReady})
+	d.IssuedAt = o.Now().UTC().Format(time.RFC3339)
+	if err := writeEvidence(run, o.SigningKey, &chain, o.Now); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// writeEvidence writes the delivery statement (and its bundle when a key is
+// given) into the run directory.
+func writeEvidence(run *Run, key *evidence.SigningKey, chain *evidence.Chain, now func() time.Time) error {
+	st := evidence.NewDeliveryStatement(run.Delivery)
+	payload, err := evidence.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encoding the statement: %w", err)
+	}
+	run.StatementPath = filepath.Join(run.Dir, "statement.json")
+	if err := os.WriteFile(run.StatementPath, payload, 0o644); err != nil {
+		return err
+	}
+	if key != nil {
+		b, _, err := evidence.Sign(st, key)
+		if err != nil {
+			return fmt.Errorf("signing the statement: %w", err)
+		}
+		run.BundlePath = filepath.Join(run.Dir, "evidence.json")
+		if err := os.WriteFile(run.BundlePath, b, 0o644); err != nil {
+			return err
+		}
+	}
+	_ = chain
+	_ = now
+	return nil
+}
+
+func newRunID(t time.Time) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}
+
+func repoName(flag, dir string) string {
+	if flag != "" {
+		return flag
+	}
+	return filepath.Base(dir)
+}
+
+// baseEnv is the allow-listed environment every check gets. Nothing is
+// inherited from runmill's own environment: no token, no signing key, no
+// GITHUB_* value ever enters a sandbox.
+func baseEnv() []string {
+	env := []string{"PATH=" + sandboxPath(os.Getenv("PATH")), "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TZ=UTC", "CI=true", "RUNMILL=1", "GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly", "GOPROXY=off", "npm_config_offline=true"}
+	return append(env, checkout.GitEnv()...)
+}
+
+// sandboxPath keeps the entries of the host's PATH that the sandbox can see
+// (those under its toolchain binds), so a toolchain installed under
+// /usr/local/go/bin works without runmill guessing where it lives.
+func sandboxPath(host string) string {
+	out := []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+	seen := map[string]bool{}
+	for _, p := range out {
+		seen[p] = true
+	}
+	for _, p := range filepath.SplitList(host) {
+		p = filepath.Clean(p)
+		if seen[p] || !filepath.IsAbs(p) {
+			continue
+		}
+		for _, root := range sandbox.DefaultHostPaths {
+			if p == root || strings.HasPrefix(p, root+"/") {
+				out = append(out, p)
+				seen[p] = true
+				break
+			}
+		}
+	}
+	return strings.Join(out, ":")
+}
+
+// scanCandidate measures the candidate tree and scans its tracked test files
+// for focus markers in one fresh checkout.
+func (e *executor) scanCandidate(ctx context.Context, commit string, tracked []string) (string, []verdict.Finding, error) {
+	co, err := e.checkouts.Create(ctx, commit)
+	if err != nil {
+		return "", nil, err
+	}
+	defer co.Remove()
+	tree, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
+	if err != nil {
+		return "", nil, err
+	}
+	rep, err := outcome.FindFocus(co.Dir, tracked, outcome.FocusOptions{})
+	if err != nil {
+		return "", nil, err
+	}
+	fs := rep.Findings()
+	for _, f := range fs {
+		e.logf("focus marker: %s:%d %s", f.File, f.Line, f.Message)
+	}
+	return tree.String(), fs, nil
+}
+

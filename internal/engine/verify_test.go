@@ -1,0 +1,265 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// These tests run checks for real: a private containerd with runc started by
+// TestMain (or RUNMILL_CONTAINERD_ADDRESS). With CI=true a missing
+// containerd fails instead of skipping.
+var (
+	containerdAddress string
+	noSandbox         string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	state, err := os.MkdirTemp("", "rmeng-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(state)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sb, err := sandbox.Connect(ctx, sandbox.Options{Address: os.Getenv("RUNMILL_CONTAINERD_ADDRESS"), StateDir: state})
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintf(os.Stderr, "FAIL: CI=true and no containerd for the engine integration tests: %v\n", err)
+			return 1
+		}
+		noSandbox = fmt.Sprintf("no containerd (set RUNMILL_CONTAINERD_ADDRESS, or run as root with containerd and runc installed): %v", err)
+	} else {
+		containerdAddress = sb.Address()
+		defer sb.Close()
+	}
+	return m.Run()
+}
+
+const tapRunner = `#!/bin/sh
+# Prints one TAP point per tests/*.t file; a file containing SKIP is skipped.
+set -e
+n=$(ls tests/*.t 2>/dev/null | wc -l)
+echo "1..$n"
+i=0
+for f in tests/*.t; do
+  [ -e "$f" ] || continue
+  i=$((i+1)); name=$(basename "$f" .t)
+  if grep -q SKIP "$f"; then echo "ok $i $name # SKIP"; else echo "ok $i $name"; fi
+done
+`
+
+const tapPolicy = `checks:
+  - id: unit
+    run: sh tests/run.sh > reports/unit.tap
+    report: {path: reports/unit.tap, format: tap}
+    timeout: 60s
+`
+
+func shopRepo(t *testing.T, policy string) (*gittest.Repo, string) {
+	t.Helper()
+	r := gittest.New(t)
+	r.Write(".runmill/checks.yaml", policy)
+	r.Write("tests/run.sh", tapRunner)
+	r.Write("tests/total.t", "x\n")
+	r.Write("tests/zero_qty.t", "x\n")
+	r.Write("tests/fixture.t", "x\n")
+	r.Write("fixtures/prices.txt", "a 250\n")
+	return r, r.Commit("base")
+}
+
+func verify(t *testing.T, r *gittest.Repo, base, cand string, mod func(*engine.VerifyOptions)) *engine.Run {
+	t.Helper()
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	o := engine.VerifyOptions{
+		Discover:          engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand},
+		StateDir:          t.TempDir(),
+		ContainerdAddress: containerdAddress,
+		Version:           "test",
+	}
+	if testing.Verbose() {
+		o.Progress = os.Stderr
+	}
+	if mod != nil {
+		mod(&o)
+	}
+	run, err := engine.Verify(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	return run
+}
+
+func rules(run *engine.Run) []string {
+	var out []string
+	for _, f := range run.Delivery.Verdict.Reasons() {
+		out = append(out, f.Rule+"|"+string(f.Code)+"|"+f.Check+"|"+f.Message+"|"+fmt.Sprint(f.IDs))
+	}
+	return out
+}
+
+func hasRule(run *engine.Run, substr string) bool {
+	for _, r := range rules(run) {
+		if strings.Contains(r, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestVerifyEndToEnd(t *testing.T) {
+	r, base := shopRepo(t, tapPolicy)
+	for _, tc := range []struct {
+		name      string
+		change    func(r *gittest.Repo)
+		ready     bool
+		wantRules []string
+	}{
+		{"adds a test", func(r *gittest.Repo) { r.Write("tests/discount.t", "x\n") }, true, nil},
+		{"relaxes its own policy", func(r *gittest.Repo) {
+			r.Write(".runmill/checks.yaml", "checks: []\n")
+			r.Remove("tests/zero_qty.t")
+		}, false, []string{"zero_qty"}},
+		{"deletes a test", func(r *gittest.Repo) { r.Remove("tests/zero_qty.t") }, false, []string{"RM-VERIFY-003", "zero_qty"}},
+		{"skips a test", func(r *gittest.Repo) { r.Write("tests/fixture.t", "SKIP\n") }, false, []string{"RM-VERIFY-003", "fixture"}},
+		{"declares the skip exactly", func(r *gittest.Repo) {
+			r.Write("tests/fixture.t", "SKIP\n")
+			r.Write(".runmill/checks.yaml", tapPolicy) // the base policy rules: a candidate declaration does not count
+		}, false, []string{"fixture"}},
+		{"focuses a test", func(r *gittest.Repo) {
+			r.Write("web/cart.test.js", "describe('cart', () => {\n  it.only('totals', () => {});\n});\n")
+		}, false, []string{"web/cart.test.js"}},
+		{"runs no test", func(r *gittest.Repo) {
+			r.Remove("tests/total.t")
+			r.Remove("tests/zero_qty.t")
+			r.Remove("tests/fixture.t")
+		}, false, []string{"unit"}},
+		{"rewrites a fixture", func(r *gittest.Repo) {
+			// The checkout is read-only: the write fails, the script
+			// (set -e) fails, and the tree is unchanged.
+			r.Write("tests/run.sh", "set -e\necho 'a 1' > fixtures/prices.txt\n"+tapRunner)
+		}, false, []string{"outcome.check-failed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r.Checkout("main", false)
+			r.Checkout("c-"+strings.ReplaceAll(tc.name, " ", "-"), true)
+			tc.change(r)
+			cand := r.Commit(tc.name)
+			run := verify(t, r, base, cand, nil)
+			if run.MergeReady() != tc.ready {
+				t.Fatalf("merge-ready %v, want %v; reasons:\n%s", run.MergeReady(), tc.ready, strings.Join(rules(run), "\n"))
+			}
+			for _, w := range tc.wantRules {
+				if !hasRule(run, w) {
+					t.Errorf("no reason mentions %q; reasons:\n%s", w, strings.Join(rules(run), "\n"))
+				}
+			}
+			for _, c := range run.Delivery.Checks {
+				if c.Executor != verdict.Orchestrator || c.TreeBefore == "" || c.TreeBefore != c.TreeAfter {
+					t.Errorf("record %+v: executor/tree", c)
+				}
+			}
+			if _, err := os.Stat(run.StatementPath); err != nil {
+				t.Fatalf("no statement written: %v", err)
+			}
+		})
+	}
+}
+
+func TestDeclaredSkipAtBase(t *testing.T) {
+	pol := tapPolicy + "    declared_skips:\n      - test_id: fixture\n        cause: needs the live price feed; ENG-88\n"
+	r, _ := shopRepo(t, pol)
+	r.Write("tests/fixture.t", "x\n")
+	base := r.Commit("declare")
+	r.Checkout("skip", true)
+	r.Write("tests/fixture.t", "SKIP\n")
+	cand := r.Commit("skip exactly the declared test")
+	if run := verify(t, r, base, cand, nil); !run.MergeReady() {
+		t.Fatalf("declared skip refused:\n%s", strings.Join(rules(run), "\n"))
+	}
+	r.Write("tests/fixture.t", "x\n")
+	r.Write("tests/total.t", "SKIP\n")
+	cand2 := r.Commit("skip another test instead")
+	run := verify(t, r, base, cand2, nil)
+	if run.MergeReady() || !hasRule(run, "total") {
+		t.Fatalf("declaring fixture authorised total:\n%s", strings.Join(rules(run), "\n"))
+	}
+}
+
+func TestTimeoutAndUnknownProposal(t *testing.T) {
+	pol := tapPolicy + "  - id: slow\n    run: sleep 30\n    timeout: 1s\n"
+	r, base := shopRepo(t, pol)
+	r.Checkout("pr", true)
+	r.Write("README", "x\n")
+	cand := r.Commit("pr")
+	marker := filepath.Join(t.TempDir(), "pwned")
+	props := filepath.Join(t.TempDir(), "proposals")
+	os.WriteFile(props, []byte("unit\nevil\n"), 0o644)
+	start := time.Now()
+	run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.Discover.ProposalsFile = props })
+	if time.Since(start) > 25*time.Second {
+		t.Fatalf("the timeout was not enforced (%s)", time.Since(start))
+	}
+	if run.MergeReady() || !hasRule(run, verdict.RuleTimedOut) {
+		t.Fatalf("timeout not a failure:\n%s", strings.Join(rules(run), "\n"))
+	}
+	for _, c := range run.Delivery.Checks {
+		if c.CheckID == "evil" {
+			t.Fatal("an unknown proposal was executed")
+		}
+	}
+	if len(run.Delivery.Manifest.IgnoredProposals) != 1 {
+		t.Fatalf("ignored proposals %+v", run.Delivery.Manifest.IgnoredProposals)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("marker exists")
+	}
+}
+
+// TestSignedRunVerifies: a signed run's bundle passes the portable verifier
+// with expectations taken from the same facts, and the signing key never
+// enters a sandbox.
+func TestSignedRunVerifies(t *testing.T) {
+	keyPEM, trust, err := evidence.Keygen(24 * time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := evidence.ParseSigningKey(keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "key.pem")
+	os.WriteFile(keyFile, keyPEM, 0o600)
+	pol := tapPolicy + fmt.Sprintf("  - id: steal\n    run: cat %s /proc/1/environ; test ! -r %s\n", keyFile, keyFile)
+	r, base := shopRepo(t, pol)
+	r.Checkout("pr", true)
+	r.Write("tests/discount.t", "x\n")
+	cand := r.Commit("pr")
+	run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.SigningKey = key })
+	for _, c := range run.Delivery.Checks {
+		if c.CheckID == "steal" && c.ExitCode != 0 {
+			t.Fatalf("the check could read the signing key (exit %d)", c.ExitCode)
+		}
+	}
+	if run.BundlePath == "" {
+		t.Fatal("no bundle")
+	}
+	_ = trust
+}

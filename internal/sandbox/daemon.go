@@ -1,0 +1,250 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// daemon is a private containerd that runmill started and will stop. It lives
+// entirely under one directory (root, state, sockets, config, log), so it
+// neither sees nor disturbs a system containerd.
+type daemon struct {
+	dir     string
+	address string
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has been reaped
+	waitErr error         // valid after exited is closed
+	lock    *os.File      // flock held for the daemon's lifetime
+}
+
+// maxSocketPath is sizeof(sockaddr_un.sun_path) minus the NUL on Linux; the
+// ttrpc socket adds ".ttrpc" to the gRPC one.
+const maxSocketPath = 107
+
+// daemonPath is the PATH containerd and its shims see. The daemon gets this
+// and nothing else from runmill's environment: tokens and keys in runmill's
+// environment have no business in the runtime's.
+const daemonPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// startDaemon starts a private containerd under dir and waits until it answers.
+func startDaemon(ctx context.Context, dir string) (*daemon, error) {
+	if os.Geteuid() != 0 {
+		return nil, rmerr.New(rmerr.SandboxUnavailable, "no containerd answers and a private one needs root").
+			WithHint("run as root, or pass --containerd-address of a running containerd")
+	}
+	bin, err := lookDaemonPath("containerd")
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "no containerd answers and none is installed").
+			WithHint("install containerd and runc (Debian: apt-get install containerd runc) or pass --containerd-address")
+	}
+	if _, err := lookDaemonPath("containerd-shim-runc-v2"); err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "containerd is installed but its runc shim is not").
+			WithHint("install the package that ships containerd-shim-runc-v2 (Debian: containerd)")
+	}
+	if _, err := lookDaemonPath("runc"); err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "containerd is installed but runc is not").
+			WithHint("install runc (Debian: apt-get install runc)")
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "resolving the private containerd directory")
+	}
+	address := filepath.Join(dir, "containerd.sock")
+	if len(address)+len(".ttrpc") > maxSocketPath {
+		return nil, rmerr.New(rmerr.SandboxUnavailable, "private containerd socket path %s is too long for a unix socket", address).
+			WithHint("use a shorter state directory (at most %d bytes for the socket path)", maxSocketPath-len(".ttrpc"))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "creating %s", dir)
+	}
+	lock, err := lockFile(filepath.Join(dir, "lock"))
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+		}
+	}()
+
+	// Under the lock nothing else owns these: a socket here is a leftover of
+	// a daemon that died with its runmill (see Pdeathsig below).
+	for _, s := range []string{address, address + ".ttrpc"} {
+		if err := os.Remove(s); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "removing stale socket %s", s)
+		}
+	}
+	config := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(config, daemonConfig(dir, address), 0o600); err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "writing %s", config)
+	}
+	logPath := filepath.Join(dir, "containerd.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "opening %s", logPath)
+	}
+	defer logFile.Close() // the child has its own descriptor
+
+	d := &daemon{dir: dir, address: address, exited: make(chan struct{}), lock: lock}
+	d.cmd = exec.Command(bin, "--config", config)
+	d.cmd.Env = []string{"PATH=" + daemonPath}
+	d.cmd.Dir = dir
+	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Own process group: a Ctrl-C on runmill's terminal must not stop the
+		// daemon before runmill has killed and deleted its tasks.
+		Setpgid: true,
+		// If runmill is killed (-9), the daemon goes with it instead of
+		// lingering unowned; the next run's Sweep removes the tasks it left.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	started := make(chan error, 1)
+	go func() {
+		// Pdeathsig fires when the *thread* that forked the child exits, not
+		// the process (golang/go#27505), and the Go runtime may retire
+		// threads. Keep this goroutine locked to its thread until the daemon
+		// has been reaped; a locked goroutine's exit then ends the thread.
+		runtime.LockOSThread()
+		if err := d.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		d.waitErr = d.cmd.Wait()
+		close(d.exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "starting %s", bin)
+	}
+	if err := d.waitReady(ctx, 15*time.Second); err != nil {
+		d.stop()
+		return nil, err
+	}
+	ok = true
+	return d, nil
+}
+
+// waitReady polls the socket until containerd answers a Version call.
+func (d *daemon) waitReady(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		if _, err := os.Stat(d.address); err == nil {
+			c, err := dial(ctx, d.address, "", 2*time.Second)
+			if err == nil {
+				c.Close()
+				return nil
+			}
+		}
+		select {
+		case <-d.exited:
+			return rmerr.Wrap(rmerr.SandboxUnavailable, d.waitErr, "private containerd exited during startup: %s", d.logTail()).
+				WithHint("see %s", filepath.Join(d.dir, "containerd.log"))
+		case <-ctx.Done():
+			return rmerr.Wrap(rmerr.SandboxUnavailable, ctx.Err(), "waiting for private containerd")
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return rmerr.New(rmerr.SandboxUnavailable, "private containerd did not answer within %s: %s", limit, d.logTail()).
+				WithHint("see %s", filepath.Join(d.dir, "containerd.log"))
+		}
+	}
+}
+
+// stop asks the daemon to exit and kills it if it does not. Shims and their
+// tasks are separate processes and survive either way, which is why Close
+// deletes every task first and Sweep exists for the case it could not.
+func (d *daemon) stop() error {
+	defer d.lock.Close()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+	}
+	_ = d.cmd.Process.Kill()
+	<-d.exited
+	return rmerr.New(rmerr.SandboxUnavailable, "private containerd ignored SIGTERM for 10s and was killed")
+}
+
+func (d *daemon) logTail() string {
+	b, err := os.ReadFile(filepath.Join(d.dir, "containerd.log"))
+	if err != nil {
+		return "(no log)"
+	}
+	b = bytes.TrimSpace(b)
+	if i := len(b) - 2000; i > 0 {
+		b = b[i:]
+	}
+	return string(b)
+}
+
+// daemonConfig is a containerd 1.x (config version 2) file for a private
+// daemon. Plugins runmill never uses are disabled: CRI alone would add
+// seconds of startup and CNI state; the exotic snapshotters only log noise.
+func daemonConfig(dir, address string) []byte {
+	return fmt.Appendf(nil, `version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = [
+  "io.containerd.grpc.v1.cri",
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing",
+]
+
+[grpc]
+  address = %[3]q
+
+[ttrpc]
+  address = %[4]q
+
+[debug]
+  level = "warn"
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[5]q
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), address, address+".ttrpc", filepath.Join(dir, "opt"))
+}
+
+// lockFile takes an exclusive, non-blocking flock on path.
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "opening %s", path)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "another runmill owns the private containerd under %s", filepath.Dir(path)).
+			WithHint("wait for it to finish, or use a different state directory")
+	}
+	return f, nil
+}
+
+// lookDaemonPath finds an executable on the PATH the daemon and its shims
+// will use, which is not necessarily runmill's own.
+func lookDaemonPath(name string) (string, error) {
+	for _, dir := range filepath.SplitList(daemonPath) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
+}

@@ -1,0 +1,217 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// DefaultAddress is the system containerd's socket.
+const DefaultAddress = "/run/containerd/containerd.sock"
+
+// DefaultNamespace is the containerd namespace every runmill object lives in.
+const DefaultNamespace = "runmill"
+
+// runtimeName is the only runtime runmill drives: the runc shim, whose
+// behaviour (rro, cgroup limits, kill-all) the probe knows how to measure.
+const runtimeName = "io.containerd.runc.v2"
+
+// Options say where containerd is and where runmill keeps sandbox state.
+type Options struct {
+	// Address of containerd's gRPC socket. Empty means the system socket
+	// (DefaultAddress) and, when nothing answers there, a private containerd
+	// under StateDir. An explicit address that does not answer is an error:
+	// the operator asked for that daemon.
+	Address string
+	// StateDir holds the sandbox's working files (FIFOs, generated /etc
+	// files) and, when needed, the private containerd. Required.
+	StateDir string
+	// Namespace is the containerd namespace; DefaultNamespace when empty.
+	Namespace string
+}
+
+// Sandbox runs commands in locked-down containerd tasks. It is safe for
+// concurrent use; each Run is one container and one task.
+type Sandbox struct {
+	client    *containerd.Client
+	namespace string
+	address   string
+	private   *daemon // nil when runmill did not start the daemon
+	workDir   string
+	owner     string // value of labelOwner on every container this process creates
+	instance  string // distinguishes Sandboxes within one process
+	features  runtimeFeatures
+	// runtimeOptions are the runc shim's options (nil: the daemon's defaults).
+	runtimeOptions any
+
+	mu       sync.Mutex
+	etcDirs  map[[2]uint32]string // (uid, gid) → generated /etc files
+	closed   bool
+	inflight sync.WaitGroup
+	imageMu  sync.Mutex // serializes image imports
+
+	keeperMu sync.Mutex
+	keeper   containerd.Container // holds the shim group open; see keeper.go
+}
+
+// Connect reaches containerd (or starts a private one) and returns a Sandbox
+// using it. It never falls back to anything weaker than a containerd task.
+func Connect(ctx context.Context, o Options) (*Sandbox, error) {
+	if o.StateDir == "" {
+		return nil, rmerr.New(rmerr.SandboxSpec, "sandbox state directory is empty").
+			WithHint("pass the run's state directory (--out or $RUNMILL_STATE_DIR)")
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	stateDir, err := filepath.Abs(o.StateDir)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxSpec, err, "resolving state directory %s", o.StateDir)
+	}
+	workDir := filepath.Join(stateDir, "sandbox")
+	if err := os.MkdirAll(workDir, 0o711); err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "creating %s", workDir)
+	}
+	owner, err := ownerID()
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "identifying this process")
+	}
+
+	s := &Sandbox{
+		namespace: o.Namespace,
+		workDir:   workDir,
+		owner:     owner,
+		instance:  randomID()[len("rm-"):][:8],
+		etcDirs:   map[[2]uint32]string{},
+	}
+	address := o.Address
+	if address == "" {
+		address = DefaultAddress
+	}
+	// containerd's dialer keeps retrying a missing socket until its timeout;
+	// a socket file that is not there is an answer already.
+	c, err := (*containerd.Client)(nil), error(nil)
+	if _, err = os.Stat(strings.TrimPrefix(address, "unix://")); err == nil {
+		c, err = dial(ctx, address, o.Namespace, 2*time.Second)
+	}
+	switch {
+	case err == nil:
+		s.client, s.address = c, address
+	case o.Address != "":
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "containerd at %s does not answer", address).
+			WithHint("start containerd there, or omit --containerd-address to let runmill start a private one")
+	default:
+		systemErr := err
+		d, err := startDaemon(ctx, filepath.Join(workDir, "containerd"))
+		if err != nil {
+			var e *rmerr.Error
+			if !errors.Is(systemErr, os.ErrNotExist) && errors.As(err, &e) {
+				// Say why the system containerd was passed over too.
+				e.Msg += fmt.Sprintf(" (%s: %v)", address, systemErr)
+			}
+			return nil, err
+		}
+		c, err := dial(ctx, d.address, o.Namespace, 5*time.Second)
+		if err != nil {
+			d.stop()
+			return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "connecting to private containerd")
+		}
+		s.client, s.address, s.private = c, d.address, d
+		// runc's state defaults to /run/containerd/runc/<namespace> whatever
+		// the daemon's own state directory: every private daemon would share
+		// it. Keep it under the daemon's directory, as everything else is.
+		s.runtimeOptions = &runcoptions.Options{Root: filepath.Join(d.dir, "runc")}
+	}
+	s.features = detectFeatures(ctx)
+	return s, nil
+}
+
+// dial connects and proves the daemon answers: grpc connects lazily, so a
+// client alone says nothing.
+func dial(ctx context.Context, address, namespace string, timeout time.Duration) (*containerd.Client, error) {
+	opts := []containerd.Opt{
+		containerd.WithTimeout(timeout),
+		containerd.WithDefaultRuntime(runtimeName),
+	}
+	if namespace != "" {
+		opts = append(opts, containerd.WithDefaultNamespace(namespace))
+	}
+	c, err := containerd.New(address, opts...)
+	if err != nil {
+		return nil, err
+	}
+	vctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := c.Version(vctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Address is the socket of the containerd in use (the private one's when
+// runmill started it).
+func (s *Sandbox) Address() string { return s.address }
+
+// Private reports whether runmill started the containerd in use.
+func (s *Sandbox) Private() bool { return s.private != nil }
+
+// Close waits for running Runs, closes the connection and stops a private
+// containerd. It is idempotent.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.inflight.Wait()
+	err := s.dropKeeper()
+	err = errors.Join(err, s.client.Close())
+	if s.private != nil {
+		err = errors.Join(err, s.private.stop())
+	}
+	return err
+}
+
+// begin registers a Run so Close waits for its cleanup.
+func (s *Sandbox) begin() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return rmerr.New(rmerr.SandboxRuntime, "sandbox is closed")
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
+func (s *Sandbox) ctx(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, s.namespace)
+}
+
+// ownerID names this process in a way that survives PID reuse and PID
+// namespaces: a container labelled with it belongs to a live runmill only if
+// a process with that PID and start time exists in the same PID namespace.
+func ownerID() (string, error) {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return "", err
+	}
+	start, err := processStart(os.Getpid())
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s/%d/%s", ns, os.Getpid(), start), nil
+}

@@ -1,0 +1,187 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+func TestCaptureWriter(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		max    int64
+		chunks []string
+	}{
+		{"fits", 10, []string{"abc", "def"}},
+		{"exact", 6, []string{"abc", "def"}},
+		{"cut inside a write", 4, []string{"abc", "def", "ghi"}},
+		{"keeps nothing", 0, []string{"abc"}},
+		{"empty", 5, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newCaptureWriter(tt.max)
+			for _, c := range tt.chunks {
+				if n, err := w.Write([]byte(c)); n != len(c) || err != nil {
+					t.Fatalf("Write = %d, %v", n, err)
+				}
+			}
+			all := strings.Join(tt.chunks, "")
+			sum := sha256.Sum256([]byte(all))
+			got := w.capture()
+			want := all[:min(int64(len(all)), tt.max)]
+			if got.SHA256 != hex.EncodeToString(sum[:]) || got.Size != int64(len(all)) || string(got.Kept) != want || got.Truncated != (int64(len(all)) > tt.max) {
+				t.Errorf("capture = %+v, want kept %q of %q", got, want, all)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, nil, 0o600)
+	full := filepath.Join(dir, "full")
+	os.WriteFile(full, []byte("x"), 0o600)
+	link := filepath.Join(dir, "link")
+	os.Symlink(empty, link)
+	fifo := filepath.Join(dir, "fifo")
+	syscall.Mkfifo(fifo, 0o600)
+	os.Mkdir(filepath.Join(dir, "real"), 0o755)
+	os.WriteFile(filepath.Join(dir, "real", "r.xml"), nil, 0o600)
+	os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "linkdir"))
+
+	refused := map[string]struct {
+		spec  Spec
+		field string
+	}{
+		"empty command":        {Spec{}, "command"},
+		"relative dir":         {Spec{Command: "true", Dir: "src"}, "dir"},
+		"relative read-only":   {Spec{Command: "true", ReadOnly: []string{"rel"}}, "read_only[0]"},
+		"unclean read-only":    {Spec{Command: "true", ReadOnly: []string{dir + "/../x"}}, "read_only[0]"},
+		"missing read-only":    {Spec{Command: "true", ReadOnly: []string{filepath.Join(dir, "nope")}}, "read_only[0]"},
+		"host root":            {Spec{Command: "true", ReadOnly: []string{"/"}}, "read_only[0]"},
+		"proc":                 {Spec{Command: "true", ReadOnly: []string{"/proc/self"}}, "read_only[0]"},
+		"over TMPDIR":          {Spec{Command: "true", ReadOnly: []string{TmpPath}}, "read_only[0]"},
+		"newline in path":      {Spec{Command: "true", ReadOnly: []string{dir + "/a\nb"}}, "read_only[0]"},
+		"report not empty":     {Spec{Command: "true", ReportFile: full}, "report_file"},
+		"report symlink":       {Spec{Command: "true", ReportFile: link}, "report_file"},
+		"report directory":     {Spec{Command: "true", ReportFile: dir}, "report_file"},
+		"report fifo":          {Spec{Command: "true", ReportFile: fifo}, "report_file"},
+		"report missing":       {Spec{Command: "true", ReportFile: filepath.Join(dir, "nope")}, "report_file"},
+		"report via symlink":   {Spec{Command: "true", ReportFile: filepath.Join(dir, "linkdir", "r.xml")}, "report_file"},
+		"env owned by sandbox": {Spec{Command: "true", Env: []string{"HOME=/root"}}, "env[0]"},
+		"env twice":            {Spec{Command: "true", Env: []string{"A=1", "A=2"}}, "env[1]"},
+		"env malformed":        {Spec{Command: "true", Env: []string{"NOEQUALS"}}, "env[0]"},
+		"bad id":               {Spec{ID: "../x", Command: "true"}, "id"},
+		"negative timeout":     {Spec{Command: "true", Timeout: -1}, "timeout"},
+		"tiny memory":          {Spec{Command: "true", Limits: Limits{MemoryBytes: 1 << 20}}, "limits.memory"},
+		"missing host path":    {Spec{Command: "true", HostPaths: []string{filepath.Join(dir, "nope")}}, "host_paths[0]"},
+		"relative image":       {Spec{Command: "true", Image: "img.tar"}, "image"},
+	}
+	for name, tt := range refused {
+		_, err := tt.spec.validate()
+		var list rmerr.List
+		if rmerr.CodeOf(err) != rmerr.SandboxSpec || !asList(err, &list) || !slices.ContainsFunc(list, func(e *rmerr.Error) bool { return e.Field == tt.field }) {
+			t.Errorf("%s: want %s in field %s, got %v", name, rmerr.SandboxSpec, tt.field, err)
+		}
+	}
+
+	// Every finding at once, not just the first.
+	_, err := Spec{Dir: "rel", Env: []string{"HOME=x"}}.validate()
+	var list rmerr.List
+	if !asList(err, &list) || len(list) != 3 {
+		t.Errorf("want 3 findings, got %v", err)
+	}
+
+	p, err := Spec{Command: "true", Env: []string{"PATH=/custom", "CI=true"}, ReadOnly: []string{dir}, ReportFile: empty}.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.uid != DefaultUID || p.gid != DefaultGID || p.Timeout != DefaultTimeout || p.MaxOutput != DefaultMaxOutput || p.Limits != DefaultLimits || p.Dir != TmpPath {
+		t.Errorf("defaults not applied: %+v", p)
+	}
+	wantEnv := []string{"PATH=/custom", "CI=true", "TMPDIR=/tmp", "HOME=/tmp", "GOCACHE=/tmp/.cache/go-build", "npm_config_cache=/tmp/.npm", "XDG_CACHE_HOME=/tmp/.cache"}
+	if !slices.Equal(p.env, wantEnv) {
+		t.Errorf("env = %q, want %q", p.env, wantEnv)
+	}
+	for _, b := range p.hostBinds {
+		if b.Destination == "/bin" && b.Source != "/bin" {
+			if fi, err := os.Lstat("/bin"); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("/bin resolved to %s but is not a symlink", b.Source)
+			}
+		}
+	}
+}
+
+func asList(err error, l *rmerr.List) bool {
+	if v, ok := err.(rmerr.List); ok {
+		*l = v
+		return true
+	}
+	return false
+}
+
+func TestOCISpecMountOrder(t *testing.T) {
+	dir := t.TempDir()
+	co := filepath.Join(dir, "checkout")
+	os.MkdirAll(filepath.Join(co, ".git"), 0o755)
+	report := filepath.Join(co, "report.xml")
+	os.WriteFile(report, nil, 0o600)
+	p, err := Spec{Command: "true", ReadOnly: []string{filepath.Join(co, ".git"), co}, ReportFile: report}.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ociSpec(testCtx(), p, "rootfs", nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := map[string]int{}
+	for i, m := range s.Mounts {
+		index[m.Destination] = i
+		if m.Destination == "/run" {
+			t.Error("/run tmpfs still mounted")
+		}
+	}
+	if !(index[TmpPath] < index[co] && index[co] < index[filepath.Join(co, ".git")] && index[co] < index[report]) {
+		t.Errorf("mount order: %v", index)
+	}
+	m := s.Mounts[index[co]]
+	if !slices.Contains(m.Options, "rro") || !slices.Contains(m.Options, "ro") {
+		t.Errorf("checkout mount options %v", m.Options)
+	}
+	if r := s.Mounts[index[report]]; !slices.Contains(r.Options, "rw") || r.Type != "bind" {
+		t.Errorf("report mount %+v", r)
+	}
+	c := s.Process.Capabilities
+	if c == nil || len(c.Bounding)+len(c.Effective)+len(c.Permitted)+len(c.Inheritable)+len(c.Ambient) != 0 {
+		t.Errorf("capabilities %+v", c)
+	}
+	if !s.Process.NoNewPrivileges || s.Linux.Seccomp == nil || !s.Root.Readonly || s.Process.User.UID == 0 {
+		t.Errorf("spec not locked down: nnp %v seccomp %v ro-root %v uid %d", s.Process.NoNewPrivileges, s.Linux.Seccomp != nil, s.Root.Readonly, s.Process.User.UID)
+	}
+	var netns bool
+	for _, ns := range s.Linux.Namespaces {
+		if ns.Type == "network" {
+			netns = ns.Path == ""
+		}
+	}
+	if !netns {
+		t.Error("no private network namespace")
+	}
+	if !bytes.Equal([]byte(strings.Join(s.Process.Env, "\n")), []byte(strings.Join(p.env, "\n"))) {
+		t.Errorf("env %q", s.Process.Env)
+	}
+}
+
+func testCtx() context.Context { return namespaces.WithNamespace(context.Background(), "test") }

@@ -1,0 +1,242 @@
+package evidence
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// Expectations schemas (spec § Portable signed-bundle verification).
+const (
+	ExpectationsSchema         = "runmill.asf-evidence-expectations/v1"
+	TerminalExpectationsSchema = "runmill.asf-terminal-evidence-expectations/v1"
+)
+
+// Expectations are a verifier host's own observations of a candidate — from
+// git, the base policy and the GitHub API, never copied from a bundle — that
+// a delivery statement must match exactly (spec: "authoritative candidate,
+// policy, check, review, and pull-request observations rather than claims
+// copied from the signed statement").
+type Expectations struct {
+	Schema     string     `json:"schema"`
+	Repository Repository `json:"repository"`
+	// PullRequest is the pull request number; 0 expects a statement about
+	// a commit outside any pull request.
+	PullRequest int64  `json:"pull_request"`
+	Head        string `json:"head"`
+	Base        string `json:"base"`
+	MergeBase   string `json:"merge_base"`
+	// CandidateTree is pkg/treehash's digest of a fresh checkout of Head.
+	CandidateTree string            `json:"candidate_tree"`
+	Policy        PolicyExpectation `json:"policy"`
+	// RequiredChecks are the check ids the base policy requires for this
+	// change (Discovery without agent proposals); the statement's manifest
+	// may require more, never fewer.
+	RequiredChecks []string          `json:"required_checks"`
+	Reviews        ReviewExpectation `json:"reviews"`
+}
+
+// PolicyExpectation is which policy bytes must have governed the run.
+type PolicyExpectation struct {
+	// ReadFrom is where the repository manifest must have been read.
+	ReadFrom discovery.ReadFrom `json:"read_from"`
+	// RepositoryDigest is "sha256:<hex>" of .runmill/checks.yaml as read,
+	// "" when there is none.
+	RepositoryDigest string `json:"repository_digest"`
+	// OperatorDigest is "sha256:<hex>" of the operator policy, "" when the
+	// run must have had none.
+	OperatorDigest string `json:"operator_digest"`
+}
+
+// ReviewExpectation is the review state the verifier host observed.
+type ReviewExpectation struct {
+	// RequiredApprovals is how many distinct approvals on Head the merge
+	// needs.
+	RequiredApprovals int64 `json:"required_approvals"`
+	// Approvals are the approvals observed (reviewer and commit). Every
+	// approval the statement records must be among them.
+	Approvals []Approval `json:"approvals"`
+}
+
+// Approval is one approving review.
+type Approval struct {
+	Reviewer string `json:"reviewer"`
+	Commit   string `json:"commit"`
+}
+
+// TerminalExpectations are what a terminal statement must be about.
+type TerminalExpectations struct {
+	Schema      string     `json:"schema"`
+	Repository  Repository `json:"repository"`
+	PullRequest int64      `json:"pull_request"`
+	Head        string     `json:"head"`
+	Base        string     `json:"base"`
+}
+
+// maxRequiredChecks bounds an expectations document.
+const maxRequiredChecks = 10_000
+
+// ParseExpectations strictly parses a delivery expectations document.
+func ParseExpectations(b []byte) (*Expectations, error) {
+	var e Expectations
+	if err := decodeStrict(b, &e); err != nil {
+		return nil, rmerr.Wrap(rmerr.EvidenceExpectations, err, "parsing the expectations document")
+	}
+	if err := e.validate(); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// ParseTerminalExpectations strictly parses a terminal expectations document.
+func ParseTerminalExpectations(b []byte) (*TerminalExpectations, error) {
+	var e TerminalExpectations
+	if err := decodeStrict(b, &e); err != nil {
+		return nil, rmerr.Wrap(rmerr.EvidenceExpectations, err, "parsing the terminal expectations document")
+	}
+	if err := e.validate(); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// expectationsSchema returns the schema a document declares, for choosing
+// its parser. It reads nothing else.
+func expectationsSchema(b []byte) string {
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	_ = json.Unmarshal(b, &head) // the strict parse that follows reports any error
+	return head.Schema
+}
+
+func (e *Expectations) validate() error {
+	var errs rmerr.List
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, rmerr.New(rmerr.EvidenceExpectations, format, args...).InField(field))
+	}
+	if e.Schema != ExpectationsSchema {
+		bad("schema", "schema is %q, want %q", e.Schema, ExpectationsSchema)
+	}
+	validateRepository(e.Repository, e.PullRequest, bad)
+	for _, c := range []struct{ field, v string }{{"head", e.Head}, {"base", e.Base}, {"merge_base", e.MergeBase}} {
+		if !isCommit(c.v) {
+			bad(c.field, "%q is not a commit id (40 or 64 lower-case hex digits)", c.v)
+		}
+	}
+	if !isDigest(e.CandidateTree) {
+		bad("candidate_tree", "%q is not a tree digest (sha256:<64 lower-case hex digits>)", e.CandidateTree)
+	}
+	switch e.Policy.ReadFrom {
+	case discovery.ReadFromBase, discovery.ReadFromWorkingTree, discovery.ReadFromNone:
+	default:
+		bad("policy.read_from", "unknown read_from %q", e.Policy.ReadFrom)
+	}
+	if (e.Policy.ReadFrom == discovery.ReadFromNone) != (e.Policy.RepositoryDigest == "") {
+		bad("policy.repository_digest", "a repository policy digest is given exactly when read_from is not %q", discovery.ReadFromNone)
+	}
+	for _, d := range []struct{ field, v string }{{"policy.repository_digest", e.Policy.RepositoryDigest}, {"policy.operator_digest", e.Policy.OperatorDigest}} {
+		if d.v != "" && !isDigest(d.v) {
+			bad(d.field, "%q is not sha256:<64 lower-case hex digits>", d.v)
+		}
+	}
+	// A document that expects no check would let an empty run pass the
+	// required-evidence step; nothing required is never merge-ready.
+	if len(e.RequiredChecks) == 0 || len(e.RequiredChecks) > maxRequiredChecks {
+		bad("required_checks", "list 1 to %d required check ids, not %d", maxRequiredChecks, len(e.RequiredChecks))
+	}
+	if !slices.IsSorted(e.RequiredChecks) || len(slices.Compact(slices.Clone(e.RequiredChecks))) != len(e.RequiredChecks) {
+		bad("required_checks", "check ids must be sorted and unique")
+	}
+	for i, id := range e.RequiredChecks {
+		if id == "" {
+			bad(fmt.Sprintf("required_checks[%d]", i), "empty check id")
+		}
+	}
+	if e.Reviews.RequiredApprovals < 0 {
+		bad("reviews.required_approvals", "negative")
+	}
+	seen := map[Approval]bool{}
+	for i, a := range e.Reviews.Approvals {
+		if a.Reviewer == "" || !isCommit(a.Commit) {
+			bad(fmt.Sprintf("reviews.approvals[%d]", i), "an approval needs a reviewer and a commit id")
+		}
+		if seen[a] {
+			bad(fmt.Sprintf("reviews.approvals[%d]", i), "approval listed twice")
+		}
+		seen[a] = true
+	}
+	return errs.Err()
+}
+
+func (e *TerminalExpectations) validate() error {
+	var errs rmerr.List
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, rmerr.New(rmerr.EvidenceExpectations, format, args...).InField(field))
+	}
+	if e.Schema != TerminalExpectationsSchema {
+		bad("schema", "schema is %q, want %q", e.Schema, TerminalExpectationsSchema)
+	}
+	validateRepository(e.Repository, e.PullRequest, bad)
+	for _, c := range []struct{ field, v string }{{"head", e.Head}, {"base", e.Base}} {
+		if !isCommit(c.v) {
+			bad(c.field, "%q is not a commit id (40 or 64 lower-case hex digits)", c.v)
+		}
+	}
+	return errs.Err()
+}
+
+func validateRepository(r Repository, pr int64, bad func(field, format string, args ...any)) {
+	if r.Name == "" {
+		bad("repository.name", "empty repository name")
+	}
+	if r.ID < 0 {
+		bad("repository.id", "negative repository id")
+	}
+	if pr < 0 {
+		bad("pull_request", "negative pull request number")
+	}
+}
+
+// Encode validates e and returns it as indented JSON.
+func (e Expectations) Encode() ([]byte, error) {
+	if e.Schema == "" {
+		e.Schema = ExpectationsSchema
+	}
+	fillNilSlices(&e)
+	if err := e.validate(); err != nil {
+		return nil, err
+	}
+	return encodeIndented(e)
+}
+
+// Encode validates e and returns it as indented JSON.
+func (e TerminalExpectations) Encode() ([]byte, error) {
+	if e.Schema == "" {
+		e.Schema = TerminalExpectationsSchema
+	}
+	if err := e.validate(); err != nil {
+		return nil, err
+	}
+	return encodeIndented(e)
+}
+
+// encodeIndented writes v as indented JSON whose strings are escaped the
+// RFC 8785 way (encoding/json would write \u003c for '<' and \u2028, which
+// the strict decoder refuses as second spellings).
+func encodeIndented(v any) ([]byte, error) {
+	c, err := Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, c, "", "  "); err != nil {
+		return nil, fmt.Errorf("indenting JSON: %w", err)
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}

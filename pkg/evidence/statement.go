@@ -1,0 +1,330 @@
+package evidence
+
+import (
+	"encoding/json"
+
+	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// The wire identifiers of DESIGN.md § Evidence wire format. They are part of
+// the interface: a verifier refuses anything else.
+const (
+	// StatementType is the in-toto Statement v1 type.
+	StatementType = "https://in-toto.io/Statement/v1"
+	// DeliveryPredicateType marks a delivery statement: what one run proved
+	// about one candidate commit.
+	DeliveryPredicateType = "https://runmill.dev/asf-evidence/v1"
+	// TerminalPredicateType marks a terminal statement: how a run ended,
+	// what it cleaned up, what it consumed and what it touched.
+	TerminalPredicateType = "https://runmill.dev/asf-terminal-evidence/v1"
+	// PayloadType is the DSSE payload type of an in-toto statement.
+	PayloadType = "application/vnd.in-toto+json"
+	// BundleMediaType is the Sigstore bundle v0.3 media type.
+	BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	// DigestAlgGitCommit is the subject digest algorithm (in-toto's
+	// "gitCommit"): the candidate commit's object id.
+	DigestAlgGitCommit = "gitCommit"
+)
+
+// Predicate is one of the two runmill predicates.
+type Predicate interface {
+	Delivery | Terminal
+}
+
+// Statement is an in-toto Statement v1 carrying a runmill predicate. Every
+// runmill field lives in Predicate (DESIGN.md); the envelope fields are
+// in-toto's, spelled as in-toto spells them.
+type Statement[P Predicate] struct {
+	Type          string    `json:"_type"`
+	Subject       []Subject `json:"subject"`
+	PredicateType string    `json:"predicateType"`
+	Predicate     P         `json:"predicate"`
+}
+
+// Subject names the candidate commit. A runmill statement has exactly one.
+type Subject struct {
+	// Name is SubjectName(repository, head): "git+<repository>@<head>".
+	Name   string        `json:"name"`
+	Digest SubjectDigest `json:"digest"`
+}
+
+// SubjectDigest holds the commit id under in-toto's gitCommit algorithm, so
+// `cosign verify-blob-attestation --digest <head> --digestAlg gitCommit`
+// matches it.
+type SubjectDigest struct {
+	GitCommit string `json:"gitCommit"`
+}
+
+// SubjectName is the one subject name of a statement about head in repository.
+func SubjectName(repository, head string) string { return "git+" + repository + "@" + head }
+
+// Repository identifies the repository under verification.
+type Repository struct {
+	// Name is "owner/name" on GitHub, or the name the operator gave a
+	// repository that has no forge.
+	Name string `json:"name"`
+	// ID is GitHub's numeric repository id (stable across renames); 0 when
+	// the run did not consult GitHub.
+	ID int64 `json:"id"`
+}
+
+// Candidate is what a delivery statement is about: the exact commits and
+// tree the verdict describes.
+type Candidate struct {
+	Repository Repository `json:"repository"`
+	// PullRequest is the pull request number, 0 when the run verified a
+	// commit outside any pull request.
+	PullRequest int64 `json:"pull_request"`
+	// Head is the candidate commit (the subject).
+	Head string `json:"head"`
+	// Base is the base commit: the repository policy is read there and the
+	// baseline runs measure it (spec § 1, § 3).
+	Base string `json:"base"`
+	// MergeBase is git merge-base of Base and Head.
+	MergeBase string `json:"merge_base"`
+	// Tree is pkg/treehash's digest of a fresh checkout of Head,
+	// "sha256:<hex>": every candidate run must have measured exactly it.
+	Tree string `json:"tree"`
+}
+
+// Delivery is the predicate of a delivery statement.
+type Delivery struct {
+	// RunmillVersion is the version of the runmill that signed.
+	RunmillVersion string `json:"runmill_version"`
+	// IssuedAt is when the statement was signed, RFC 3339 in UTC. It is
+	// asserted by the signer, not proven (docs/evidence.md § Trust model).
+	IssuedAt string `json:"issued_at"`
+	// RunID identifies the run on the signer's side.
+	RunID     string    `json:"run_id"`
+	Candidate Candidate `json:"candidate"`
+	// Manifest is the resolved required set exactly as Discovery produced
+	// it, including the policy digests and read_from.
+	Manifest discovery.Manifest `json:"manifest"`
+	// Checks is every check run the orchestrator recorded, baseline and
+	// candidate, in execution order.
+	Checks []CheckRun `json:"checks"`
+	// Remote is the reconciled conclusion of every remote (GitHub) context.
+	Remote []verdict.RemoteResult `json:"remote"`
+	// PendingContexts are required remote contexts still inside their wait
+	// window when the verdict was taken.
+	PendingContexts []string `json:"pending_contexts"`
+	// Failures are failures the orchestrator decided outside any check run
+	// (RM-CI-002, RM-VERIFY-005 …); they are an input of the verdict.
+	Failures []verdict.Finding `json:"failures"`
+	// Reviews are the pull-request reviews the orchestrator observed.
+	Reviews []Review `json:"reviews"`
+	// Sandbox is the sandbox probe: what the runtime measurably enforced.
+	// Its shape belongs to internal/sandbox; here it is any JSON object.
+	Sandbox json.RawMessage `json:"sandbox"`
+	// Verdict is the verdict the orchestrator took. A verifier recomputes it
+	// from the records above and requires equality.
+	Verdict verdict.Verdict `json:"verdict"`
+}
+
+// Review is one pull-request review.
+type Review struct {
+	Reviewer string `json:"reviewer"`
+	// State is GitHub's review state in lower case: "approved",
+	// "changes_requested", "commented" or "dismissed".
+	State string `json:"state"`
+	// Commit is the commit the review was submitted on.
+	Commit string `json:"commit"`
+}
+
+// CheckRun is one recorded execution of one check (spec § "Reading the
+// evidence": command, commit, tree hash before and after, executor, exit
+// code, duration, output hashes).
+type CheckRun struct {
+	CheckID string        `json:"check_id"`
+	Phase   verdict.Phase `json:"phase"`
+	// Command is the exact command string that ran.
+	Command string `json:"command"`
+	// Commit is the commit checked out for the run: Head for the candidate
+	// phase, Base for the baseline phase.
+	Commit string `json:"commit"`
+	// TreeBefore and TreeAfter are pkg/treehash digests of the checkout
+	// before and after the command ("sha256:<hex>").
+	TreeBefore string `json:"tree_before"`
+	TreeAfter  string `json:"tree_after"`
+	// Executor is who ran the command; only "orchestrator" counts.
+	Executor   string           `json:"executor"`
+	ExitCode   int              `json:"exit_code"`
+	Status     verdict.Status   `json:"status"`
+	Coverage   verdict.Coverage `json:"coverage"`
+	TimedOut   bool             `json:"timed_out"`
+	DurationMS int64            `json:"duration_ms"`
+	Stdout     Output           `json:"stdout"`
+	Stderr     Output           `json:"stderr"`
+	// Report is the declared report the command wrote, when it wrote one.
+	Report *ReportRecord `json:"report,omitempty"`
+	// Notes are observations that did not decide anything by themselves.
+	Notes []string `json:"notes"`
+	// Findings are the outcome rules the run broke (zero tests, focus,
+	// preservation …), as pkg/verdict consumes them.
+	Findings []verdict.Finding `json:"findings"`
+}
+
+// Output is one captured output stream. The digest and size cover every
+// byte the command wrote; the stored artifact may be a bounded prefix.
+type Output struct {
+	// SHA256 is the lower-case hex SHA-256 of the whole stream.
+	SHA256 string `json:"sha256"`
+	// Size is the length of the whole stream in bytes.
+	Size int64 `json:"size"`
+	// Artifact is the content address of the stored bytes, "sha256/<hex>".
+	Artifact string `json:"artifact"`
+	// ArtifactSize is the length of the stored bytes: Size when the whole
+	// stream was kept (then Artifact's digest equals SHA256), less when
+	// the capture cap cut it.
+	ArtifactSize int64 `json:"artifact_size"`
+}
+
+// ReportRecord is a declared report as the orchestrator read it.
+type ReportRecord struct {
+	// Path is the declared report path inside the checkout.
+	Path     string          `json:"path"`
+	Format   report.Format   `json:"format"`
+	Identity report.Identity `json:"identity,omitempty"`
+	// SHA256 and Size describe the report bytes; Artifact stores all of
+	// them ("sha256/" + SHA256).
+	SHA256   string `json:"sha256"`
+	Size     int64  `json:"size"`
+	Artifact string `json:"artifact"`
+	// Inventory is the canonical content of the report; absent when the
+	// report did not parse (the run's coverage is then unproven).
+	Inventory *Inventory `json:"inventory,omitempty"`
+}
+
+// Inventory lists a report's test ids by status. Each list is sorted by byte
+// order with no repeats and no id appears in two lists, so the encoding is
+// one array of strings per status: 1 M ids cost about as many bytes as the
+// ids themselves, and order carries no information a signer could vary.
+type Inventory struct {
+	Passed  []report.TestID `json:"passed"`
+	Failed  []report.TestID `json:"failed"`
+	Skipped []report.TestID `json:"skipped"`
+}
+
+// Terminal is the predicate of a terminal statement, signed at the end of
+// every run, successful or not.
+type Terminal struct {
+	RunmillVersion string `json:"runmill_version"`
+	IssuedAt       string `json:"issued_at"`
+	RunID          string `json:"run_id"`
+	// Candidate names what the run was about; a run may end before a tree
+	// or merge base was measured, so this is the smaller set of facts.
+	Candidate TerminalCandidate `json:"candidate"`
+	// Outcome is how the run ended: "merge-ready", "not-merge-ready" or
+	// "no-verdict".
+	Outcome string `json:"outcome"`
+	// DeliveryDigest is the canonical digest of the delivery statement this
+	// run signed, absent when it signed none.
+	DeliveryDigest string `json:"delivery_digest,omitempty"`
+	// Events is the run's hash-chained event log.
+	Events []Event `json:"events"`
+	// ChainHead is the digest of the last event.
+	ChainHead   string        `json:"chain_head"`
+	Cleanup     Cleanup       `json:"cleanup"`
+	Budget      []BudgetEntry `json:"budget"`
+	SideEffects []SideEffect  `json:"side_effects"`
+}
+
+// TerminalCandidate is the subset of Candidate a terminal statement binds.
+type TerminalCandidate struct {
+	Repository  Repository `json:"repository"`
+	PullRequest int64      `json:"pull_request"`
+	Head        string     `json:"head"`
+	Base        string     `json:"base"`
+}
+
+// Event is one entry of the event log. Its digest (EventDigest) is the
+// SHA-256 of its canonical JSON, and the next event carries it in Prev.
+type Event struct {
+	// Seq numbers the events from 0 without gaps.
+	Seq int64 `json:"seq"`
+	// At is when the event happened, RFC 3339 in UTC.
+	At string `json:"at"`
+	// Kind names the event ("run.started", "check.finished" …).
+	Kind string `json:"kind"`
+	// Detail is any JSON object the event carries.
+	Detail json.RawMessage `json:"detail,omitempty"`
+	// Prev is the digest of the previous event; "" for the first.
+	Prev string `json:"prev"`
+}
+
+// Cleanup is what the orchestrator observed after tearing the run down:
+// every resource it created, looked for again.
+type Cleanup struct {
+	// Complete is true exactly when every resource was observed gone.
+	Complete  bool              `json:"complete"`
+	Resources []CleanupResource `json:"resources"`
+}
+
+// CleanupResource is one resource the run created.
+type CleanupResource struct {
+	// Kind is "container", "task", "snapshot", "checkout", "mount",
+	// "tempdir" or "daemon".
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	// Gone is true when a fresh look found the resource absent (observed,
+	// not assumed from a successful delete call).
+	Gone   bool   `json:"gone"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// BudgetEntry is one budget of one check run against what it consumed.
+type BudgetEntry struct {
+	CheckID string        `json:"check_id"`
+	Phase   verdict.Phase `json:"phase"`
+	// Resource is "wall-time-ms", "cpu-ms", "memory-bytes", "stdout-bytes"
+	// or "stderr-bytes"; the name carries the unit.
+	Resource string `json:"resource"`
+	Limit    int64  `json:"limit"`
+	Consumed int64  `json:"consumed"`
+	// Exceeded is true exactly when Consumed > Limit.
+	Exceeded bool `json:"exceeded"`
+}
+
+// SideEffect is one effect of the run outside its own run directory.
+type SideEffect struct {
+	// Kind is "file" (written outside the run dir), "artifact" (stored in
+	// the content-addressed store) or "api-call".
+	Kind string `json:"kind"`
+	// Target is the path, the artifact address or the method and URL.
+	Target string `json:"target"`
+	// Digest is the content digest ("sha256:<hex>") where one exists.
+	Digest string `json:"digest,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// DeliveryStatement and TerminalStatement are the two statements runmill signs.
+type (
+	DeliveryStatement = Statement[Delivery]
+	TerminalStatement = Statement[Terminal]
+)
+
+// NewDeliveryStatement wraps p in a statement whose subject is the candidate
+// head, filling empty lists so that the encoding has one form ([] rather than
+// null).
+func NewDeliveryStatement(p Delivery) *DeliveryStatement {
+	fillNilSlices(&p)
+	return &DeliveryStatement{
+		Type:          StatementType,
+		Subject:       []Subject{{Name: SubjectName(p.Candidate.Repository.Name, p.Candidate.Head), Digest: SubjectDigest{GitCommit: p.Candidate.Head}}},
+		PredicateType: DeliveryPredicateType,
+		Predicate:     p,
+	}
+}
+
+// NewTerminalStatement is NewDeliveryStatement for a terminal predicate.
+func NewTerminalStatement(p Terminal) *TerminalStatement {
+	fillNilSlices(&p)
+	return &TerminalStatement{
+		Type:          StatementType,
+		Subject:       []Subject{{Name: SubjectName(p.Candidate.Repository.Name, p.Candidate.Head), Digest: SubjectDigest{GitCommit: p.Candidate.Head}}},
+		PredicateType: TerminalPredicateType,
+		Predicate:     p,
+	}
+}

@@ -1,0 +1,132 @@
+package report_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/runmill/verify/internal/corpus"
+	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// fuzzLimits are small so the fuzzer reaches every cap.
+var fuzzLimits = report.Limits{MaxBytes: 1 << 20, MaxDepth: 6, MaxField: 48, MaxLine: 2048, MaxTests: 300}
+
+// addCorpus seeds f with the shared corpus files of dir, read in place.
+func addCorpus(f *testing.F, dir string) {
+	root := filepath.Join(corpus.Dir(f), dir)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(root, e.Name()))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+}
+
+// checkInvariants holds for every input: a coded RM-REPORT error, or an
+// inventory that is internally consistent, bounded and deterministic.
+func checkInvariants(t *testing.T, data []byte, format report.Format, id report.Identity) *report.Inventory {
+	t.Helper()
+	opts := report.Options{Identity: id, Limits: fuzzLimits}
+	inv, err := report.Parse(bytes.NewReader(data), format, opts)
+	if err != nil {
+		code := rmerr.CodeOf(err)
+		if !strings.HasPrefix(string(code), "RM-REPORT-") || code == rmerr.ReportFormat {
+			t.Fatalf("error without a report code: %v", err)
+		}
+		if !utf8.ValidString(err.Error()) {
+			t.Fatalf("error text is not UTF-8: %q", err.Error())
+		}
+		return nil
+	}
+	sum := sha256.Sum256(data)
+	if inv.Bytes != int64(len(data)) || inv.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("digest %s/%d does not describe the %d input bytes", inv.SHA256, inv.Bytes, len(data))
+	}
+	if inv.Format != format || inv.Identity != id {
+		t.Fatalf("format %q identity %q", inv.Format, inv.Identity)
+	}
+	c := inv.Counts
+	if c.Total != len(inv.Tests) || c.Passed+c.Failed+c.Skipped != c.Total || c.Total > fuzzLimits.MaxTests {
+		t.Fatalf("counts %+v for %d tests", c, len(inv.Tests))
+	}
+	if len(inv.Tests) == 0 && len(inv.Faults) == 0 {
+		t.Fatal("an inventory of zero tests without a fault must be RM-REPORT-005")
+	}
+	seen := map[report.TestID]bool{}
+	maxID := fuzzLimits.MaxField + len("…sha256:") + 64
+	for _, tc := range inv.Tests {
+		if tc.ID == "" || seen[tc.ID] || len(tc.ID) > maxID || !utf8.ValidString(string(tc.ID)) {
+			t.Fatalf("bad id %q (duplicate %v)", tc.ID, seen[tc.ID])
+		}
+		seen[tc.ID] = true
+		if len(tc.Message) > fuzzLimits.MaxField || !utf8.ValidString(tc.Message) || !utf8.ValidString(tc.File) {
+			t.Fatalf("unbounded or invalid text in %+v", tc)
+		}
+		switch tc.Status {
+		case report.Passed, report.Failed, report.Skipped:
+		default:
+			t.Fatalf("status %q", tc.Status)
+		}
+	}
+	for _, ft := range inv.Faults {
+		if !utf8.ValidString(ft.Message) || !utf8.ValidString(ft.Scope) {
+			t.Fatalf("fault text is not UTF-8: %+v", ft)
+		}
+	}
+	again, err := report.Parse(bytes.NewReader(data), format, opts)
+	if err != nil {
+		t.Fatalf("second parse failed: %v", err)
+	}
+	a, _ := json.Marshal(inv)
+	b, _ := json.Marshal(again)
+	if !bytes.Equal(a, b) {
+		t.Fatal("parsing the same bytes twice gave different inventories")
+	}
+	return inv
+}
+
+func FuzzTAP(f *testing.F) {
+	f.Add([]byte("TAP version 14\n1..2\nok 1 - a # SKIP x\nnot ok 2 - b\n  ---\n  message: m\n  ...\n"))
+	f.Add([]byte("# Subtest: p\n    1..1\n    ok 1 - c\nok 1 - p\n1..1\n"))
+	f.Add([]byte("1..1\nok 1 - p {\n    1..1\n    ok 1 - c\n}\n"))
+	addCorpus(f, "tap")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		flat := checkInvariants(t, data, report.TAP, report.IdentityDefault)
+		nested := checkInvariants(t, data, report.TAP, report.IdentitySuitePath)
+		if flat != nil {
+			// A stream the default rule accepts has no subtests, so the
+			// declared alternative must read it identically.
+			if nested == nil {
+				t.Fatal("accepted by default but rejected under suite-path")
+			}
+			nested.Identity = ""
+			a, _ := json.Marshal(flat)
+			b, _ := json.Marshal(nested)
+			if !bytes.Equal(a, b) {
+				t.Fatalf("suite-path reads a flat stream differently:\n%s\n%s", a, b)
+			}
+		}
+	})
+}
+
+func FuzzGoJSON(f *testing.F) {
+	f.Add([]byte(`{"Action":"run","Package":"p","Test":"T"}` + "\n" + `{"Action":"fail","Package":"p","Test":"T"}` + "\n"))
+	f.Add([]byte("plain\n{\"Action\":\"pass\",\"Test\":\"T\"}\n{\"Action\":\"fail\"}\n"))
+	addCorpus(f, "gojson")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkInvariants(t, data, report.GoJSON, report.IdentityDefault)
+	})
+}

@@ -1,0 +1,661 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// go test -json (test2json events, one JSON object per line) as spec § 4
+// reads it:
+//
+//   - The id is Package::Test from the test's terminal event (pass, fail or
+//     skip). Package summaries (no Test) are not identities. Events without a
+//     Package (raw `go tool test2json` output, like Go's own golden files) give
+//     the bare Test name as id and a note: "::Test" would name no package.
+//   - A test seen (run, output, pause…) but never terminal is failed: the
+//     package panicked, timed out or the stream was cut.
+//   - A package that fails with no failing test (panic outside a test,
+//     TestMain, timeout, a Go >= 1.24 build-fail / [setup failed]) is a Fault;
+//     so is a package that never reports pass or fail (the stream ended
+//     early) and a build failure the stream reports only as a plain
+//     "FAIL pkg [build failed]" line.
+//   - Plain lines (go build errors, "go: downloading…") are tolerated and
+//     noted, but a line that starts with "{" must be a valid event, and a
+//     stream with no event at all is malformed (RM-REPORT-001).
+//   - A second terminal event for an id (go test -count=2, gotestsum
+//     --rerun-fails writing reruns into the same file) is a duplicate id and
+//     rejects the report (RM-REPORT-002): spec § 4 wants unique ids, and a
+//     rerun that passed would otherwise hide the failure.
+//   - Failed and skipped tests keep their own output (framing lines such as
+//     "=== RUN" and "--- FAIL" removed) as message, and the first
+//     "file.go:N:" location in it as file and line.
+//   - Invalid UTF-8 in strings becomes U+FFFD per invalid byte, as
+//     encoding/json does.
+func parseGoJSON(r io.Reader, opts Options) (*Inventory, error) {
+	p := &goParser{
+		lim:    opts.Limits,
+		lr:     newLineReader(r, opts.Limits),
+		keep:   newTextKeeper(opts.Limits),
+		pkgs:   map[string]*goPkg{},
+		builds: map[string]*goBuild{},
+	}
+	for {
+		line, ok := p.lr.next()
+		if !ok {
+			break
+		}
+		if err := p.line(line); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.lr.finish(); err != nil {
+		return nil, err
+	}
+	inv := &Inventory{Format: GoJSON, Identity: opts.Identity}
+	p.lr.fill(inv)
+	if err := p.end(inv); err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+type goParser struct {
+	lim  Limits
+	lr   *lineReader
+	keep *textKeeper
+
+	ev        goEvent
+	scratch   []byte // decoded Package and Output values
+	actionBuf []byte // decoded Action, when it holds escapes
+	keyBuf    []byte // decoded keys
+	nameBuf   []byte // decoded Test value
+	idBuf     []byte // id being composed
+
+	pkgs       map[string]*goPkg
+	order      []*goPkg // packages in order of first event
+	lastPkg    *goPkg   // the previous event's package: consecutive events share one
+	builds     map[string]*goBuild
+	builtOrder []*goBuild
+
+	// Finished tests are kept compact until the end: a 100 MB stream holds
+	// about 100 000 of them, and memory must grow with them, not the file.
+	recs   goRecs
+	extras []goExtra // messages of failed and skipped tests
+	free   []*goTest // finished tests' buffers, reused
+	seq    int       // order of first sight, for tests that never finish
+	events int
+	faults []Fault
+	noPkg  bool // some event had no Package field
+
+	nonJSON     int
+	nonJSONLine int
+	nonJSONText string
+	unknown     map[string]int
+}
+
+// goRec is one finished test: 24 bytes, where a Test takes 80.
+type goRec struct {
+	id     TestID
+	status goStatus
+	extra  int32 // index+1 into extras, 0 for none
+}
+
+// goRecs stores records in fixed chunks: a growing slice would leave
+// four times its final size behind as garbage, and the inventory's peak
+// memory is what the parser must keep small.
+type goRecs struct {
+	chunks [][]goRec
+	n      int
+}
+
+const goRecChunk = 8192
+
+func (r *goRecs) add(rec goRec) {
+	if r.n%goRecChunk == 0 {
+		r.chunks = append(r.chunks, make([]goRec, 0, goRecChunk))
+	}
+	last := &r.chunks[len(r.chunks)-1]
+	*last = append(*last, rec)
+	r.n++
+}
+
+func (r *goRecs) at(i int) *goRec { return &r.chunks[i/goRecChunk][i%goRecChunk] }
+
+type goStatus uint8
+
+const (
+	goPassed goStatus = iota
+	goFailed
+	goSkipped
+)
+
+var goStatuses = [...]Status{goPassed: Passed, goFailed: Failed, goSkipped: Skipped}
+
+type goExtra struct {
+	message, file string
+	line          int
+}
+
+type goPkg struct {
+	name        string
+	prefix      string             // "name::", or "" without a package
+	running     map[string]*goTest // tests seen but not finished
+	failed      bool               // a test of this package failed
+	terminal    string             // the package's last pass / fail / skip
+	failedBuild string
+	output      capBuf // package-level output, for a Fault
+}
+
+// goTest is a test that has started (or printed) and not finished.
+type goTest struct {
+	seq    int
+	ran    bool   // a run/pause/cont event, not only output: output after a test's end creates one without
+	out    capBuf // output other than framing lines
+	hasOut bool
+}
+
+type goUnfinished struct {
+	pkg  *goPkg
+	name string
+	t    *goTest
+}
+
+type goBuild struct {
+	importPath string
+	output     capBuf
+	failed     bool
+	claimed    bool // a package fail event named it in FailedBuild
+}
+
+func (p *goParser) line(raw []byte) error {
+	b := raw
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	if i == len(b) {
+		return nil
+	}
+	if b[i] != '{' {
+		return p.plain(b[i:])
+	}
+	if err := decodeGoEvent(b, &p.ev, &p.keyBuf); err != nil {
+		e := rmerr.Wrap(rmerr.ReportMalformed, err, "go-json line %d is not a valid test2json event", p.lr.line)
+		e.Line = p.lr.line
+		return e.WithHint("the line starts with '{' but is not one complete JSON event: the stream was cut or corrupted, or is not go test -json output")
+	}
+	p.events++
+	return p.event(&p.ev)
+}
+
+// plain handles a line that is not JSON: go test -json passes the go
+// command's own messages (build errors, downloads) through as text. A FAIL
+// line among them is a package that failed outside any JSON event.
+func (p *goParser) plain(b []byte) error {
+	p.nonJSON++
+	if p.nonJSONLine == 0 {
+		p.nonJSONLine = p.lr.line
+		p.nonJSONText = quoteText(b)
+	}
+	if rest, ok := bytes.CutPrefix(b, []byte("FAIL")); ok && (len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t') {
+		scope := "report"
+		if f := bytes.Fields(rest); len(f) > 0 {
+			scope = validUTF8(f[0], &p.keep.invalid)
+		}
+		msg, err := p.keep.text(bytes.TrimSpace(b), func() string { return "plain FAIL line" })
+		if err != nil {
+			return err
+		}
+		p.faults = append(p.faults, Fault{Scope: scope, Message: fmt.Sprintf("line %d (not JSON): %s", p.lr.line, msg)})
+	}
+	return nil
+}
+
+func (p *goParser) event(ev *goEvent) error {
+	action := ev.Action.raw
+	if ev.Action.esc {
+		p.actionBuf = ev.Action.decode(p.actionBuf[:0])
+		action = p.actionBuf
+	}
+	switch string(action) {
+	case "build-output", "build-fail":
+		return p.build(ev, string(action) == "build-fail")
+	case "":
+		e := rmerr.New(rmerr.ReportMalformed, "go-json line %d has no Action: not a test2json event", p.lr.line)
+		e.Line = p.lr.line
+		return e.WithHint("the file must be the output of go test -json")
+	}
+	pkg, err := p.pkg(ev)
+	if err != nil {
+		return err
+	}
+	if len(ev.Test.raw) == 0 && !ev.Test.esc {
+		return p.pkgEvent(pkg, action, ev)
+	}
+	name := ev.Test.raw
+	if ev.Test.esc || !isASCIIBytes(name) {
+		p.nameBuf = p.decode(ev.Test, p.nameBuf[:0])
+		name = p.nameBuf
+	}
+	switch string(action) {
+	case "pass", "fail", "skip":
+		return p.finish(pkg, name, string(action))
+	case "run", "pause", "cont", "output", "bench", "attr", "start":
+		t := pkg.running[string(name)]
+		if t == nil {
+			t = p.newGoTest()
+			pkg.running[string(name)] = t
+		}
+		if string(action) == "output" {
+			p.testOutput(t, ev)
+		} else {
+			t.ran = true
+		}
+		return nil
+	}
+	p.unknownAction(action)
+	return nil
+}
+
+func isASCIIBytes(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// decode decodes an id-bearing string, counting invalid UTF-8 for the note.
+func (p *goParser) decode(s jsonString, dst []byte) []byte {
+	if !utf8.Valid(s.raw) {
+		p.keep.invalid++
+	}
+	return s.decode(dst)
+}
+
+func (p *goParser) unknownAction(action []byte) {
+	if p.unknown == nil {
+		p.unknown = map[string]int{}
+	}
+	if len(p.unknown) < 16 {
+		p.unknown[validUTF8(action, new(int))]++
+	}
+}
+
+// pkg returns the package an event belongs to.
+func (p *goParser) pkg(ev *goEvent) (*goPkg, error) {
+	raw := ev.Package.raw
+	if ev.Package.esc || !isASCIIBytes(raw) {
+		p.scratch = p.decode(ev.Package, p.scratch[:0])
+		raw = p.scratch
+	}
+	if p.lastPkg != nil && p.lastPkg.name == string(raw) {
+		return p.lastPkg, nil
+	}
+	pkg := p.pkgs[string(raw)]
+	if pkg == nil {
+		name := string(raw)
+		if err := p.keep.spend(len(name)); err != nil {
+			return nil, err
+		}
+		pkg = &goPkg{
+			name:    name,
+			running: map[string]*goTest{},
+			output:  capBuf{max: p.lim.MaxField},
+		}
+		if name != "" {
+			pkg.prefix = name + "::"
+		} else {
+			p.noPkg = true
+		}
+		p.pkgs[string(raw)] = pkg
+		p.order = append(p.order, pkg)
+	}
+	p.lastPkg = pkg
+	return pkg, nil
+}
+
+func (p *goParser) pkgEvent(pkg *goPkg, action []byte, ev *goEvent) error {
+	switch string(action) {
+	case "output":
+		p.scratch = ev.Output.decode(p.scratch[:0])
+		pkg.output.write(p.scratch)
+	case "pass", "skip":
+		pkg.terminal = string(action)
+		pkg.output = capBuf{max: p.lim.MaxField} // only a failed package's output is kept
+	case "fail":
+		pkg.terminal = "fail"
+		if len(ev.FailedBuild.raw) > 0 {
+			pkg.failedBuild = string(ev.FailedBuild.decode(nil))
+		}
+	case "start", "run", "pause", "cont", "bench", "attr":
+	default:
+		p.unknownAction(action)
+	}
+	return nil
+}
+
+func (p *goParser) build(ev *goEvent, failed bool) error {
+	ip := string(ev.ImportPath.decode(nil))
+	bd := p.builds[ip]
+	if bd == nil {
+		bd = &goBuild{importPath: ip, output: capBuf{max: p.lim.MaxField}}
+		p.builds[ip] = bd
+		p.builtOrder = append(p.builtOrder, bd)
+	}
+	if failed {
+		bd.failed = true
+		return nil
+	}
+	p.scratch = ev.Output.decode(p.scratch[:0])
+	bd.output.write(p.scratch)
+	return nil
+}
+
+func (p *goParser) newGoTest() *goTest {
+	var t *goTest
+	if n := len(p.free); n > 0 {
+		t, p.free = p.free[n-1], p.free[:n-1]
+		t.out.reset()
+		t.ran, t.hasOut = false, false
+	} else {
+		t = &goTest{out: capBuf{max: p.lim.MaxField}}
+	}
+	t.seq = p.seq
+	p.seq++
+	return t
+}
+
+// testOutput keeps what a test printed, minus the lines the testing
+// package writes to frame it, for the message of a failed or skipped test.
+func (p *goParser) testOutput(t *goTest, ev *goEvent) {
+	if isFramingLine(ev.Output.raw) {
+		return
+	}
+	p.scratch = ev.Output.decode(p.scratch[:0])
+	t.out.write(p.scratch)
+	t.hasOut = true
+}
+
+// isFramingLine recognises "=== RUN", "=== PAUSE", "=== CONT", "=== NAME",
+// "=== ATTR" and "--- PASS/FAIL/SKIP:" (indented for subtests) in a raw
+// Output value.
+func isFramingLine(raw []byte) bool {
+	for len(raw) > 0 && raw[0] == ' ' {
+		raw = raw[1:]
+	}
+	if len(raw) < 8 {
+		return false
+	}
+	switch string(raw[:4]) {
+	case "=== ":
+		rest := raw[4:]
+		return bytes.HasPrefix(rest, []byte("RUN")) || bytes.HasPrefix(rest, []byte("PAUSE")) ||
+			bytes.HasPrefix(rest, []byte("CONT")) || bytes.HasPrefix(rest, []byte("NAME")) || bytes.HasPrefix(rest, []byte("ATTR"))
+	case "--- ":
+		rest := raw[4:]
+		return bytes.HasPrefix(rest, []byte("PASS:")) || bytes.HasPrefix(rest, []byte("FAIL:")) || bytes.HasPrefix(rest, []byte("SKIP:"))
+	}
+	return false
+}
+
+func (p *goParser) finish(pkg *goPkg, name []byte, action string) error {
+	if depth := bytes.Count(name, []byte("/")); depth >= p.lim.MaxDepth {
+		return rmerr.New(rmerr.ReportLimit, "go-json line %d: test %s is nested %d subtests deep, more than %d (Limits.MaxDepth)",
+			p.lr.line, quoteText(name), depth, p.lim.MaxDepth-1).WithHint("flatten the subtests, or split the suite")
+	}
+	status := goPassed
+	switch action {
+	case "fail":
+		status = goFailed
+		pkg.failed = true
+	case "skip":
+		status = goSkipped
+	}
+	t := pkg.running[string(name)]
+	if t != nil {
+		delete(pkg.running, string(name))
+	}
+	err := p.record(pkg, name, status, t, "")
+	if t != nil {
+		p.free = append(p.free, t)
+	}
+	return err
+}
+
+// record adds a finished test. Failed and skipped tests keep their output
+// as message, after prefix.
+func (p *goParser) record(pkg *goPkg, name []byte, status goStatus, t *goTest, prefix string) error {
+	if p.recs.n >= p.lim.MaxTests {
+		return rmerr.New(rmerr.ReportLimit, "more than %d tests (Limits.MaxTests)", p.lim.MaxTests).
+			WithHint("split the test run into several reports")
+	}
+	p.idBuf = append(append(p.idBuf[:0], pkg.prefix...), name...)
+	id, err := p.keep.id(p.idBuf)
+	if err != nil {
+		return err
+	}
+	rec := goRec{id: id, status: status}
+	if status != goPassed && (prefix != "" || t != nil && t.hasOut) {
+		var x goExtra
+		if t != nil && t.hasOut {
+			if x.message, err = p.keep.fromCap(&t.out, true, func() string { return fmt.Sprintf("output of %q", id) }); err != nil {
+				return err
+			}
+			x.file, x.line = goLocation(x.message)
+		}
+		if prefix != "" {
+			x.message = cutUTF8(strings.TrimSuffix(prefix+"\n"+x.message, "\n"), p.lim.MaxField)
+		}
+		p.extras = append(p.extras, x)
+		rec.extra = int32(len(p.extras))
+	}
+	p.recs.add(rec)
+	return nil
+}
+
+// goLocation finds the first "name.go:N:" that t.Log / t.Error print.
+func goLocation(msg string) (string, int) {
+	for len(msg) > 0 {
+		line := msg
+		if i := bytes.IndexByte([]byte(msg), '\n'); i >= 0 {
+			line, msg = msg[:i], msg[i+1:]
+		} else {
+			msg = ""
+		}
+		f := bytes.TrimLeft([]byte(line), " \t")
+		colon := bytes.IndexByte(f, ':')
+		if colon <= 3 || !bytes.HasSuffix(f[:colon], []byte(".go")) || bytes.ContainsAny(f[:colon], " \t") {
+			continue
+		}
+		rest := f[colon+1:]
+		end := bytes.IndexByte(rest, ':')
+		if end <= 0 {
+			continue
+		}
+		if n, err := strconv.Atoi(string(rest[:end])); err == nil && n > 0 {
+			return string(f[:colon]), n
+		}
+	}
+	return "", 0
+}
+
+func (p *goParser) end(inv *Inventory) error {
+	if p.events == 0 {
+		if inv.Bytes == 0 {
+			return rmerr.New(rmerr.ReportEmpty, "go-json report is empty (0 bytes): zero tests is not a pass").
+				WithHint("check that go test -json ran and its output was written to the report file")
+		}
+		e := rmerr.New(rmerr.ReportMalformed, "no test2json event in %d bytes (%d plain line(s), the first: %s)", inv.Bytes, p.nonJSON, p.nonJSONText)
+		return e.WithHint("the go command failed before any test ran (build error, no packages), or this is not go test -json output; fix the run, the report proves nothing")
+	}
+	finished := p.sortedIDs()
+	// Tests that never finished, in the order they were first seen. One that
+	// only printed after its own end (golang/go#29755 misattribution) is not
+	// a test of its own; one that ran again and never finished is a second
+	// run of that id.
+	var unfinished []goUnfinished
+	for _, pkg := range p.order {
+		for name, t := range pkg.running {
+			unfinished = append(unfinished, goUnfinished{pkg, name, t})
+		}
+	}
+	slices.SortFunc(unfinished, func(a, b goUnfinished) int { return a.t.seq - b.t.seq })
+	counted := 0
+	for _, u := range unfinished {
+		if !u.t.ran && p.isFinished(finished, u.pkg.prefix+u.name) {
+			continue
+		}
+		const why = "no pass, fail or skip event: the test never finished (panic, timeout, or the stream was cut)"
+		if err := p.record(u.pkg, []byte(u.name), goFailed, u.t, why); err != nil {
+			return err
+		}
+		u.pkg.failed = true
+		counted++
+	}
+	if counted > 0 {
+		finished = p.sortedIDs()
+	}
+	if err := p.duplicates(finished); err != nil {
+		return err
+	}
+	for _, pkg := range p.order {
+		if err := p.pkgFault(pkg); err != nil {
+			return err
+		}
+	}
+	for _, bd := range p.builtOrder {
+		if bd.failed && !bd.claimed {
+			msg, err := p.keep.fromCap(&bd.output, true, func() string { return fmt.Sprintf("build output of %s", bd.importPath) })
+			if err != nil {
+				return err
+			}
+			p.faults = append(p.faults, Fault{Scope: bd.importPath, Message: "build failed: " + msg})
+		}
+	}
+	if p.recs.n == 0 && len(p.faults) == 0 {
+		return rmerr.New(rmerr.ReportEmpty, "go-json report holds no test: %d package(s) ran zero tests, and zero tests is not a pass", len(p.order)).
+			WithHint("check the package pattern and -run filter; \"no test files\" and \"no tests to run\" prove nothing")
+	}
+	inv.Tests = make([]Test, p.recs.n)
+	for i := range inv.Tests {
+		r := p.recs.at(i)
+		t := Test{ID: r.id, Status: goStatuses[r.status]}
+		if r.extra > 0 {
+			x := p.extras[r.extra-1]
+			t.Message, t.File, t.Line = x.message, x.file, x.line
+		}
+		inv.Tests[i] = t
+	}
+	p.recs, p.extras = goRecs{}, nil
+	inv.Counts = countStatuses(inv.Tests)
+	inv.Faults = p.faults
+	if counted > 0 {
+		inv.Notes = append(inv.Notes, fmt.Sprintf("%d test(s) never reached pass, fail or skip and are counted as failed", counted))
+	}
+	if p.noPkg {
+		inv.Notes = append(inv.Notes, "events without a Package field (raw test2json output): those ids are bare test names")
+	}
+	if p.nonJSON > 0 {
+		inv.Notes = append(inv.Notes, fmt.Sprintf("%d non-JSON line(s) ignored, the first at line %d: %s", p.nonJSON, p.nonJSONLine, p.nonJSONText))
+	}
+	if len(p.unknown) > 0 {
+		names := make([]string, 0, len(p.unknown))
+		for a := range p.unknown {
+			names = append(names, a)
+		}
+		slices.Sort(names)
+		inv.Notes = append(inv.Notes, fmt.Sprintf("unknown test2json actions ignored: %q", names))
+	}
+	p.keep.finish(inv)
+	return nil
+}
+
+// sortedIDs returns the indices of recs ordered by id (then position), so
+// equal ids sit together without a map as large as the inventory.
+func (p *goParser) sortedIDs() []int32 {
+	idx := make([]int32, p.recs.n)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := strings.Compare(string(p.recs.at(int(a)).id), string(p.recs.at(int(b)).id)); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	return idx
+}
+
+func (p *goParser) isFinished(sorted []int32, id string) bool {
+	_, found := slices.BinarySearchFunc(sorted, id, func(x int32, id string) int {
+		return strings.Compare(string(p.recs.at(int(x)).id), id)
+	})
+	return found
+}
+
+// duplicates rejects a report in which an id has more than one terminal
+// event (spec § 4: ids are unique), naming the id whose repeat came first.
+func (p *goParser) duplicates(sorted []int32) error {
+	var first TestID
+	firstAt, count, groups := int32(-1), 0, 0
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		for j < len(sorted) && p.recs.at(int(sorted[j])).id == p.recs.at(int(sorted[i])).id {
+			j++
+		}
+		if j-i > 1 {
+			groups++
+			if second := sorted[i+1]; firstAt < 0 || second < firstAt {
+				first, firstAt, count = p.recs.at(int(sorted[i])).id, second, j-i
+			}
+		}
+		i = j
+	}
+	if groups == 0 {
+		return nil
+	}
+	return rmerr.New(rmerr.ReportIdentity, "test id %q has %d terminal events (%d ids repeat); every id must be unique within a report (spec § 4)",
+		string(first), count, groups).
+		WithHint("write one report per go test run: -count=N and gotestsum --rerun-fails repeat tests in one stream, and a passing rerun would hide the failure; a test name shared by a package and its _test package also repeats")
+}
+
+// pkgFault records a package failure that no test in the inventory shows.
+func (p *goParser) pkgFault(pkg *goPkg) error {
+	scope := pkg.name
+	if scope == "" {
+		scope = "report"
+	}
+	switch {
+	case pkg.terminal == "fail" && !pkg.failed:
+		what := func() string { return fmt.Sprintf("output of package %s", scope) }
+		src := &pkg.output
+		prefix := "package failed with no failing test: "
+		if pkg.failedBuild != "" {
+			prefix = "build failed: "
+			if bd := p.builds[pkg.failedBuild]; bd != nil {
+				bd.claimed = true
+				if bd.output.n > 0 {
+					src = &bd.output
+					what = func() string { return fmt.Sprintf("build output of %s", pkg.failedBuild) }
+				}
+			}
+		}
+		msg, err := p.keep.fromCap(src, true, what)
+		if err != nil {
+			return err
+		}
+		p.faults = append(p.faults, Fault{Scope: scope, Message: prefix + msg})
+	case pkg.terminal == "":
+		p.faults = append(p.faults, Fault{Scope: scope, Message: "the stream ends before the package reported pass or fail: tests that never started are missing"})
+	}
+	return nil
+}
