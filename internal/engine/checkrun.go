@@ -103,7 +103,11 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 			reportPath = ""
 		}
 	}
+	// Zero-test detection reads the whole output, not the stored prefix:
+	// "0 passed" tends to be the last line of a long log.
+	zs := outcome.NewZeroTestScanner()
 	spec := sandbox.Spec{
+		Observer:   zs,
 		Command:    c.Command,
 		Dir:        co.Dir,
 		Env:        baseEnv(),
@@ -160,10 +164,6 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	}
 
 	// Zero tests from the output (spec § 4).
-	zs := outcome.NewZeroTestScanner()
-	zs.Write(res.Stdout.Kept)
-	zs.Write([]byte("\n"))
-	zs.Write(res.Stderr.Kept)
 	zeroOut, zeroFromOutput := zs.Result()
 
 	rec.Status = verdict.Passed

@@ -306,4 +306,3 @@ func (e *executor) scanCandidate(ctx context.Context, commit string, tracked []s
 	}
 	return tree.String(), fs, nil
 }
-

@@ -204,7 +204,10 @@ func TestDeclaredSkipAtBase(t *testing.T) {
 }
 
 func TestTimeoutAndUnknownProposal(t *testing.T) {
-	pol := tapPolicy + "  - id: slow\n    run: sleep 30\n    timeout: 1s\n"
+	pol := tapPolicy + "  - id: slow\n    run: sleep 30\n    timeout: 1s\n" +
+		// 5 MB of output (over the 4 MiB kept) before the runner's closing line: zero tests is
+		// found past the stored prefix.
+		"  - id: empty\n    run: head -c 5000000 /dev/zero | tr '\\\\0' x; echo; echo 'Ran 0 tests in 0.000s'\n"
 	r, base := shopRepo(t, pol)
 	r.Checkout("pr", true)
 	r.Write("README", "x\n")
@@ -219,6 +222,9 @@ func TestTimeoutAndUnknownProposal(t *testing.T) {
 	}
 	if run.MergeReady() || !hasRule(run, verdict.RuleTimedOut) {
 		t.Fatalf("timeout not a failure:\n%s", strings.Join(rules(run), "\n"))
+	}
+	if !hasRule(run, "outcome.zero-tests|") || !hasRule(run, "|empty|") {
+		t.Fatalf("zero tests after 5 MB of output not found:\n%s", strings.Join(rules(run), "\n"))
 	}
 	for _, c := range run.Delivery.Checks {
 		if c.CheckID == "evil" {

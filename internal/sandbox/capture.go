@@ -27,6 +27,8 @@ type captureWriter struct {
 	max  int64
 	n    int64
 	kept []byte
+	// observer sees every byte (Spec.Observer).
+	observer io.Writer
 }
 
 var _ io.Writer = (*captureWriter)(nil)
@@ -39,6 +41,9 @@ func (w *captureWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.h.Write(p) // hash.Hash.Write never returns an error
+	if w.observer != nil {
+		w.observer.Write(p)
+	}
 	w.n += int64(len(p))
 	if room := w.max - int64(len(w.kept)); room > 0 {
 		k := p

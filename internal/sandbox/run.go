@@ -143,6 +143,7 @@ func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
 	}()
 
 	stdout, stderr := newCaptureWriter(p.MaxOutput), newCaptureWriter(p.MaxOutput)
+	stdout.observer, stderr.observer = p.Observer, p.Observer
 	fifoDir, err := s.fifoDir()
 	if err != nil {
 		return res, err

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -59,6 +60,12 @@ type Spec struct {
 	// MaxOutput caps the bytes kept per stream (all bytes are still hashed
 	// and counted). DefaultMaxOutput when zero.
 	MaxOutput int64
+	// Observer, when set, sees every byte of stdout and stderr as it
+	// arrives (both streams, concurrently: it must be safe for concurrent
+	// use). Scanners that must read the whole output, such as zero-test
+	// detection, use it instead of the capped Kept bytes. Its errors are
+	// ignored: an observer never blocks or fails the task.
+	Observer io.Writer
 }
 
 // Limits are the resource caps of one task.
