@@ -22,12 +22,14 @@ import (
 
 // executor runs check runs; one per Verify.
 type executor struct {
-	sb        runner
-	checkouts *checkout.Manager
-	store     store
-	logf      func(format string, args ...any)
-	event     func(kind string, detail any)
-	maxOutput int64
+	sb             runner
+	checkouts      *checkout.Manager
+	store          store
+	logf           func(format string, args ...any)
+	event          func(kind string, detail any)
+	maxOutput      int64
+	defaultTimeout time.Duration // budgets.check_timeout, for checks without their own
+	hostPaths      []string      // sandbox.host_paths; empty: the sandbox's default set
 }
 
 // check runs one check: at the base first when it declares a report (spec §
@@ -106,6 +108,10 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	// Zero-test detection reads the whole output, not the stored prefix:
 	// "0 passed" tends to be the last line of a long log.
 	zs := outcome.NewZeroTestScanner()
+	timeout := c.Timeout.D()
+	if timeout == 0 {
+		timeout = e.defaultTimeout
+	}
 	spec := sandbox.Spec{
 		Observer:   zs,
 		Command:    c.Command,
@@ -113,7 +119,8 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		Env:        baseEnv(),
 		ReadOnly:   co.ReadOnlyPaths(),
 		ReportFile: reportPath,
-		Timeout:    c.Timeout.D(),
+		Timeout:    timeout,
+		HostPaths:  e.hostPaths,
 		MaxOutput:  e.maxOutput,
 	}
 	var res sandbox.Result

@@ -29,36 +29,44 @@ type DiscoverOptions struct {
 
 // Discover resolves the manifest for one change.
 func Discover(ctx context.Context, o DiscoverOptions) (*discovery.Manifest, error) {
+	m, _, err := discover(ctx, o)
+	return m, err
+}
+
+// discover also returns the operator policy (nil without one), whose
+// budgets and sandbox settings the engine applies.
+func discover(ctx context.Context, o DiscoverOptions) (*discovery.Manifest, *discovery.OperatorPolicy, error) {
 	repo, err := git.Open(ctx, o.RepoDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	in := discovery.Input{GitHub: discovery.GitHub{Consulted: o.GitHubConsulted, Contexts: o.GitHubContexts}}
 	if in.Base, err = repo.ResolveCommit(ctx, o.Base, "--base"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if in.Candidate, err = repo.ResolveCommit(ctx, o.Candidate, "--candidate"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Operator inputs are checked before anything is read from the change,
 	// so a bad flag never costs a git walk.
 	if o.PolicyFile != "" {
 		if in.Operator, err = LoadOperatorPolicy(o.PolicyFile, repo.Dir); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if o.ProposalsFile != "" {
 		if in.Proposals, err = readProposals(o.ProposalsFile, o.Stdin); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if in.Repository, err = discovery.LoadRepositoryPolicy(ctx, repo, in.Base, in.Candidate); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if in.ChangedPaths, err = repo.ChangedPaths(ctx, in.Base, in.Candidate); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return discovery.Resolve(in)
+	m, err := discovery.Resolve(in)
+	return m, in.Operator, err
 }
 
 // LoadOperatorPolicy reads the operator policy. It must be a regular file

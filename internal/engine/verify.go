@@ -19,6 +19,7 @@ import (
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/outcome"
+	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/treehash"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -79,9 +80,14 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(progress, "runmill: "+format+"\n", args...) }
 
-	m, err := Discover(ctx, o.Discover)
+	m, op, err := discover(ctx, o.Discover)
 	if err != nil {
 		return nil, err
+	}
+	var budgets policy.Budgets
+	var hostPaths []string
+	if op != nil {
+		budgets, hostPaths = op.Doc.Budgets, op.Doc.Sandbox.HostPaths
 	}
 	repo, err := git.Open(ctx, o.Discover.RepoDir)
 	if err != nil {
@@ -132,7 +138,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(probeDir)
-	probe, err := sb.Probe(ctx, sandbox.Spec{ReadOnly: []string{probeDir}, Env: baseEnv()})
+	probe, err := sb.Probe(ctx, sandbox.Spec{ReadOnly: []string{probeDir}, Env: baseEnv(), HostPaths: hostPaths})
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +156,8 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 	d.Sandbox = probeJSON
 	d.Checks, d.Remote, d.PendingContexts, d.Failures, d.Reviews = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}, []evidence.Review{}
 
-	e := &executor{sb: sb, checkouts: checkouts, store: store{dir: filepath.Join(run.Dir, "artifacts")}, logf: logf, event: func(k string, v any) {}}
+	e := &executor{sb: sb, checkouts: checkouts, store: store{dir: filepath.Join(run.Dir, "artifacts")}, logf: logf,
+		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths}
 	// The event chain is appended from one goroutine at a time.
 	var evMu sync.Mutex
 	e.event = func(kind string, detail any) { evMu.Lock(); event(kind, detail); evMu.Unlock() }
@@ -169,6 +176,9 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 	d.Failures = append(d.Failures, focusFindings...)
 
 	parallel := o.Parallel
+	if parallel <= 0 {
+		parallel = budgets.Parallel
+	}
 	if parallel <= 0 {
 		parallel = runtime.NumCPU()
 	}

@@ -16,6 +16,15 @@ type Operator struct {
 	Verification Verification `yaml:"verification" json:"verification"`
 	Budgets      Budgets      `yaml:"budgets" json:"budgets"`
 	Risk         Risk         `yaml:"risk" json:"risk"`
+	Sandbox      Sandbox      `yaml:"sandbox" json:"sandbox"`
+}
+
+// Sandbox configures where checks run.
+type Sandbox struct {
+	// HostPaths are the host toolchain directories bound read-only into
+	// every check (absolute). Empty means runmill's default set
+	// (/usr, /bin, /lib… and a few /etc files; docs/sandbox.md).
+	HostPaths []string `yaml:"host_paths,omitempty" json:"host_paths,omitempty"`
 }
 
 // Verification is the operator's contribution to Discovery and the proof gate.

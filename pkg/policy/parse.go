@@ -128,6 +128,11 @@ func ParseOperator(data []byte, file string) (Document[Operator], error) {
 			bad(fmt.Sprintf("risk.high_risk_paths[%d]", j), "see docs/policy.md § Path patterns", "%v", err)
 		}
 	}
+	for j, p := range op.Sandbox.HostPaths {
+		if !strings.HasPrefix(p, "/") || strings.Contains(p, "..") || p == "/" {
+			bad(fmt.Sprintf("sandbox.host_paths[%d]", j), "give absolute toolchain directories such as /opt/node; never / itself", "host path %q must be absolute, without .., and not /", p)
+		}
+	}
 	if op.Budgets.MaxOutputBytes < 0 {
 		bad("budgets.max_output_bytes", "use a positive byte count", "must not be negative")
 	}
@@ -348,11 +353,12 @@ func cleanYAML(s string) string {
 		"in type policy.ReportSpec", "in report (allowed: path, format, identity)",
 		"in type policy.DeclaredSkip", "in a declared skip (allowed: test_id, cause)",
 		"in type policy.Repository", "at the top level (allowed: checks)",
-		"in type policy.Operator", "at the top level (allowed: autonomy, verification, budgets, risk)",
+		"in type policy.Operator", "at the top level (allowed: autonomy, verification, budgets, risk, sandbox)",
 		"in type policy.Verification", "in verification (allowed: commands, fail_on_skipped_check, path_rules)",
 		"in type policy.PathRule", "in a path rule (allowed: paths, checks)",
 		"in type policy.Budgets", "in budgets (allowed: run_timeout, check_timeout, max_output_bytes, parallel)",
 		"in type policy.Risk", "in risk (allowed: high_risk_paths)",
+		"in type policy.Sandbox", "in sandbox (allowed: host_paths)",
 		"yaml: ", "",
 	)
 	return r.Replace(s)

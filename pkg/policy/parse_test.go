@@ -234,6 +234,8 @@ risk: {high_risk_paths: ["infra/**"]}
 		{"duplicate command", "verification:\n  commands:\n    - {id: a, run: x}\n    - {id: a, run: y}\n",
 			[]finding{{4, "verification.commands[1].id", "duplicate"}}},
 		{"bad parallel", "budgets: {parallel: -1}\n", []finding{{1, "budgets.parallel", "out of range"}}},
+		{"host paths", "sandbox: {host_paths: [/opt/node, /usr/local/go]}\n", nil},
+		{"relative host path", "sandbox:\n  host_paths: [opt/node, /]\n", []finding{{2, "sandbox.host_paths[0]", "must be absolute"}, {2, "sandbox.host_paths[1]", "not /"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { run(t, tc.src, tc.want) })
 	}
