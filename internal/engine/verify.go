@@ -215,7 +215,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 	v := evidence.Decide(d)
 	event("verdict", map[string]any{"merge_ready": v.MergeReady})
 	d.IssuedAt = o.Now().UTC().Format(time.RFC3339)
-	if err := writeEvidence(run, o.SigningKey, &chain, o.Now); err != nil {
+	if err := writeEvidence(run, o.SigningKey, &chain); err != nil {
 		return nil, err
 	}
 	return run, nil
@@ -223,7 +223,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 
 // writeEvidence writes the delivery statement (and its bundle when a key is
 // given) into the run directory.
-func writeEvidence(run *Run, key *evidence.SigningKey, chain *evidence.Chain, now func() time.Time) error {
+func writeEvidence(run *Run, key *evidence.SigningKey, chain *evidence.Chain) error {
 	st := evidence.NewDeliveryStatement(run.Delivery)
 	payload, err := evidence.Marshal(st)
 	if err != nil {
@@ -243,9 +243,17 @@ func writeEvidence(run *Run, key *evidence.SigningKey, chain *evidence.Chain, no
 			return err
 		}
 	}
-	_ = chain
-	_ = now
-	return nil
+	// The hash-chained event log; the terminal statement that signs it
+	// comes with the signed-evidence work.
+	events, head := chain.Events()
+	b, err := json.MarshalIndent(struct {
+		Events    []evidence.Event `json:"events"`
+		ChainHead string           `json:"chain_head"`
+	}{events, head}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(run.Dir, "events.json"), b, 0o644)
 }
 
 func newRunID(t time.Time) string {

@@ -1,14 +1,18 @@
 package engine_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/runmill/verify/internal/cli"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/sandbox"
@@ -25,6 +29,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The kill -9 test re-executes this binary as the runmill CLI.
+	if os.Getenv("RUNMILL_TEST_AS_CLI") == "1" {
+		os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	}
 	os.Exit(testMain(m))
 }
 
@@ -239,11 +247,11 @@ func TestTimeoutAndUnknownProposal(t *testing.T) {
 	}
 }
 
-// TestSignedRunVerifies: a signed run's bundle passes the portable verifier
-// with expectations taken from the same facts, and the signing key never
-// enters a sandbox.
-func TestSignedRunVerifies(t *testing.T) {
-	keyPEM, trust, err := evidence.Keygen(24 * time.Hour)
+// TestSigningKeyNeverEntersSandbox: a run with a signing key writes a signed
+// bundle, and a check cannot read the key file (nor find it in the
+// environment of the task).
+func TestSigningKeyNeverEntersSandbox(t *testing.T) {
+	keyPEM, _, err := evidence.Keygen(24 * time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,8 +272,72 @@ func TestSignedRunVerifies(t *testing.T) {
 			t.Fatalf("the check could read the signing key (exit %d)", c.ExitCode)
 		}
 	}
-	if run.BundlePath == "" {
-		t.Fatal("no bundle")
+	found := false
+	for _, c := range run.Delivery.Checks {
+		found = found || c.CheckID == "steal"
 	}
-	_ = trust
+	if !found || run.BundlePath == "" {
+		t.Fatalf("steal check ran: %v; bundle %q", found, run.BundlePath)
+	}
+}
+
+// TestKilledRunIsSwept: runmill killed with SIGKILL in the middle of a check
+// leaves a container, a checkout and state behind; the next run sweeps them
+// and says what it removed, and no task of the killed run survives.
+func TestKilledRunIsSwept(t *testing.T) {
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	pol := "checks:\n  - id: hang\n    run: sleep 300\n"
+	r, base := shopRepo(t, pol)
+	state := t.TempDir()
+	args := []string{"verify", "--repo", r.Dir, "--base", base, "--candidate", base, "--out", state, "--containerd-address", containerdAddress}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "RUNMILL_TEST_AS_CLI=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	started := false
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "hang (candidate): starting") {
+			started = true
+			break
+		}
+	}
+	if !started {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("the check never started")
+	}
+	time.Sleep(500 * time.Millisecond) // let the task start
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	leftovers, _ := os.ReadDir(filepath.Join(state, "checkouts"))
+	if len(leftovers) == 0 {
+		t.Log("note: no checkout directory left behind by the killed run")
+	}
+
+	// The next run: a quick check, same state directory.
+	r.Write(".runmill/checks.yaml", "checks:\n  - id: ok\n    run: \"true\"\n")
+	cand := r.Commit("quick")
+	cmd = exec.Command(os.Args[0], "verify", "--repo", r.Dir, "--base", cand, "--candidate", cand, "--out", state, "--containerd-address", containerdAddress)
+	cmd.Env = append(os.Environ(), "RUNMILL_TEST_AS_CLI=1")
+	out, _ := cmd.CombinedOutput()
+	text := string(out)
+	if !strings.Contains(text, "swept a leftover of an earlier run") {
+		t.Fatalf("the next run did not report a sweep:\n%s", text)
+	}
+	for _, want := range []string{"container", "checkout"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("sweep report does not mention a %s:\n%s", want, text)
+		}
+	}
+	if ps, _ := exec.Command("pgrep", "-f", "sleep 300").Output(); len(strings.TrimSpace(string(ps))) > 0 {
+		t.Errorf("the killed run's task survives: pids %s", ps)
+	}
 }
