@@ -235,6 +235,9 @@ const (
 	jbBatch = 64   // records per dedup batch
 )
 
+// junitBuilder applies the JUnit rules of parseJUnit to a stream of
+// elements. The scanner drives it; FuzzJUnitDifferential drives the same
+// builder from encoding/xml, so the two readers are compared on XML alone.
 type junitBuilder struct {
 	identity Identity
 	lim      Limits
