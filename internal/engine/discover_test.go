@@ -12,6 +12,7 @@ import (
 
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/internal/golden"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -360,7 +361,7 @@ func TestManifestJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := json.MarshalIndent(m, "", "  ")
-	golden(t, filepath.Join("testdata", "manifest.golden.json"), append(got, '\n'))
+	golden.Bytes(t, filepath.Join("testdata", "manifest.golden.json"), append(got, '\n'))
 }
 
 func writeFile(t *testing.T, name, content string) string {

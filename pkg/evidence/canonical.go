@@ -41,13 +41,13 @@ func Digest(payload []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// CanonicalError says where and why bytes are not RFC 8785 canonical JSON.
-type CanonicalError struct {
+// canonicalError says where and why bytes are not RFC 8785 canonical JSON.
+type canonicalError struct {
 	Offset int
 	Msg    string
 }
 
-func (e *CanonicalError) Error() string {
+func (e *canonicalError) Error() string {
 	return fmt.Sprintf("byte %d: %s", e.Offset, e.Msg)
 }
 
@@ -74,7 +74,7 @@ type canonChecker struct {
 }
 
 func (c *canonChecker) errf(format string, args ...any) error {
-	return &CanonicalError{Offset: c.pos, Msg: fmt.Sprintf(format, args...)}
+	return &canonicalError{Offset: c.pos, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (c *canonChecker) value() error {

@@ -232,7 +232,7 @@ func TestVerifyCases(t *testing.T) {
 		{"FIFO artifact", nil, nil, nil, VerifyOptions{ArtifactsDir: fifo}, ReasonArtifact},
 		{"missing artifacts dir", nil, nil, nil, VerifyOptions{ArtifactsDir: filepath.Join(dir, "nope")}, ReasonArtifact},
 		{"path traversal address", traversal, nil, nil, VerifyOptions{ArtifactsDir: dir}, ReasonStatement},
-		{"not merge-ready", resignWith(t, f, func(p *Delivery) {
+		{"candidate run with a finding", resignWith(t, f, func(p *Delivery) {
 			p.Checks[1].Findings = []verdict.Finding{{Rule: "outcome.focused", Message: "a focused test"}}
 			Decide(p)
 		}), nil, nil, VerifyOptions{}, ReasonRequiredEvidence},

@@ -11,7 +11,12 @@ import (
 // Native fuzz targets for every parser of untrusted input (DESIGN.md § Style).
 // Run each for a minute with, for example:
 //
-//	go test -run XXX -fuzz FuzzParseBundle -fuzztime 60s -parallel 1 ./pkg/evidence
+//	go test -run XXX -fuzz FuzzParseTrust -fuzztime 60s -parallel 1 ./pkg/evidence
+//
+// The bundle targets start from a 7 KB bundle; Go spends up to a minute
+// minimising each new interesting input of that size (-fuzzminimizetime
+// defaults to 60s), which can eat the whole run, so give them
+// -fuzzminimizetime 5s.
 
 func seedFixture(f *testing.F) *fixture {
 	fx := newFixture(f)

@@ -39,9 +39,6 @@ const (
 // that outlives that by much is a key nobody rotates.
 const MaxKeyWindow = 400 * 24 * time.Hour
 
-// DefaultKeyWindow is keygen's validity window when none is given.
-const DefaultKeyWindow = 90 * 24 * time.Hour
-
 // SigningKey is an Ed25519 private key that signs evidence with pure Ed25519
 // (RFC 8032; never Ed25519ph).
 type SigningKey struct {

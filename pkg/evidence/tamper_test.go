@@ -83,8 +83,6 @@ func withPayload(t testing.TB, bundle, payload []byte) []byte {
 	return out
 }
 
-var _ = strings.Contains
-
 // TestTamperMatrix is issue 5's acceptance matrix: every field of the
 // bundle envelope, the signed statement, the trust document and the
 // expectations is changed, removed, duplicated, re-encoded, key-case-varied

@@ -244,7 +244,7 @@ func TestFindFocus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, struct {
+	goldenJSON(t, struct {
 		Report   *outcome.FocusReport `json:"report"`
 		Findings any                  `json:"findings"`
 	}{rep, rep.Findings()})

@@ -64,7 +64,7 @@ func TestCompare(t *testing.T) {
 		if !slices.Equal(rules, c.rules) {
 			t.Errorf("rules = %q; want %q", rules, c.rules)
 		}
-		golden(t, got)
+		goldenJSON(t, got)
 	}
 	for _, c := range []tc{
 		{name: "all preserved", base: inv("a=p", "b=p", "c=f"), candidate: inv("a=p", "b=p", "c=p", "new=p")},

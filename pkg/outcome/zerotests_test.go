@@ -179,7 +179,7 @@ func TestZeroTestsRecorded(t *testing.T) {
 			got[filepath.Base(f)] = nil
 		}
 	}
-	golden(t, got)
+	goldenJSON(t, got)
 }
 
 func TestZeroTestScannerWriteAfterResult(t *testing.T) {

@@ -3,18 +3,17 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/runmill/verify/internal/corpus"
+	"github.com/runmill/verify/internal/golden"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/corpus (then read every changed golden against its report)")
 
 // outcome is what a golden records for one identity rule.
 type outcome struct {
@@ -33,7 +32,7 @@ type goldenTest struct {
 	Flaky  bool          `json:"flaky,omitempty"`
 }
 
-type golden struct {
+type goldenFile struct {
 	File      string   `json:"file"`
 	Format    string   `json:"format"`
 	Default   outcome  `json:"default"`
@@ -71,7 +70,7 @@ func TestCorpusConformance(t *testing.T) {
 			name := e.Name()
 			t.Run(dir+"/"+name, func(t *testing.T) {
 				path := filepath.Join(root, dir, name)
-				g := golden{File: name, Format: string(format), Default: run(path, format, report.IdentityDefault)}
+				g := goldenFile{File: name, Format: string(format), Default: run(path, format, report.IdentityDefault)}
 				sp := run(path, format, report.IdentitySuitePath)
 				a, _ := json.Marshal(g.Default)
 				b, _ := json.Marshal(sp)
@@ -84,22 +83,7 @@ func TestCorpusConformance(t *testing.T) {
 				}
 				got = append(got, '\n')
 				gpath := filepath.Join("testdata", "corpus", dir, strings.ReplaceAll(name, "#", "_")+".json")
-				if *update {
-					if err := os.MkdirAll(filepath.Dir(gpath), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(gpath, got, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					return
-				}
-				want, err := os.ReadFile(gpath)
-				if err != nil {
-					t.Fatalf("no golden for %s (run go test ./pkg/report -run TestCorpusConformance -update, then read it against the report): %v", name, err)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("%s: parser result differs from golden %s\n--- got\n%s", name, gpath, got)
-				}
+				golden.Bytes(t, gpath, got)
 			})
 		}
 	}

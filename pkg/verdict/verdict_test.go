@@ -3,48 +3,20 @@ package verdict_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/golden"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/ (then read every changed golden)")
-
-func golden(t *testing.T, got any) {
-	t.Helper()
-	b, err := json.MarshalIndent(got, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = append(b, '\n')
-	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".golden.json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(b, want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", path, b, want)
-	}
-}
+func goldenJSON(t *testing.T, got any) { golden.JSON(t, got) }
 
 // Builders for records.
 
@@ -103,7 +75,7 @@ func TestEvaluate(t *testing.T) {
 		if !slices.Equal(rules, c.rules) {
 			t.Errorf("rules = %q; want %q", rules, c.rules)
 		}
-		golden(t, v)
+		goldenJSON(t, v)
 	}
 
 	ten := func() verdict.Input {
