@@ -14,7 +14,6 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-
 // outcome is what a golden records for one identity rule.
 type outcome struct {
 	Result string         `json:"result"` // "ok" or "rejected"
