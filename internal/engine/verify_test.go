@@ -341,3 +341,61 @@ func TestKilledRunIsSwept(t *testing.T) {
 		t.Errorf("the killed run's task survives: pids %s", ps)
 	}
 }
+
+// TestSignedRunVerifiesOffline: the bundle of a merge-ready run passes the
+// portable verifier against expectations observed independently
+// (engine.Expect), with every artifact re-hashed; one flipped byte in an
+// artifact makes it fail.
+func TestSignedRunVerifiesOffline(t *testing.T) {
+	keyPEM, trust, err := evidence.Keygen(24 * time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := evidence.ParseSigningKey(keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, base := shopRepo(t, tapPolicy)
+	r.Checkout("pr", true)
+	r.Write("tests/discount.t", "x\n")
+	cand := r.Commit("pr")
+	run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.SigningKey = key })
+	if !run.MergeReady() {
+		t.Fatalf("not merge-ready:\n%s", strings.Join(rules(run), "\n"))
+	}
+	exp, err := engine.Expect(context.Background(), engine.ExpectOptions{
+		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand},
+		StateDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expDoc, err := exp.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := os.ReadFile(run.BundlePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	artifacts := filepath.Join(run.Dir, "artifacts")
+	res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now(), ArtifactsDir: artifacts})
+	if !res.Valid {
+		t.Fatalf("runmill's own bundle does not verify: %s %s", res.Reason, res.Message)
+	}
+	// Flip one byte of one stored artifact.
+	var victim string
+	filepath.Walk(artifacts, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && victim == "" {
+			victim = p
+		}
+		return nil
+	})
+	b, _ := os.ReadFile(victim)
+	b[0] ^= 1
+	os.WriteFile(victim, b, 0o644)
+	res = evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now(), ArtifactsDir: artifacts})
+	if res.Valid || res.Reason != evidence.ReasonArtifact {
+		t.Fatalf("a flipped artifact byte was not caught: %+v", res)
+	}
+}

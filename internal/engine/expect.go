@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/treehash"
+)
+
+// ExpectOptions name what a verifier host observes for itself.
+type ExpectOptions struct {
+	Discover    DiscoverOptions // ProposalsFile is ignored: proposals are claims, not observations
+	StateDir    string          // for the fresh checkout that measures the candidate tree
+	Repository  string          // "owner/name"; the directory's base name when empty
+	PullRequest int64
+}
+
+// Expect builds a delivery expectations document from independent
+// observation: git for the commits, Discovery over the base policy for the
+// required set, and a fresh checkout for the candidate tree — never from a
+// bundle (spec § Portable signed-bundle verification).
+func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error) {
+	o.Discover.ProposalsFile = ""
+	m, _, err := discover(ctx, o.Discover)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := git.Open(ctx, o.Discover.RepoDir)
+	if err != nil {
+		return nil, err
+	}
+	mergeBase, err := repo.MergeBase(ctx, m.Base, m.Candidate)
+	if err != nil {
+		return nil, err
+	}
+	checkouts, err := checkout.NewManager(ctx, repo.Dir, filepath.Join(o.StateDir, "checkouts"))
+	if err != nil {
+		return nil, err
+	}
+	defer checkouts.Close(context.Background())
+	co, err := checkouts.Create(ctx, m.Candidate)
+	if err != nil {
+		return nil, err
+	}
+	defer co.Remove()
+	tree, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
+	if err != nil {
+		return nil, err
+	}
+	e := &evidence.Expectations{
+		Schema:         evidence.ExpectationsSchema,
+		Repository:     evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
+		PullRequest:    o.PullRequest,
+		Head:           m.Candidate,
+		Base:           m.Base,
+		MergeBase:      mergeBase,
+		CandidateTree:  tree.String(),
+		Policy:         evidence.PolicyExpectation{ReadFrom: m.ReadFrom},
+		RequiredChecks: []string{},
+		Reviews:        evidence.ReviewExpectation{Approvals: []evidence.Approval{}},
+	}
+	if m.Policies.Repository != nil {
+		e.Policy.RepositoryDigest = m.Policies.Repository.Digest
+	}
+	if m.Policies.Operator != nil {
+		e.Policy.OperatorDigest = m.Policies.Operator.Digest
+	}
+	for _, c := range m.Checks {
+		if c.Required {
+			e.RequiredChecks = append(e.RequiredChecks, c.ID)
+		}
+	}
+	return e, nil
+}
+
+// ExpectTerminal builds a terminal expectations document.
+func ExpectTerminal(ctx context.Context, o ExpectOptions) (*evidence.TerminalExpectations, error) {
+	repo, err := git.Open(ctx, o.Discover.RepoDir)
+	if err != nil {
+		return nil, err
+	}
+	head, err := repo.ResolveCommit(ctx, o.Discover.Candidate, "--candidate")
+	if err != nil {
+		return nil, err
+	}
+	base, err := repo.ResolveCommit(ctx, o.Discover.Base, "--base")
+	if err != nil {
+		return nil, err
+	}
+	return &evidence.TerminalExpectations{
+		Schema:      evidence.TerminalExpectationsSchema,
+		Repository:  evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
+		PullRequest: o.PullRequest,
+		Head:        head, Base: base,
+	}, nil
+}
