@@ -179,6 +179,11 @@ func (s *Sandbox) Close() error {
 	s.mu.Unlock()
 	s.inflight.Wait()
 	err := s.dropKeeper()
+	// This process's FIFO and probe directories are not leftovers: remove
+	// them now, so the next run's sweep reports only what a crash left.
+	for _, sub := range []string{"fifo", "probe"} {
+		err = errors.Join(err, os.RemoveAll(filepath.Join(s.workDir, sub, ownerDirName(s.owner))))
+	}
 	err = errors.Join(err, s.client.Close())
 	if s.private != nil {
 		err = errors.Join(err, s.private.stop())
