@@ -18,7 +18,7 @@ import (
 )
 
 // benchRepo commits files source-like files totalling about bytes.
-func benchRepo(b *testing.B, files int, bytes int) (*gittest.Repo, string) {
+func benchRepo(b testing.TB, files int, bytes int) (*gittest.Repo, string) {
 	r := gittest.New(b)
 	line := "func example(a, b int) int { return a*b + a - b } // padding padding padding\n"
 	per := bytes / files
