@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -327,15 +328,16 @@ func BenchmarkBaselines(b *testing.B) {
 				reportPerFile(b, size.files)
 			})
 
-			for _, workers := range []int{1, 0} {
-				name := "create"
-				if workers == 1 {
-					name = "create-checkout.workers=1"
-				}
-				b.Run(name, func(b *testing.B) {
+			// Create alone: the default policy (parallel checkout from
+			// 2 000 files on), and both extremes.
+			for _, variant := range []string{"create", "create-serial", "create-parallel"} {
+				b.Run(variant, func(b *testing.B) {
 					m := benchManager(b, r)
-					if workers != 0 {
-						checkout.SetCheckoutWorkers(m, workers)
+					switch variant {
+					case "create-serial":
+						checkout.SetParallelCheckout(m, 1, 1)
+					case "create-parallel":
+						checkout.SetParallelCheckout(m, max(2, runtime.GOMAXPROCS(0)), 1)
 					}
 					cpu := newCPUMeter(b)
 					for b.Loop() {

@@ -1,5 +1,7 @@
 package checkout
 
-// SetCheckoutWorkers lets the benchmarks compare git's parallel checkout
-// with a serial one.
-func SetCheckoutWorkers(m *Manager, n int) { m.checkoutWorkers = n }
+// SetParallelCheckout lets the benchmarks compare git's parallel checkout
+// with a serial one: workers processes from threshold files on.
+func SetParallelCheckout(m *Manager, workers, threshold int) {
+	m.checkoutWorkers, m.checkoutThreshold = workers, threshold
+}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"path/filepath"
 
 	"github.com/runmill/verify/internal/checkout"
 	"github.com/runmill/verify/internal/git"
@@ -36,7 +35,7 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 	if err != nil {
 		return nil, err
 	}
-	checkouts, err := checkout.NewManager(ctx, repo.Dir, filepath.Join(o.StateDir, "checkouts"))
+	checkouts, err := checkout.NewManager(ctx, repo.Dir, o.StateDir)
 	if err != nil {
 		return nil, err
 	}

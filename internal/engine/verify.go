@@ -107,7 +107,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 	event("run.started", map[string]any{"base": m.Base, "candidate": m.Candidate})
 	logf("run %s: %d checks in the manifest (policy read from %s)", run.ID, len(m.Checks), m.ReadFrom)
 
-	checkouts, err := checkout.NewManager(ctx, repo.Dir, filepath.Join(o.StateDir, "checkouts"))
+	checkouts, err := checkout.NewManager(ctx, repo.Dir, o.StateDir)
 	if err != nil {
 		return nil, err
 	}
