@@ -2,43 +2,18 @@ package checkout
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/runmill/verify/internal/git"
 )
 
-// repoLocalEnv is what `git rev-parse --local-env-vars` prints: variables
-// that would point git at another repository, index or object store than
-// the one runmill names. They are never passed to runmill's own git.
-var repoLocalEnv = []string{
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-	"GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE",
-	"GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
-	"GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR",
-}
-
-// gitHostEnv is the environment of runmill's own git commands on the host.
-func gitHostEnv() []string {
-	var env []string
-next:
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		for _, local := range repoLocalEnv {
-			if name == local {
-				continue next
-			}
-		}
-		if strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") ||
-			name == "LC_ALL" || name == "GIT_TERMINAL_PROMPT" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0")
-}
+// gitHostEnv is the environment of runmill's own git commands on the host:
+// the one internal/git builds (no inherited GIT_* variable can point git at
+// another repository, no global or system config, no prompts).
+func gitHostEnv() []string { return git.Env() }
 
 // execCommand runs name in its own process group and kills the whole group
 // when ctx ends, so parallel-checkout workers die with their git.
