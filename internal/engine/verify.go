@@ -103,7 +103,12 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 		return nil, fmt.Errorf("creating the run directory: %w", err)
 	}
 	var chain evidence.Chain
-	event := func(kind string, detail any) { _ = chain.Append(o.Now(), kind, detail) }
+	var evMu sync.Mutex // checks append events concurrently
+	event := func(kind string, detail any) {
+		evMu.Lock()
+		defer evMu.Unlock()
+		_ = chain.Append(o.Now(), kind, detail)
+	}
 	event("run.started", map[string]any{"base": m.Base, "candidate": m.Candidate})
 	logf("run %s: %d checks in the manifest (policy read from %s)", run.ID, len(m.Checks), m.ReadFrom)
 
@@ -133,13 +138,35 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 
 	// The probe runs with the settings every check gets; a missing
 	// guarantee stops the run before any check (no weaker fallback).
+	e := &executor{sb: sb, checkouts: checkouts, store: store{dir: filepath.Join(run.Dir, "artifacts")}, logf: logf,
+		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: event}
+
+	// Focus markers and the candidate tree come from one fresh checkout of
+	// the candidate; it needs no sandbox, so it runs while the probe does.
+	type scan struct {
+		tree     string
+		findings []verdict.Finding
+		err      error
+	}
+	scanned := make(chan scan, 1)
+	go func() {
+		tracked, err := repo.TrackedFiles(ctx, m.Candidate)
+		if err != nil {
+			scanned <- scan{err: err}
+			return
+		}
+		tree, fs, err := e.scanCandidate(ctx, m.Candidate, tracked)
+		scanned <- scan{tree, fs, err}
+	}()
 	probeDir, err := os.MkdirTemp(o.StateDir, "probe-")
 	if err != nil {
+		<-scanned
 		return nil, err
 	}
 	defer os.RemoveAll(probeDir)
 	probe, err := sb.Probe(ctx, sandbox.Spec{ReadOnly: []string{probeDir}, Env: baseEnv(), HostPaths: hostPaths})
 	if err != nil {
+		<-scanned
 		return nil, err
 	}
 	logf("sandbox probe: %d guarantees measured, all held (%s, runc %s)", len(probe.Checks), probe.Runtime.Address, probe.Runtime.Runc)
@@ -155,25 +182,6 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 	}
 	d.Sandbox = probeJSON
 	d.Checks, d.Remote, d.PendingContexts, d.Failures, d.Reviews = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}, []evidence.Review{}
-
-	e := &executor{sb: sb, checkouts: checkouts, store: store{dir: filepath.Join(run.Dir, "artifacts")}, logf: logf,
-		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths}
-	// The event chain is appended from one goroutine at a time.
-	var evMu sync.Mutex
-	e.event = func(kind string, detail any) { evMu.Lock(); event(kind, detail); evMu.Unlock() }
-
-	// Focus markers and the candidate tree come from one fresh checkout
-	// of the candidate, alongside the checks.
-	tracked, err := repo.TrackedFiles(ctx, m.Candidate)
-	if err != nil {
-		return nil, err
-	}
-	focusTree, focusFindings, err := e.scanCandidate(ctx, m.Candidate, tracked)
-	if err != nil {
-		return nil, err
-	}
-	d.Candidate.Tree = focusTree
-	d.Failures = append(d.Failures, focusFindings...)
 
 	parallel := o.Parallel
 	if parallel <= 0 {
@@ -206,9 +214,15 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 		}()
 	}
 	wg.Wait()
+	sc := <-scanned
 	if firstErr != nil {
 		return nil, firstErr
 	}
+	if sc.err != nil {
+		return nil, sc.err
+	}
+	d.Candidate.Tree = sc.tree
+	d.Failures = append(d.Failures, sc.findings...)
 	for _, recs := range records {
 		d.Checks = append(d.Checks, recs...)
 	}
