@@ -399,3 +399,48 @@ func TestSignedRunVerifiesOffline(t *testing.T) {
 		t.Fatalf("a flipped artifact byte was not caught: %+v", res)
 	}
 }
+
+// TestTreeMovedIsInvalidated: the checkout is read-only inside the sandbox,
+// so a check cannot move its tree; a process outside it can. A host-side
+// writer that adds a file to the checkout while the check runs must turn the
+// result into RM-VERIFY-002 (spec § 3: "it does not care why the tree moved").
+func TestTreeMovedIsInvalidated(t *testing.T) {
+	pol := "checks:\n  - id: slow\n    run: sleep 2\n"
+	r, base := shopRepo(t, pol)
+	state := t.TempDir()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		seen := map[string]time.Time{}
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			dirs, _ := filepath.Glob(filepath.Join(state, "checkouts", "*", "*", "tests"))
+			for _, d := range dirs {
+				co := filepath.Dir(d)
+				if first, ok := seen[co]; !ok {
+					seen[co] = time.Now()
+				} else if time.Since(first) > 700*time.Millisecond {
+					// New content on every tick: whenever the "before"
+					// hash ran, the "after" hash sees something else.
+					os.WriteFile(filepath.Join(co, "injected.txt"), []byte(time.Now().String()), 0o644)
+				}
+			}
+		}
+	}()
+	run := verify(t, r, base, base, func(o *engine.VerifyOptions) { o.StateDir = state })
+	close(stop)
+	<-done
+	if run.MergeReady() || !hasRule(run, "RM-VERIFY-002") {
+		t.Fatalf("a moved tree was not invalidated:\n%s", strings.Join(rules(run), "\n"))
+	}
+	for _, c := range run.Delivery.Checks {
+		if c.TreeBefore == c.TreeAfter {
+			t.Fatalf("record claims an unchanged tree: %+v", c)
+		}
+	}
+}
