@@ -405,7 +405,7 @@ func TestSignedRunVerifiesOffline(t *testing.T) {
 // writer that adds a file to the checkout while the check runs must turn the
 // result into RM-VERIFY-002 (spec § 3: "it does not care why the tree moved").
 func TestTreeMovedIsInvalidated(t *testing.T) {
-	pol := "checks:\n  - id: slow\n    run: sleep 2\n"
+	pol := "checks:\n  - id: slow\n    run: sleep 5\n"
 	r, base := shopRepo(t, pol)
 	state := t.TempDir()
 	stop := make(chan struct{})
@@ -424,7 +424,7 @@ func TestTreeMovedIsInvalidated(t *testing.T) {
 				co := filepath.Dir(d)
 				if first, ok := seen[co]; !ok {
 					seen[co] = time.Now()
-				} else if time.Since(first) > 700*time.Millisecond {
+				} else if time.Since(first) > 2500*time.Millisecond {
 					// New content on every tick: whenever the "before"
 					// hash ran, the "after" hash sees something else.
 					os.WriteFile(filepath.Join(co, "injected.txt"), []byte(time.Now().String()), 0o644)
