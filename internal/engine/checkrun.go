@@ -30,6 +30,10 @@ type executor struct {
 	maxOutput      int64
 	defaultTimeout time.Duration // budgets.check_timeout, for checks without their own
 	hostPaths      []string      // sandbox.host_paths; empty: the sandbox's default set
+	// gate closes when the probe has finished; gateErr is its error.
+	// Nothing runs in the sandbox before the gate opens without error.
+	gate    chan struct{}
+	gateErr error
 }
 
 // check runs one check: at the base first when it declares a report (spec §
@@ -125,6 +129,16 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	}
 	var res sandbox.Result
 	ran := c.Report == nil || reportPath != ""
+	if e.gate != nil {
+		select {
+		case <-e.gate:
+		case <-ctx.Done():
+			return rec, nil, ctx.Err()
+		}
+		if e.gateErr != nil {
+			return rec, nil, e.gateErr
+		}
+	}
 	if ran {
 		res, err = e.sb.Run(ctx, spec)
 		if err != nil {

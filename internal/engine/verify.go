@@ -63,6 +63,7 @@ func (r *Run) MergeReady() bool { return r.Delivery.Verdict.MergeReady }
 // runner is what the engine needs of a sandbox.
 type runner interface {
 	Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error)
+	Probe(ctx context.Context, spec sandbox.Spec) (sandbox.ProbeReport, error)
 }
 
 var _ runner = (*sandbox.Sandbox)(nil)
@@ -158,31 +159,6 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 		tree, fs, err := e.scanCandidate(ctx, m.Candidate, tracked)
 		scanned <- scan{tree, fs, err}
 	}()
-	probeDir, err := os.MkdirTemp(o.StateDir, "probe-")
-	if err != nil {
-		<-scanned
-		return nil, err
-	}
-	defer os.RemoveAll(probeDir)
-	probe, err := sb.Probe(ctx, sandbox.Spec{ReadOnly: []string{probeDir}, Env: baseEnv(), HostPaths: hostPaths})
-	if err != nil {
-		<-scanned
-		return nil, err
-	}
-	logf("sandbox probe: %d guarantees measured, all held (%s, runc %s)", len(probe.Checks), probe.Runtime.Address, probe.Runtime.Runc)
-	probeJSON, _ := json.Marshal(probe)
-
-	d := &run.Delivery
-	d.RunmillVersion, d.RunID = o.Version, run.ID
-	d.Manifest = *m
-	d.Candidate = evidence.Candidate{
-		Repository:  evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
-		PullRequest: o.PullRequest,
-		Head:        m.Candidate, Base: m.Base, MergeBase: mergeBase,
-	}
-	d.Sandbox = probeJSON
-	d.Checks, d.Remote, d.PendingContexts, d.Failures, d.Reviews = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}, []evidence.Review{}
-
 	parallel := o.Parallel
 	if parallel <= 0 {
 		parallel = budgets.Parallel
@@ -190,6 +166,10 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 	if parallel <= 0 {
 		parallel = runtime.NumCPU()
 	}
+	// Checks start now: their checkouts and first hashes overlap the
+	// probe, and each waits at the gate until the probe has passed before
+	// anything runs in the sandbox (no check ever runs unprobed).
+	e.gate = make(chan struct{})
 	records := make([][]evidence.CheckRun, len(m.Checks))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
@@ -213,6 +193,26 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 			records[i] = recs
 		}()
 	}
+	probe, perr := e.probe(ctx, o.StateDir, hostPaths)
+	if perr != nil {
+		wg.Wait()
+		<-scanned
+		return nil, perr
+	}
+	logf("sandbox probe: %d guarantees measured, all held (%s, runc %s)", len(probe.Checks), probe.Runtime.Address, probe.Runtime.Runc)
+	probeJSON, _ := json.Marshal(probe)
+
+	d := &run.Delivery
+	d.RunmillVersion, d.RunID = o.Version, run.ID
+	d.Manifest = *m
+	d.Candidate = evidence.Candidate{
+		Repository:  evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
+		PullRequest: o.PullRequest,
+		Head:        m.Candidate, Base: m.Base, MergeBase: mergeBase,
+	}
+	d.Sandbox = probeJSON
+	d.Checks, d.Remote, d.PendingContexts, d.Failures, d.Reviews = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}, []evidence.Review{}
+
 	wg.Wait()
 	sc := <-scanned
 	if firstErr != nil {
@@ -233,6 +233,23 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 		return nil, err
 	}
 	return run, nil
+}
+
+// probe runs the canary with the settings every check gets and opens the
+// gate; when a guarantee is missing the gate opens with the error, and no
+// check runs (no weaker fallback).
+func (e *executor) probe(ctx context.Context, stateDir string, hostPaths []string) (sandbox.ProbeReport, error) {
+	rep, err := func() (sandbox.ProbeReport, error) {
+		dir, err := os.MkdirTemp(stateDir, "probe-")
+		if err != nil {
+			return sandbox.ProbeReport{}, err
+		}
+		defer os.RemoveAll(dir)
+		return e.sb.Probe(ctx, sandbox.Spec{ReadOnly: []string{dir}, Env: baseEnv(), HostPaths: hostPaths})
+	}()
+	e.gateErr = err
+	close(e.gate) // publishes gateErr to the checks waiting on the gate
+	return rep, err
 }
 
 // writeEvidence writes the delivery statement (and its bundle when a key is
