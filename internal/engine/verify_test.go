@@ -17,6 +17,7 @@ import (
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
 
@@ -442,5 +443,30 @@ func TestTreeMovedIsInvalidated(t *testing.T) {
 		if c.TreeBefore == c.TreeAfter {
 			t.Fatalf("record claims an unchanged tree: %+v", c)
 		}
+	}
+}
+
+// TestNoCheckRunsWhenTheProbeFails: with toolchain binds that give the
+// canary no shell, the probe cannot confirm the guarantees; verification
+// stops with an RM-SANDBOX code and no check runs (no weaker fallback).
+func TestNoCheckRunsWhenTheProbeFails(t *testing.T) {
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	r, base := shopRepo(t, "checks:\n  - id: hang\n    run: sleep 60\n")
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	os.WriteFile(pol, []byte("sandbox:\n  host_paths: [/usr/share/doc]\n"), 0o644)
+	start := time.Now()
+	_, err := engine.Verify(context.Background(), engine.VerifyOptions{
+		Discover:          engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: base, PolicyFile: pol},
+		StateDir:          t.TempDir(),
+		ContainerdAddress: containerdAddress,
+	})
+	if err == nil || !strings.HasPrefix(string(rmerr.CodeOf(err)), "RM-SANDBOX-") {
+		t.Fatalf("got %v, want an RM-SANDBOX error", err)
+	}
+	t.Logf("verification stopped: %v", err)
+	if time.Since(start) > 45*time.Second {
+		t.Fatalf("the check ran although the probe failed (%s)", time.Since(start))
 	}
 }
