@@ -34,6 +34,8 @@ type executor struct {
 	// Nothing runs in the sandbox before the gate opens without error.
 	gate    chan struct{}
 	gateErr error
+	// ledger feeds the terminal statement.
+	ledger *ledger
 }
 
 // check runs one check: at the base first when it declares a report (spec §
@@ -146,6 +148,17 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		}
 	}
 	rec.ExitCode, rec.TimedOut, rec.DurationMS = res.ExitCode, res.TimedOut, res.Duration.Milliseconds()
+	if e.ledger != nil {
+		lr := ledgerRun{check: c.ID, phase: phase, checkoutDir: co.Dir, containerID: res.ID,
+			timeout: spec.Timeout, maxOutput: spec.MaxOutput, duration: res.Duration, stdout: res.Stdout.Size, stderr: res.Stderr.Size}
+		if lr.timeout == 0 {
+			lr.timeout = sandbox.DefaultTimeout
+		}
+		if lr.maxOutput == 0 {
+			lr.maxOutput = sandbox.DefaultMaxOutput
+		}
+		e.ledger.addRun(lr)
+	}
 	if rec.Stdout, err = e.output(res.Stdout); err != nil {
 		return rec, nil, err
 	}

@@ -54,7 +54,9 @@ type Run struct {
 	BundlePath string
 	// StatementPath is the delivery statement (canonical JSON).
 	StatementPath string
-	Cleanup       []string // what the start-up sweep removed
+	// TerminalPath is the signed terminal bundle, or "" when unsigned.
+	TerminalPath string
+	Cleanup      []string // what the start-up sweep removed
 }
 
 // MergeReady reports the verdict.
@@ -71,7 +73,7 @@ var _ runner = (*sandbox.Sandbox)(nil)
 // Verify runs the whole pipeline: Discovery, then every runnable check in a
 // fresh checkout inside the sandbox (report checks at base first), then
 // Outcome, Coverage and the verdict; it writes the run's evidence.
-func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
+func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -140,7 +142,20 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 	// The probe runs with the settings every check gets; a missing
 	// guarantee stops the run before any check (no weaker fallback).
 	e := &executor{sb: sb, checkouts: checkouts, store: store{dir: filepath.Join(run.Dir, "artifacts")}, logf: logf,
-		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: event}
+		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: event,
+		ledger: &ledger{}}
+	cand := evidence.TerminalCandidate{Repository: evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
+		PullRequest: o.PullRequest, Head: m.Candidate, Base: m.Base}
+	// A run that cannot reach a verdict still ends with a terminal
+	// statement (outcome no-verdict): spec — signed at the end of every run.
+	defer func() {
+		if err != nil {
+			checkouts.Wait(context.Background())
+			if terr := writeTerminal(context.Background(), run, o, &chain, e.ledger, sb, "no-verdict", "", cand); terr != nil {
+				logf("writing the terminal statement: %v", terr)
+			}
+		}
+	}()
 
 	// Focus markers and the candidate tree come from one fresh checkout of
 	// the candidate; it needs no sandbox, so it runs while the probe does.
@@ -228,8 +243,19 @@ func Verify(ctx context.Context, o VerifyOptions) (*Run, error) {
 	}
 	v := evidence.Decide(d)
 	event("verdict", map[string]any{"merge_ready": v.MergeReady})
-	d.IssuedAt = o.Now().UTC().Format(time.RFC3339)
-	if err := writeEvidence(run, o.SigningKey, &chain); err != nil {
+	d.IssuedAt = o.Now().UTC().Format(time.RFC3339Nano)
+	digest, err := writeEvidence(run, o.SigningKey)
+	if err != nil {
+		return nil, err
+	}
+	outcome := "not-merge-ready"
+	if v.MergeReady {
+		outcome = "merge-ready"
+	}
+	if err := checkouts.Wait(ctx); err != nil {
+		return nil, err
+	}
+	if err := writeTerminal(ctx, run, o, &chain, e.ledger, sb, outcome, digest, cand); err != nil {
 		return nil, err
 	}
 	return run, nil
@@ -244,6 +270,9 @@ func (e *executor) probe(ctx context.Context, stateDir string, hostPaths []strin
 		if err != nil {
 			return sandbox.ProbeReport{}, err
 		}
+		if e.ledger != nil {
+			e.ledger.addTempdir(dir)
+		}
 		defer os.RemoveAll(dir)
 		return e.sb.Probe(ctx, sandbox.Spec{ReadOnly: []string{dir}, Env: baseEnv(), HostPaths: hostPaths})
 	}()
@@ -254,37 +283,27 @@ func (e *executor) probe(ctx context.Context, stateDir string, hostPaths []strin
 
 // writeEvidence writes the delivery statement (and its bundle when a key is
 // given) into the run directory.
-func writeEvidence(run *Run, key *evidence.SigningKey, chain *evidence.Chain) error {
+func writeEvidence(run *Run, key *evidence.SigningKey) (string, error) {
 	st := evidence.NewDeliveryStatement(run.Delivery)
 	payload, err := evidence.Marshal(st)
 	if err != nil {
-		return fmt.Errorf("encoding the statement: %w", err)
+		return "", fmt.Errorf("encoding the statement: %w", err)
 	}
 	run.StatementPath = filepath.Join(run.Dir, "statement.json")
 	if err := os.WriteFile(run.StatementPath, payload, 0o644); err != nil {
-		return err
+		return "", err
 	}
 	if key != nil {
 		b, _, err := evidence.Sign(st, key)
 		if err != nil {
-			return fmt.Errorf("signing the statement: %w", err)
+			return "", fmt.Errorf("signing the statement: %w", err)
 		}
 		run.BundlePath = filepath.Join(run.Dir, "evidence.json")
 		if err := os.WriteFile(run.BundlePath, b, 0o644); err != nil {
-			return err
+			return "", err
 		}
 	}
-	// The hash-chained event log; the terminal statement that signs it
-	// comes with the signed-evidence work.
-	events, head := chain.Events()
-	b, err := json.MarshalIndent(struct {
-		Events    []evidence.Event `json:"events"`
-		ChainHead string           `json:"chain_head"`
-	}{events, head}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(run.Dir, "events.json"), b, 0o644)
+	return evidence.Digest(payload), nil
 }
 
 func newRunID(t time.Time) string {
@@ -341,6 +360,9 @@ func (e *executor) scanCandidate(ctx context.Context, commit string, tracked []s
 		return "", nil, err
 	}
 	defer co.Remove()
+	if e.ledger != nil {
+		e.ledger.addRun(ledgerRun{checkoutDir: co.Dir})
+	}
 	tree, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
 	if err != nil {
 		return "", nil, err

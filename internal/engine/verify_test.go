@@ -384,6 +384,25 @@ func TestSignedRunVerifiesOffline(t *testing.T) {
 	if !res.Valid {
 		t.Fatalf("runmill's own bundle does not verify: %s %s", res.Reason, res.Message)
 	}
+	// The terminal bundle: the run's event chain, every checkout and
+	// container observed gone, the budget and side-effect ledgers.
+	texp, err := engine.ExpectTerminal(context.Background(), engine.ExpectOptions{
+		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texpDoc, _ := texp.Encode()
+	term, err := os.ReadFile(run.TerminalPath)
+	if err != nil {
+		t.Fatalf("no terminal bundle: %v", err)
+	}
+	if res := evidence.Verify(term, trust, texpDoc, evidence.VerifyOptions{Now: time.Now()}); !res.Valid {
+		b, _ := os.ReadFile(filepath.Join(run.Dir, "terminal-statement.json"))
+		t.Fatalf("the terminal bundle does not verify: %s %s\n%s", res.Reason, res.Message, b)
+	}
+	if res := evidence.Verify(term, trust, texpDoc, evidence.VerifyOptions{Now: time.Now(), ArtifactsDir: artifacts}); res.Valid || res.Reason != evidence.ReasonTerminalArtifacts {
+		t.Fatalf("a terminal bundle was accepted with --artifacts-dir: %+v", res)
+	}
 	// Flip one byte of one stored artifact.
 	var victim string
 	filepath.Walk(artifacts, func(p string, fi os.FileInfo, err error) error {
@@ -457,10 +476,12 @@ func TestNoCheckRunsWhenTheProbeFails(t *testing.T) {
 	pol := filepath.Join(t.TempDir(), "policy.yaml")
 	os.WriteFile(pol, []byte("sandbox:\n  host_paths: [/usr/share/doc]\n"), 0o644)
 	start := time.Now()
+	state := t.TempDir()
 	_, err := engine.Verify(context.Background(), engine.VerifyOptions{
 		Discover:          engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: base, PolicyFile: pol},
-		StateDir:          t.TempDir(),
+		StateDir:          state,
 		ContainerdAddress: containerdAddress,
+		Version:           "test",
 	})
 	if err == nil || !strings.HasPrefix(string(rmerr.CodeOf(err)), "RM-SANDBOX-") {
 		t.Fatalf("got %v, want an RM-SANDBOX error", err)
@@ -468,5 +489,14 @@ func TestNoCheckRunsWhenTheProbeFails(t *testing.T) {
 	t.Logf("verification stopped: %v", err)
 	if time.Since(start) > 45*time.Second {
 		t.Fatalf("the check ran although the probe failed (%s)", time.Since(start))
+	}
+	// Even a run without a verdict ends with a terminal statement.
+	terms, _ := filepath.Glob(filepath.Join(state, "runs", "*", "terminal-statement.json"))
+	if len(terms) != 1 {
+		t.Fatalf("terminal statements: %v", terms)
+	}
+	b, _ := os.ReadFile(terms[0])
+	if !strings.Contains(string(b), `"outcome":"no-verdict"`) || !strings.Contains(string(b), `"complete":true`) {
+		t.Fatalf("terminal statement of a failed run: %s", b)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -219,4 +220,18 @@ func ownerID() (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%s/%d/%s", ns, os.Getpid(), start), nil
+}
+
+// Gone reports whether the container id no longer exists in containerd: a
+// fresh look, so a run's cleanup observation is observed, not assumed from
+// a successful delete call.
+func (s *Sandbox) Gone(ctx context.Context, id string) (bool, error) {
+	_, err := s.client.LoadContainer(s.ctx(ctx), id)
+	if errdefs.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, rmerr.Wrap(rmerr.SandboxRuntime, err, "looking up container %s", id)
+	}
+	return false, nil
 }

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// ledger records what each check run created and consumed, for the terminal
+// statement's cleanup observation, budget and side-effect ledgers.
+type ledger struct {
+	mu       sync.Mutex
+	runs     []ledgerRun
+	tempdirs []string
+}
+
+type ledgerRun struct {
+	check       string
+	phase       verdict.Phase
+	checkoutDir string
+	containerID string
+	timeout     time.Duration
+	maxOutput   int64
+	duration    time.Duration
+	stdout      int64
+	stderr      int64
+}
+
+func (l *ledger) addRun(r ledgerRun) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.runs = append(l.runs, r)
+}
+
+func (l *ledger) addTempdir(d string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tempdirs = append(l.tempdirs, d)
+}
+
+// goneChecker is what the cleanup observation needs of the sandbox.
+type goneChecker interface {
+	Gone(ctx context.Context, id string) (bool, error)
+}
+
+var _ goneChecker = (*sandbox.Sandbox)(nil)
+
+// writeTerminal signs (or, without a key, writes) the terminal statement:
+// how the run ended, its event chain, and what it created, consumed and
+// touched — every resource looked for again, not assumed gone.
+func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *evidence.Chain, l *ledger, sb goneChecker,
+	outcome, deliveryDigest string, cand evidence.TerminalCandidate) error {
+	_ = chain.Append(o.Now(), "run.finished", map[string]any{"outcome": outcome})
+	events, head := chain.Events()
+	t := evidence.Terminal{
+		RunmillVersion: o.Version, RunID: run.ID,
+		IssuedAt:  o.Now().UTC().Format(time.RFC3339Nano),
+		Candidate: cand, Outcome: outcome, DeliveryDigest: deliveryDigest,
+		Events: events, ChainHead: head,
+		Cleanup: evidence.Cleanup{Complete: true, Resources: []evidence.CleanupResource{}},
+		Budget:  []evidence.BudgetEntry{}, SideEffects: []evidence.SideEffect{},
+	}
+	observe := func(kind, id string, gone bool, detail string) {
+		t.Cleanup.Resources = append(t.Cleanup.Resources, evidence.CleanupResource{Kind: kind, ID: id, Gone: gone, Detail: detail})
+		t.Cleanup.Complete = t.Cleanup.Complete && gone
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.runs {
+		if r.checkoutDir != "" {
+			_, err := os.Lstat(r.checkoutDir)
+			observe("checkout", r.checkoutDir, os.IsNotExist(err), "")
+			t.SideEffects = append(t.SideEffects, evidence.SideEffect{Kind: "file", Target: r.checkoutDir, Detail: "fresh checkout, removed after its run"})
+		}
+		if r.containerID != "" && sb != nil {
+			gone, err := sb.Gone(ctx, r.containerID)
+			detail := ""
+			if err != nil {
+				detail = err.Error()
+			}
+			observe("container", r.containerID, gone, detail)
+		}
+		add := func(resource string, limit, consumed int64) {
+			if limit > 0 {
+				t.Budget = append(t.Budget, evidence.BudgetEntry{CheckID: r.check, Phase: r.phase, Resource: resource,
+					Limit: limit, Consumed: consumed, Exceeded: consumed > limit})
+			}
+		}
+		add("wall-time-ms", r.timeout.Milliseconds(), r.duration.Milliseconds())
+		add("stdout-bytes", r.maxOutput, r.stdout)
+		add("stderr-bytes", r.maxOutput, r.stderr)
+	}
+	for _, d := range l.tempdirs {
+		_, err := os.Lstat(d)
+		observe("tempdir", d, os.IsNotExist(err), "")
+		t.SideEffects = append(t.SideEffects, evidence.SideEffect{Kind: "file", Target: d, Detail: "sandbox probe directory"})
+	}
+	// Artifacts are observed in the store, not taken from a list.
+	stored, _ := filepath.Glob(filepath.Join(run.Dir, "artifacts", "sha256", "*"))
+	for _, p := range stored {
+		hexd := filepath.Base(p)
+		t.SideEffects = append(t.SideEffects, evidence.SideEffect{Kind: "artifact", Target: "sha256/" + hexd, Digest: "sha256:" + hexd})
+	}
+	sortSideEffects(t.SideEffects)
+	st := evidence.NewTerminalStatement(t)
+	payload, err := evidence.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encoding the terminal statement: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(run.Dir, "terminal-statement.json"), payload, 0o644); err != nil {
+		return err
+	}
+	if o.SigningKey == nil {
+		return nil
+	}
+	b, _, err := evidence.Sign(st, o.SigningKey)
+	if err != nil {
+		return fmt.Errorf("signing the terminal statement: %w", err)
+	}
+	run.TerminalPath = filepath.Join(run.Dir, "terminal.json")
+	return os.WriteFile(run.TerminalPath, b, 0o644)
+}
+
+func sortSideEffects(s []evidence.SideEffect) {
+	sort.Slice(s, func(i, j int) bool {
+		if s[i].Kind != s[j].Kind {
+			return s[i].Kind < s[j].Kind
+		}
+		return s[i].Target < s[j].Target
+	})
+}
