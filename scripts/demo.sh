@@ -45,4 +45,9 @@ echo "== runmill evidence verify (the good run's bundle, offline)"
 	--out "$work/state" > "$work/expectations.json"
 "$runmill" evidence verify "$work/state/runs/$good_run/evidence.json" --trust "$work/trust.json" \
 	--expectations "$work/expectations.json" --artifacts-dir "$work/state/runs/$good_run/artifacts" || status=1
+echo
+echo "== runmill evidence verify (the same run's terminal bundle: event chain, cleanup, ledgers)"
+"$runmill" evidence expect --terminal --repo "$work/shop" --base main --candidate good > "$work/terminal-expectations.json"
+"$runmill" evidence verify "$work/state/runs/$good_run/terminal.json" --trust "$work/trust.json" \
+	--expectations "$work/terminal-expectations.json" || status=1
 exit $status
