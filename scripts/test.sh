@@ -16,4 +16,15 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go build -trimpath -o bin/runmill ./cmd/runmill
+# cosign, for the interoperability test (pkg/evidence TestCosignInterop):
+# built from the Go module proxy into a directory outside the repository.
+# Cached builds take seconds; a fresh machine needs several minutes.
+if [ -z "${RUNMILL_COSIGN:-}" ]; then
+	tools=${RUNMILL_TOOLS_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/runmill-tools}
+	if [ ! -x "$tools/cosign" ]; then
+		echo "test: building cosign v2.6.5 into $tools (first run only)" >&2
+		(cd / && GOBIN="$tools" go install github.com/sigstore/cosign/v2/cmd/cosign@v2.6.5)
+	fi
+	export RUNMILL_COSIGN="$tools/cosign"
+fi
 go test -count=1 -timeout 20m "$@" ./...
