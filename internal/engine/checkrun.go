@@ -157,6 +157,10 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		if lr.maxOutput == 0 {
 			lr.maxOutput = sandbox.DefaultMaxOutput
 		}
+		// Limits the sandbox applied (the spec's, or its defaults).
+		lim := sandbox.DefaultLimits
+		lr.cpuLimit = time.Duration(float64(lr.timeout) * lim.CPUs)
+		lr.memLimit, lr.cpu, lr.memPeak = lim.MemoryBytes, res.CPU, res.MemoryPeak
 		e.ledger.addRun(lr)
 	}
 	if rec.Stdout, err = e.output(res.Stdout); err != nil {

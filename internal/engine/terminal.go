@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,6 +33,10 @@ type ledgerRun struct {
 	duration    time.Duration
 	stdout      int64
 	stderr      int64
+	cpuLimit    time.Duration // CPU quota over the wall-clock limit
+	cpu         time.Duration
+	memLimit    int64
+	memPeak     int64
 }
 
 func (l *ledger) addRun(r ledgerRun) {
@@ -56,8 +61,11 @@ var _ goneChecker = (*sandbox.Sandbox)(nil)
 // writeTerminal signs (or, without a key, writes) the terminal statement:
 // how the run ended, its event chain, and what it created, consumed and
 // touched — every resource looked for again, not assumed gone.
+//
+// afterContainers runs once every container was looked up: the caller closes
+// the sandbox there and returns what it observed of the private daemon.
 func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *evidence.Chain, l *ledger, sb goneChecker,
-	outcome, deliveryDigest string, cand evidence.TerminalCandidate) error {
+	afterContainers func() []evidence.CleanupResource, outcome, deliveryDigest string, cand evidence.TerminalCandidate) error {
 	_ = chain.Append(o.Now(), "run.finished", map[string]any{"outcome": outcome})
 	events, head := chain.Events()
 	t := evidence.Terminal{
@@ -95,8 +103,15 @@ func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *eviden
 			}
 		}
 		add("wall-time-ms", r.timeout.Milliseconds(), r.duration.Milliseconds())
+		add("cpu-ms", r.cpuLimit.Milliseconds(), r.cpu.Milliseconds())
+		add("memory-bytes", r.memLimit, r.memPeak)
 		add("stdout-bytes", r.maxOutput, r.stdout)
 		add("stderr-bytes", r.maxOutput, r.stderr)
+	}
+	if afterContainers != nil {
+		for _, r := range afterContainers() {
+			observe(r.Kind, r.ID, r.Gone, r.Detail)
+		}
 	}
 	for _, d := range l.tempdirs {
 		_, err := os.Lstat(d)
@@ -136,4 +151,28 @@ func sortSideEffects(s []evidence.SideEffect) {
 		}
 		return s[i].Target < s[j].Target
 	})
+}
+
+// closeAndObserve closes the sandbox and, when runmill started a private
+// containerd for this run, looks for it again: its socket must no longer
+// answer.
+func closeAndObserve(sb *sandbox.Sandbox) []evidence.CleanupResource {
+	private, addr := sb.Private(), sb.Address()
+	err := sb.Close()
+	if !private {
+		return nil
+	}
+	conn, derr := net.DialTimeout("unix", addr, time.Second)
+	gone := derr != nil
+	if conn != nil {
+		conn.Close()
+	}
+	detail := "private containerd stopped; its socket no longer answers"
+	if err != nil {
+		detail = "stopping: " + err.Error()
+	}
+	if !gone {
+		detail = "its socket still answers"
+	}
+	return []evidence.CleanupResource{{Kind: "daemon", ID: addr, Gone: gone && err == nil, Detail: detail}}
 }

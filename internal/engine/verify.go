@@ -151,7 +151,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	defer func() {
 		if err != nil {
 			checkouts.Wait(context.Background())
-			if terr := writeTerminal(context.Background(), run, o, &chain, e.ledger, sb, "no-verdict", "", cand); terr != nil {
+			if terr := writeTerminal(context.Background(), run, o, &chain, e.ledger, sb, func() []evidence.CleanupResource { return closeAndObserve(sb) }, "no-verdict", "", cand); terr != nil {
 				logf("writing the terminal statement: %v", terr)
 			}
 		}
@@ -255,7 +255,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	if err := checkouts.Wait(ctx); err != nil {
 		return nil, err
 	}
-	if err := writeTerminal(ctx, run, o, &chain, e.ledger, sb, outcome, digest, cand); err != nil {
+	if err := writeTerminal(ctx, run, o, &chain, e.ledger, sb, func() []evidence.CleanupResource { return closeAndObserve(sb) }, outcome, digest, cand); err != nil {
 		return nil, err
 	}
 	return run, nil

@@ -488,3 +488,13 @@ func TestCancelKillsEverything(t *testing.T) {
 		assertNoProcesses(t, res.ID)
 	}
 }
+
+// TestUsageMetered: the cgroup's CPU time and peak memory reach the result,
+// for the terminal statement's budget ledger.
+func TestUsageMetered(t *testing.T) {
+	res := run(t, sandbox.Spec{Command: `i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done`})
+	if res.ExitCode != 0 || res.CPU < 50*time.Millisecond || res.MemoryPeak <= 0 {
+		t.Fatalf("exit %d, CPU %s, memory peak %d: the cgroup's usage was not metered", res.ExitCode, res.CPU, res.MemoryPeak)
+	}
+	t.Logf("CPU %s, memory peak %d bytes, wall %s", res.CPU, res.MemoryPeak, res.Duration)
+}

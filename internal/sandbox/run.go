@@ -31,7 +31,11 @@ type Result struct {
 	// period after exit; the captures cover what arrived.
 	OutputIncomplete bool
 	Duration         time.Duration // from task start to exit
-	Stdout, Stderr   Capture
+	// CPU is the CPU time every process of the task used; MemoryPeak the
+	// peak memory of its cgroup in bytes (0 where not reported).
+	CPU            time.Duration
+	MemoryPeak     int64
+	Stdout, Stderr Capture
 }
 
 // Labels on every container runmill creates.
@@ -208,12 +212,13 @@ func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
 	}
 	res.Stdout, res.Stderr = stdout.capture(), stderr.capture()
 
-	// The cgroup still exists until the task is deleted; read its OOM count now.
-	oom, err := oomKills(cctx, task)
+	// The cgroup still exists until the task is deleted; read what it
+	// consumed (OOM kills, CPU, peak memory) now.
+	u, err := taskUsage(cctx, task)
 	if err != nil {
-		return res, rmerr.Wrap(rmerr.SandboxRuntime, err, "reading memory events of task %s", p.ID)
+		return res, rmerr.Wrap(rmerr.SandboxRuntime, err, "reading the cgroup metrics of task %s", p.ID)
 	}
-	res.OOMKilled = oom > 0
+	res.OOMKilled, res.CPU, res.MemoryPeak = u.oomKills > 0, u.cpu, int64(u.memoryBytes)
 	if _, err := task.Delete(cctx); err != nil && !errdefs.IsNotFound(err) {
 		return res, rmerr.Wrap(rmerr.SandboxCleanup, err, "deleting task %s", p.ID)
 	}
@@ -225,22 +230,32 @@ func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
 }
 
 // oomKills returns how many processes the task's memory cgroup OOM-killed.
-func oomKills(ctx context.Context, task containerd.Task) (uint64, error) {
+// usage is what a task's cgroup says it consumed.
+type usage struct {
+	oomKills    uint64
+	cpu         time.Duration // user + system CPU time of every process
+	memoryBytes uint64        // peak memory (0 where the kernel does not report it)
+}
+
+// taskUsage reads the task's cgroup; call it before the task is deleted.
+func taskUsage(ctx context.Context, task containerd.Task) (usage, error) {
 	m, err := task.Metrics(ctx)
 	if err != nil {
-		return 0, err
+		return usage{}, err
 	}
 	data, err := typeurl.UnmarshalAny(m.Data)
 	if err != nil {
-		return 0, err
+		return usage{}, err
 	}
 	switch v := data.(type) {
 	case *v1stats.Metrics:
-		return v.GetMemoryOomControl().GetOomKill(), nil
+		return usage{oomKills: v.GetMemoryOomControl().GetOomKill(), cpu: time.Duration(v.GetCPU().GetUsage().GetTotal()),
+			memoryBytes: v.GetMemory().GetUsage().GetMax()}, nil
 	case *v2stats.Metrics:
-		return v.GetMemoryEvents().GetOomKill(), nil
+		return usage{oomKills: v.GetMemoryEvents().GetOomKill(), cpu: time.Duration(v.GetCPU().GetUsageUsec()) * time.Microsecond,
+			memoryBytes: v.GetMemory().GetMaxUsage()}, nil
 	default:
-		return 0, fmt.Errorf("unknown metrics type %T", data)
+		return usage{}, fmt.Errorf("unknown metrics type %T", data)
 	}
 }
 
