@@ -139,8 +139,6 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	}
 	event("sweep.done", map[string]any{"removed": len(run.Cleanup)})
 
-	// The probe runs with the settings every check gets; a missing
-	// guarantee stops the run before any check (no weaker fallback).
 	e := &executor{sb: sb, checkouts: checkouts, store: store{dir: filepath.Join(run.Dir, "artifacts")}, logf: logf,
 		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: event,
 		ledger: &ledger{}}
@@ -148,10 +146,11 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 		PullRequest: o.PullRequest, Head: m.Candidate, Base: m.Base}
 	// A run that cannot reach a verdict still ends with a terminal
 	// statement (outcome no-verdict): spec — signed at the end of every run.
+	closeSandbox := func() []evidence.CleanupResource { return closeAndObserve(sb) }
 	defer func() {
 		if err != nil {
 			checkouts.Wait(context.Background())
-			if terr := writeTerminal(context.Background(), run, o, &chain, e.ledger, sb, func() []evidence.CleanupResource { return closeAndObserve(sb) }, "no-verdict", "", cand); terr != nil {
+			if terr := writeTerminal(context.Background(), run, o, &chain, e.ledger, sb, closeSandbox, "no-verdict", "", cand); terr != nil {
 				logf("writing the terminal statement: %v", terr)
 			}
 		}
@@ -255,7 +254,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	if err := checkouts.Wait(ctx); err != nil {
 		return nil, err
 	}
-	if err := writeTerminal(ctx, run, o, &chain, e.ledger, sb, func() []evidence.CleanupResource { return closeAndObserve(sb) }, outcome, digest, cand); err != nil {
+	if err := writeTerminal(ctx, run, o, &chain, e.ledger, sb, closeSandbox, outcome, digest, cand); err != nil {
 		return nil, err
 	}
 	return run, nil
