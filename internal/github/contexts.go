@@ -108,6 +108,25 @@ func (c *Client) branchProtection(ctx context.Context, owner, repo, branch strin
 	return s, nil
 }
 
+// requiredContextsOfRules extracts the required status check contexts from
+// one page of rules-for-branch entries; other rule types are skipped.
+func requiredContextsOfRules(raw []json.RawMessage) ([]string, error) {
+	var names []string
+	for _, m := range raw {
+		var r rule
+		if err := json.Unmarshal(m, &r); err != nil {
+			return nil, err
+		}
+		if r.Type != "required_status_checks" {
+			continue
+		}
+		for _, ch := range r.Parameters.RequiredStatusChecks {
+			names = append(names, ch.Context)
+		}
+	}
+	return names, nil
+}
+
 // rule is the part of a rules-for-branch entry this package needs. It is
 // decoded here rather than through go-github's RepositoryRule, whose
 // UnmarshalJSON in v62 fails on any rule type it does not know (GitHub adds
@@ -143,18 +162,11 @@ func (c *Client) rulesetContexts(ctx context.Context, owner, repo, branch string
 		if err != nil {
 			return s, apiError(err, "reading rulesets of %s/%s@%s", owner, repo, branch)
 		}
-		for _, m := range raw {
-			var r rule
-			if err := json.Unmarshal(m, &r); err != nil {
-				return s, apiError(err, "decoding a rule of %s/%s@%s", owner, repo, branch)
-			}
-			if r.Type != "required_status_checks" {
-				continue
-			}
-			for _, ch := range r.Parameters.RequiredStatusChecks {
-				s.Names = append(s.Names, ch.Context)
-			}
+		names, err := requiredContextsOfRules(raw)
+		if err != nil {
+			return s, apiError(err, "decoding a rule of %s/%s@%s", owner, repo, branch)
 		}
+		s.Names = append(s.Names, names...)
 		if resp.NextPage == 0 {
 			break
 		}
