@@ -731,27 +731,40 @@ func (s *jxScanner) name(dst []byte, what string, qualified bool) ([]byte, error
 	return dst, nil
 }
 
-// text reads character data up to the next '<', handing it to the builder's
-// sink when it has one.
-func (s *jxScanner) text() error {
-	sink := s.b.sink
+// until hands the run of bytes before the next stop byte to sink (when it
+// has one), refilling the buffer as needed, and returns that stop byte
+// without consuming it. It is the one inner loop of text, CDATA and
+// attribute values.
+func (s *jxScanner) until(stop *[256]bool, sink *jxField) (byte, error) {
 	for {
 		buf := s.buf[s.pos:s.vend]
 		i := 0
-		for i < len(buf) && !jxStopText[buf[i]] {
+		for i < len(buf) && !stop[buf[i]] {
 			i++
 		}
 		if sink != nil && i > 0 {
 			sink.write(buf[:i])
 		}
 		s.pos += i
-		if i == len(buf) {
-			if err := s.fill(1); err != nil {
-				return err
-			}
-			continue
+		if i < len(buf) {
+			return buf[i], nil
 		}
-		switch buf[i] {
+		if err := s.fill(1); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// text reads character data up to the next '<', handing it to the builder's
+// sink when it has one.
+func (s *jxScanner) text() error {
+	sink := s.b.sink
+	for {
+		c, err := s.until(&jxStopText, sink)
+		if err != nil {
+			return err
+		}
+		switch c {
 		case '<':
 			return nil
 		case '&':
@@ -937,22 +950,11 @@ func (s *jxScanner) comment() error {
 func (s *jxScanner) cdata() error {
 	sink := s.b.sink
 	for {
-		buf := s.buf[s.pos:s.vend]
-		i := 0
-		for i < len(buf) && !jxStopCDATA[buf[i]] {
-			i++
+		c, err := s.until(&jxStopCDATA, sink)
+		if err != nil {
+			return s.eofIn(err, "in a CDATA section")
 		}
-		if sink != nil && i > 0 {
-			sink.write(buf[:i])
-		}
-		s.pos += i
-		if i == len(buf) {
-			if err := s.fill(1); err != nil {
-				return s.eofIn(err, "in a CDATA section")
-			}
-			continue
-		}
-		if buf[i] == '\r' {
+		if c == '\r' {
 			s.cr(sink)
 			continue
 		}
@@ -1117,22 +1119,11 @@ func (s *jxScanner) attribute() error {
 		stop = &jxStopAttrA
 	}
 	for {
-		buf := s.buf[s.pos:s.vend]
-		i := 0
-		for i < len(buf) && !stop[buf[i]] {
-			i++
+		c, err := s.until(stop, sink)
+		if err != nil {
+			return s.eofIn(err, "in an attribute value")
 		}
-		if sink != nil && i > 0 {
-			sink.write(buf[:i])
-		}
-		s.pos += i
-		if i == len(buf) {
-			if err := s.fill(1); err != nil {
-				return s.eofIn(err, "in an attribute value")
-			}
-			continue
-		}
-		switch buf[i] {
+		switch c {
 		case q:
 			s.pos++
 			return nil
