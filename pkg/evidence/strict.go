@@ -361,29 +361,8 @@ func (d *decoder) object(p *plan, v reflect.Value) error {
 		return err
 	}
 	seen := make([]bool, len(p.fields))
-	d.ws()
-	first := true
-	for {
-		d.ws()
-		if d.peek() == '}' {
-			d.pos++
-			break
-		}
-		if !first {
-			if err := d.expect(','); err != nil {
-				return err
-			}
-			d.ws()
-		}
-		first = false
-		keyPos := d.pos
-		if d.peek() != '"' {
-			return d.errf("want an object key")
-		}
-		key, err := d.str()
-		if err != nil {
-			return err
-		}
+	var f *field
+	err := d.members(func(key string, keyPos int) error {
 		i, ok := p.byName[key]
 		if !ok {
 			d.pos = keyPos
@@ -397,11 +376,9 @@ func (d *decoder) object(p *plan, v reflect.Value) error {
 			return d.errf("duplicate key %q", key)
 		}
 		seen[i] = true
-		if err := d.expect(':'); err != nil {
-			return err
-		}
-		f := &p.fields[i]
-		d.path = append(d.path, pathSeg{key: key, idx: -1})
+		f = &p.fields[i]
+		return nil
+	}, func(string) error {
 		fv := v.FieldByIndex(f.index)
 		if err := d.value(f.plan, fv); err != nil {
 			return err
@@ -409,7 +386,10 @@ func (d *decoder) object(p *plan, v reflect.Value) error {
 		if f.omitEmpty && fv.IsZero() || f.omitEmpty && (fv.Kind() == reflect.Slice || fv.Kind() == reflect.Map) && fv.Len() == 0 {
 			return d.errf("optional field is present with an empty value; omit it instead")
 		}
-		d.path = d.path[:len(d.path)-1]
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for i, f := range p.fields {
 		if !seen[i] && !f.omitEmpty {
@@ -495,20 +475,15 @@ func (d *decoder) elements(each func(i int) error) error {
 	}
 }
 
-func (d *decoder) mapValue(p *plan, v reflect.Value) error {
-	if err := d.expect('{'); err != nil {
-		return err
-	}
-	if err := d.enter(); err != nil {
-		return err
-	}
-	m := reflect.MakeMap(p.typ)
-	folded := map[string]bool{}
+// members walks an object whose '{' was consumed: for every member it
+// reads the key, lets check refuse it (before the ':'), then calls value
+// with the key on the path. The object counterpart of elements.
+func (d *decoder) members(check func(key string, keyPos int) error, value func(key string) error) error {
 	for i := 0; ; i++ {
 		d.ws()
 		if d.peek() == '}' {
 			d.pos++
-			break
+			return nil
 		}
 		if i > 0 {
 			if err := d.expect(','); err != nil {
@@ -524,21 +499,50 @@ func (d *decoder) mapValue(p *plan, v reflect.Value) error {
 		if err != nil {
 			return err
 		}
-		if folded[strings.ToLower(key)] {
-			d.pos = keyPos
-			return d.errf("duplicate or case-variant key %q", key)
+		if err := check(key, keyPos); err != nil {
+			return err
 		}
-		folded[strings.ToLower(key)] = true
 		if err := d.expect(':'); err != nil {
 			return err
 		}
 		d.path = append(d.path, pathSeg{key: key, idx: -1})
+		if err := value(key); err != nil {
+			return err
+		}
+		d.path = d.path[:len(d.path)-1]
+	}
+}
+
+// fold refuses a key already seen in this object, in any letter case.
+func (d *decoder) fold(seen map[string]bool, key string, keyPos int) error {
+	k := strings.ToLower(key)
+	if seen[k] {
+		d.pos = keyPos
+		return d.errf("duplicate or case-variant key %q", key)
+	}
+	seen[k] = true
+	return nil
+}
+
+func (d *decoder) mapValue(p *plan, v reflect.Value) error {
+	if err := d.expect('{'); err != nil {
+		return err
+	}
+	if err := d.enter(); err != nil {
+		return err
+	}
+	m := reflect.MakeMap(p.typ)
+	folded := map[string]bool{}
+	err := d.members(func(key string, keyPos int) error { return d.fold(folded, key, keyPos) }, func(key string) error {
 		e := reflect.New(p.typ.Elem()).Elem()
 		if err := d.value(p.elem, e); err != nil {
 			return err
 		}
-		d.path = d.path[:len(d.path)-1]
 		m.SetMapIndex(reflect.ValueOf(key).Convert(p.typ.Key()), e)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	v.Set(m)
 	d.depth--
@@ -556,43 +560,11 @@ func (d *decoder) skip() error {
 		if err := d.enter(); err != nil {
 			return err
 		}
-		var folded map[string]bool
-		for i := 0; ; i++ {
-			d.ws()
-			if d.peek() == '}' {
-				d.pos++
-				break
-			}
-			if i > 0 {
-				if err := d.expect(','); err != nil {
-					return err
-				}
-				d.ws()
-			}
-			keyPos := d.pos
-			if d.peek() != '"' {
-				return d.errf("want an object key")
-			}
-			key, err := d.str()
-			if err != nil {
-				return err
-			}
-			if folded == nil {
-				folded = map[string]bool{}
-			}
-			if folded[strings.ToLower(key)] {
-				d.pos = keyPos
-				return d.errf("duplicate or case-variant key %q", key)
-			}
-			folded[strings.ToLower(key)] = true
-			if err := d.expect(':'); err != nil {
-				return err
-			}
-			d.path = append(d.path, pathSeg{key: key, idx: -1})
-			if err := d.skip(); err != nil {
-				return err
-			}
-			d.path = d.path[:len(d.path)-1]
+		folded := map[string]bool{}
+		err := d.members(func(key string, keyPos int) error { return d.fold(folded, key, keyPos) },
+			func(string) error { return d.skip() })
+		if err != nil {
+			return err
 		}
 		d.depth--
 	case c == '[':
