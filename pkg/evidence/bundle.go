@@ -163,6 +163,18 @@ func parseBundle(b []byte) (*parsedBundle, error) {
 	return &parsedBundle{hint: hint, payload: payload, sig: sig}, nil
 }
 
+// PayloadUnverifiedUnsafe returns a bundle's statement bytes after the
+// strict parse but WITHOUT checking the signature, the trust document or any
+// binding: for displaying a bundle (runmill inspect), never for deciding
+// anything. Use Verify for that.
+func PayloadUnverifiedUnsafe(bundle []byte) ([]byte, error) {
+	pb, err := parseBundle(bundle)
+	if err != nil {
+		return nil, err
+	}
+	return pb.payload, nil
+}
+
 // decodeBase64 accepts only standard, padded base64 with zero padding bits
 // and no line breaks (which Go's decoder would otherwise skip): one value,
 // one spelling.
