@@ -160,6 +160,14 @@ func TestVerifyEndToEnd(t *testing.T) {
 			r.Remove("tests/zero_qty.t")
 			r.Remove("tests/fixture.t")
 		}, false, []string{"unit"}},
+		{"commits its own report", func(r *gittest.Repo) {
+			r.Write("reports/unit.tap", "1..1\nok 1 total\n")
+		}, false, []string{"report.unusable"}},
+		{"points the report directory out of the checkout", func(r *gittest.Repo) {
+			if err := os.Symlink(t.TempDir(), filepath.Join(r.Dir, "reports")); err != nil {
+				t.Fatal(err)
+			}
+		}, false, []string{"symlink"}},
 		{"rewrites a fixture", func(r *gittest.Repo) {
 			// The checkout is read-only: the write fails, the script
 			// (set -e) fails, and the tree is unchanged.
