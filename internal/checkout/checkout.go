@@ -93,6 +93,8 @@ type Manager struct {
 	rm                *remover
 
 	mu      sync.Mutex
+	layered bool              // checkouts are overlay mounts over layers (overlay.go)
+	layers  map[string]*layer // commit id → its layer, in layered mode
 	commits map[string]string // revision → verified commit id
 	live    map[*Checkout]struct{}
 	seq     int
@@ -109,9 +111,11 @@ type Checkout struct {
 	// reads through objects/info/alternates.
 	ObjectDirs []string
 
-	m    *Manager
-	once sync.Once
-	err  error
+	m       *Manager
+	ovl     string // layered: the directory of its upper and work directories
+	mounted bool   // layered: Dir is an overlay mount
+	once    sync.Once
+	err     error
 }
 
 // NewManager prepares checkouts of the repository at repoDir (a working tree
@@ -185,6 +189,7 @@ func NewManager(ctx context.Context, repoDir, stateDir string) (*Manager, error)
 		umaskHidesFiles:   umaskHidesFiles(),
 		rm:                newRemover(max(2, runtime.GOMAXPROCS(0))),
 		commits:           map[string]string{},
+		layers:            map[string]*layer{},
 		live:              map[*Checkout]struct{}{},
 	}
 	if err := m.openSession(); err != nil {
@@ -355,12 +360,21 @@ func (m *Manager) Create(ctx context.Context, commit string) (*Checkout, error) 
 		return nil, rmerr.New(rmerr.CheckoutCreate, "creating a checkout of %s: the manager is closed", id)
 	}
 	m.seq++
-	dir := filepath.Join(m.session, fmt.Sprintf("%s-%d", id[:12], m.seq))
+	name := fmt.Sprintf("%s-%d", id[:12], m.seq)
+	dir := filepath.Join(m.session, name)
 	c := &Checkout{Dir: dir, GitDir: filepath.Join(dir, ".git"), Commit: id, ObjectDirs: m.objectDirs, m: m}
+	layered := m.layered
+	if layered {
+		c.ovl = filepath.Join(m.session, "ovl", name)
+	}
 	m.live[c] = struct{}{}
 	m.mu.Unlock()
 
-	if err := m.populate(ctx, c); err != nil {
+	populate := m.populate
+	if layered {
+		populate = m.mountLayered
+	}
+	if err := populate(ctx, c); err != nil {
 		if rerr := c.Remove(); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
@@ -483,6 +497,20 @@ func (m *Manager) remove(c *Checkout) error {
 	m.mu.Lock()
 	delete(m.live, c)
 	m.mu.Unlock()
+	if c.mounted {
+		if err := unmount(c.Dir); err != nil {
+			return rmerr.Wrap(rmerr.CheckoutRemove, err, "unmounting checkout %s", c.Dir).WithHint(removeHint)
+		}
+	}
+	if c.ovl != "" {
+		if err := os.Rename(c.ovl, filepath.Join(m.trash, "ovl-"+filepath.Base(c.ovl))); err == nil {
+			m.rm.background(filepath.Join(m.trash, "ovl-"+filepath.Base(c.ovl)))
+		} else if !errors.Is(err, os.ErrNotExist) {
+			if err := m.rm.tree(c.ovl); err != nil {
+				return rmerr.Wrap(rmerr.CheckoutRemove, err, "removing checkout layer %s", c.ovl).WithHint(removeHint)
+			}
+		}
+	}
 	aside := filepath.Join(m.trash, filepath.Base(c.Dir))
 	err := os.Rename(c.Dir, aside)
 	switch {
@@ -535,6 +563,11 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	if err := m.Wait(ctx); err != nil {
 		return errors.Join(append(errs, err)...) // keep the session: Sweep retries after the crash or exit
+	}
+	// Never delete through a mount: a checkout whose Remove failed to
+	// unmount would otherwise take a layer's files with it.
+	if _, err := unmountAll(m.session); err != nil {
+		return errors.Join(append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "unmounting checkouts under %s", m.session).WithHint(removeHint))...)
 	}
 	if err := m.rm.tree(m.session); err != nil {
 		errs = append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "removing session %s", m.session).
@@ -594,6 +627,17 @@ func (m *Manager) Sweep(ctx context.Context) ([]string, error) {
 		// Dead: its lock is free, or gone while its directory remains.
 		dir := filepath.Join(m.checkouts, s)
 		leftovers := sessionLeftovers(dir)
+		// A crashed layered session leaves overlay mounts: unmount them
+		// first, so the deletion never walks into a mount.
+		unmounted, err := unmountAll(dir)
+		for _, p := range unmounted {
+			removed = append(removed, "overlay mount "+p)
+		}
+		if err != nil {
+			errs = append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "unmounting leftover checkouts under %s", dir).
+				WithHint(removeHint))
+			continue
+		}
 		if err := m.rm.tree(dir); err != nil {
 			errs = append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "removing leftover session %s", dir).
 				WithHint(removeHint))

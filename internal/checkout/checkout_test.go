@@ -105,6 +105,27 @@ func newManager(t testing.TB, repo string) *checkout.Manager {
 	return m
 }
 
+// newLayeredManager is newManager in layered mode (overlay mounts over one
+// written tree per commit). It needs root; with CI=true a machine where it
+// cannot run fails the test instead of skipping it.
+func newLayeredManager(t testing.TB, repo string) *checkout.Manager {
+	t.Helper()
+	m := newManager(t, repo)
+	if err := m.EnableLayers(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("EnableLayers: %v", err)
+		}
+		t.Skipf("layered checkouts unavailable here: %v", err)
+	}
+	return m
+}
+
+// modes runs f once with full checkouts and once with layered ones.
+func modes(t *testing.T, f func(t *testing.T, newM func(testing.TB, string) *checkout.Manager)) {
+	t.Run("full", func(t *testing.T) { f(t, newManager) })
+	t.Run("layered", func(t *testing.T) { f(t, newLayeredManager) })
+}
+
 // archiveDigest extracts the commit with `git archive` (an independent path
 // from git's object store to files) and hashes the result.
 func archiveDigest(t *testing.T, repo, commit string) treehash.Digest {
@@ -121,7 +142,9 @@ func archiveDigest(t *testing.T, repo, commit string) treehash.Digest {
 	return d
 }
 
-func TestCreateIsTheExactCommit(t *testing.T) {
+func TestCreateIsTheExactCommit(t *testing.T) { modes(t, testCreateIsTheExactCommit) }
+
+func testCreateIsTheExactCommit(t *testing.T, newManager func(testing.TB, string) *checkout.Manager) {
 	r := newRepo(t)
 	m := newManager(t, r.dir)
 	for _, tc := range []struct{ name, rev, want string }{
@@ -180,7 +203,9 @@ func digest(t *testing.T, dir string) treehash.Digest {
 
 // TestCheckoutsAreIndependent: a check that mutates its tree cannot
 // contaminate the next check's checkout of the same commit.
-func TestCheckoutsAreIndependent(t *testing.T) {
+func TestCheckoutsAreIndependent(t *testing.T) { modes(t, testCheckoutsAreIndependent) }
+
+func testCheckoutsAreIndependent(t *testing.T, newManager func(testing.TB, string) *checkout.Manager) {
 	r := newRepo(t)
 	m := newManager(t, r.dir)
 	first, err := m.Create(context.Background(), r.candidate)
@@ -190,6 +215,18 @@ func TestCheckoutsAreIndependent(t *testing.T) {
 	pristine := digest(t, first.Dir)
 	writeFile(t, filepath.Join(first.Dir, "testdata/fix.json"), `{"ok": false}`, 0o644)
 	writeFile(t, filepath.Join(first.Dir, "untracked.txt"), "x", 0o644)
+	os.Remove(filepath.Join(first.Dir, "main.go"))
+	os.Chmod(filepath.Join(first.Dir, "run.sh"), 0o644)
+	// A concurrent checkout of the same commit sees none of it (in layered
+	// mode the two share one written tree).
+	concurrent, err := m.Create(context.Background(), r.candidate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := digest(t, concurrent.Dir); d != pristine {
+		t.Errorf("a concurrent checkout %s, want the pristine tree %s", d, pristine)
+	}
+	concurrent.Remove()
 	if err := first.Remove(); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +308,9 @@ func TestHostEnvironmentCannotRedirectGit(t *testing.T) {
 	}
 }
 
-func TestRemove(t *testing.T) {
+func TestRemove(t *testing.T) { modes(t, testRemove) }
+
+func testRemove(t *testing.T, newManager func(testing.TB, string) *checkout.Manager) {
 	r := newRepo(t)
 	m := newManager(t, r.dir)
 	create := func(t *testing.T) *checkout.Checkout {
@@ -341,6 +380,9 @@ func TestRemove(t *testing.T) {
 		gone(t, c)
 	})
 	t.Run("deleted from under it", func(t *testing.T) {
+		if m.Layered() {
+			t.Skip("a layered checkout is a mount point: nothing can delete it from under its Manager")
+		}
 		c := create(t)
 		if err := os.RemoveAll(c.Dir); err != nil {
 			t.Fatal(err)
@@ -363,11 +405,24 @@ func TestRemove(t *testing.T) {
 // TestCloseRemovesEverything: checkouts a caller forgot are destroyed by
 // Close, which leaves nothing of the session behind.
 func TestCloseRemovesEverything(t *testing.T) {
+	t.Run("full", func(t *testing.T) { testCloseRemovesEverything(t, false) })
+	t.Run("layered", func(t *testing.T) { testCloseRemovesEverything(t, true) })
+}
+
+func testCloseRemovesEverything(t *testing.T, layered bool) {
 	r := newRepo(t)
 	state := filepath.Join(t.TempDir(), "state")
 	m, err := checkout.NewManager(context.Background(), r.dir, state)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if layered {
+		if err := m.EnableLayers(); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal(err)
+			}
+			t.Skipf("layered checkouts unavailable here: %v", err)
+		}
 	}
 	var dirs []string
 	for range 3 {
@@ -382,6 +437,9 @@ func TestCloseRemovesEverything(t *testing.T) {
 	}
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+	if mounts := mountsUnder(t, state); len(mounts) != 0 {
+		t.Errorf("after Close, mounts remain: %q", mounts)
 	}
 	left, _ := os.ReadDir(filepath.Join(state, "checkouts"))
 	if len(left) != 0 {
@@ -530,6 +588,22 @@ func TestCreateCancelled(t *testing.T) {
 	if len(list) != 3 { // trash, the warm-up checkout and the last one
 		t.Errorf("session holds %v", list)
 	}
+}
+
+// mountsUnder lists this namespace's mount points below dir.
+func mountsUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			out = append(out, f[4])
+		}
+	}
+	return out
 }
 
 func mustCreate(t *testing.T, m *checkout.Manager, rev string) string {

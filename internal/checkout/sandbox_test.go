@@ -30,6 +30,11 @@ func TestGitWorksReadOnly(t *testing.T) {
 			t.Skipf("%s not installed", tool)
 		}
 	}
+	t.Run("full", func(t *testing.T) { testGitWorksReadOnly(t, false) })
+	t.Run("layered", func(t *testing.T) { testGitWorksReadOnly(t, true) })
+}
+
+func testGitWorksReadOnly(t *testing.T, layered bool) {
 	r := newRepo(t)
 	state := filepath.Join(t.TempDir(), "state")
 	m, err := checkout.NewManager(context.Background(), r.dir, state)
@@ -37,6 +42,11 @@ func TestGitWorksReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close(context.Background())
+	if layered {
+		if err := m.EnableLayers(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c, err := m.Create(context.Background(), r.candidate)
 	if err != nil {
 		t.Fatal(err)

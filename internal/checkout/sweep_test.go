@@ -31,15 +31,21 @@ func TestMain(m *testing.M) {
 // no defer, no Close, no chance to clean up.
 func crash(spec string) {
 	parts := strings.Split(spec, "\n")
-	if len(parts) != 3 {
+	if len(parts) != 4 {
 		fmt.Println("ERROR bad spec")
 		os.Exit(2)
 	}
-	repo, state, commit := parts[0], parts[1], parts[2]
+	repo, state, commit, layered := parts[0], parts[1], parts[2], parts[3] == "layered"
 	m, err := checkout.NewManager(context.Background(), repo, state)
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(2)
+	}
+	if layered {
+		if err := m.EnableLayers(); err != nil {
+			fmt.Println("ERROR", err)
+			os.Exit(2)
+		}
 	}
 	c, err := m.Create(context.Background(), commit)
 	if err != nil {
@@ -53,12 +59,22 @@ func crash(spec string) {
 }
 
 func TestSweep(t *testing.T) {
+	t.Run("full", func(t *testing.T) { testSweep(t, "full") })
+	t.Run("layered", func(t *testing.T) {
+		if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
+			t.Skip("layered checkouts need root")
+		}
+		testSweep(t, "layered")
+	})
+}
+
+func testSweep(t *testing.T, mode string) {
 	r := newRepo(t)
 	state := filepath.Join(t.TempDir(), "state")
 
 	// A runmill killed with -9 mid-run.
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashEnv+"="+strings.Join([]string{r.dir, state, r.candidate}, "\n"))
+	cmd.Env = append(os.Environ(), crashEnv+"="+strings.Join([]string{r.dir, state, r.candidate, mode}, "\n"))
 	out, err := cmd.Output()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
@@ -90,7 +106,16 @@ func TestSweep(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
-	if want := []string{leftover, halfDeleted}; !slices.Equal(removed, sorted(want)) {
+	want := []string{leftover, halfDeleted}
+	if mode == "layered" {
+		// The crash left an overlay mount and the commit's written layer.
+		session := filepath.Dir(leftover)
+		want = append(want, "overlay mount "+leftover, filepath.Join(session, "layers"), filepath.Join(session, "ovl"))
+		if m := mountsUnder(t, state); len(m) != 0 {
+			t.Errorf("mounts survived the sweep: %q", m)
+		}
+	}
+	if !slices.Equal(removed, sorted(want)) {
 		t.Errorf("Sweep reported %q, want %q", removed, sorted(want))
 	}
 	if _, err := os.Lstat(filepath.Dir(leftover)); !errors.Is(err, os.ErrNotExist) {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runmill/verify/internal/checkout"
@@ -36,6 +38,31 @@ type executor struct {
 	gateErr error
 	// ledger feeds the terminal statement.
 	ledger *ledger
+	// trees holds the first "before" hash of each commit's checkouts: every
+	// fresh checkout of one commit must hash the same (sameTree).
+	treesMu sync.Mutex
+	trees   map[string]string
+}
+
+// sameTree holds a checkout's "before" hash to the first one of its commit
+// in this run. They differ only if something changed a checkout's source —
+// in layered mode, the commit's shared layer — and then no result at that
+// commit describes it (RM-VERIFY-002).
+func (e *executor) sameTree(rec *evidence.CheckRun, commit string, finding func(rule, code, format string, args ...any)) {
+	e.treesMu.Lock()
+	defer e.treesMu.Unlock()
+	first, ok := e.trees[commit]
+	if !ok {
+		if e.trees == nil {
+			e.trees = map[string]string{}
+		}
+		e.trees[commit] = rec.TreeBefore
+		return
+	}
+	if first != rec.TreeBefore {
+		finding(verdict.RuleTreeMoved, string(rmerr.VerifyTreeMoved),
+			"this fresh checkout of %s hashed %s before the check, an earlier one %s: the commit's tree changed during the run; result invalidated", commit, rec.TreeBefore, first)
+	}
 }
 
 // check runs one check: at the base first when it declares a report (spec §
@@ -92,11 +119,6 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		return rec, nil, err
 	}
 	defer co.Remove()
-	before, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
-	if err != nil {
-		return rec, nil, err
-	}
-	rec.TreeBefore = before.String()
 
 	finding := func(rule, code, format string, args ...any) {
 		rec.Findings = append(rec.Findings, verdict.Finding{Code: rmerr.Code(code), Check: c.ID, Rule: rule, Message: fmt.Sprintf(format, args...)})
@@ -111,6 +133,28 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 			reportPath = ""
 		}
 	}
+	// The "before" hash runs while runc creates the task (most of a run's
+	// fixed cost); the command starts only once both are done. It leaves
+	// out what runmill just added for the report, which it removes again
+	// before the "after" hash.
+	var added []string
+	if reportPath != "" {
+		top := reportPath
+		if len(created) > 0 {
+			top = created[0]
+		}
+		rel, _ := filepath.Rel(co.Dir, top)
+		added = []string{filepath.ToSlash(rel)}
+	}
+	type hashed struct {
+		d   treehash.Digest
+		err error
+	}
+	beforeC := make(chan hashed, 1)
+	go func() {
+		d, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{Exclude: added})
+		beforeC <- hashed{d, err}
+	}()
 	// Zero-test detection reads the whole output, not the stored prefix:
 	// "0 passed" tends to be the last line of a long log.
 	zs := outcome.NewZeroTestScanner()
@@ -128,21 +172,41 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		Timeout:    timeout,
 		HostPaths:  e.hostPaths,
 		MaxOutput:  e.maxOutput,
+		Image:      c.Image,
 	}
 	var res sandbox.Result
 	ran := c.Report == nil || reportPath != ""
+	var task *sandbox.Task
 	if e.gate != nil {
 		select {
 		case <-e.gate:
 		case <-ctx.Done():
+			<-beforeC
 			return rec, nil, ctx.Err()
 		}
 		if e.gateErr != nil {
+			<-beforeC
 			return rec, nil, e.gateErr
 		}
 	}
 	if ran {
-		res, err = e.sb.Run(ctx, spec)
+		task, err = e.sb.Prepare(ctx, spec)
+		if err != nil {
+			<-beforeC
+			return rec, nil, err
+		}
+	}
+	before := <-beforeC
+	if before.err != nil {
+		if task != nil {
+			task.Discard()
+		}
+		return rec, nil, before.err
+	}
+	rec.TreeBefore = before.d.String()
+	e.sameTree(&rec, commit, finding)
+	if ran {
+		res, err = task.Run(ctx)
 		if err != nil {
 			return rec, nil, err
 		}

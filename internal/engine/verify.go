@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,7 +65,7 @@ func (r *Run) MergeReady() bool { return r.Delivery.Verdict.MergeReady }
 
 // runner is what the engine needs of a sandbox.
 type runner interface {
-	Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error)
+	Prepare(ctx context.Context, spec sandbox.Spec) (*sandbox.Task, error)
 	Probe(ctx context.Context, spec sandbox.Spec) (sandbox.ProbeReport, error)
 }
 
@@ -134,6 +135,18 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 		return nil, err
 	}
 	run.Cleanup = append(swept, sbSwept...)
+	// Layered checkouts (one written tree per commit, an overlay mount per
+	// check run) need a containerd that sees this process's mounts.
+	if shared, err := sb.SeesHostMounts(); !shared {
+		if err == nil {
+			err = errors.New("containerd runs in another mount namespace")
+		}
+		logf("checkouts: a full checkout per check run (%v)", err)
+	} else if err := checkouts.EnableLayers(); err != nil {
+		logf("checkouts: a full checkout per check run (%v)", err)
+	} else {
+		logf("checkouts: each commit written once, an overlay mount per check run")
+	}
 	for _, s := range run.Cleanup {
 		logf("swept a leftover of an earlier run: %s", s)
 	}

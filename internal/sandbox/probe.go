@@ -95,7 +95,7 @@ func (s *Sandbox) Probe(ctx context.Context, spec Spec) (ProbeReport, error) {
 		return rep, err
 	}
 	defer os.RemoveAll(ps.dir)
-	res, err := s.run(ctx, ps.plan)
+	res, err := s.runPlan(ctx, ps.plan)
 	if err != nil {
 		return rep, err
 	}

@@ -43,7 +43,7 @@ func TestRecordProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(ps.dir)
-	res, err := s.run(s.ctx(context.Background()), ps.plan)
+	res, err := s.runPlan(s.ctx(context.Background()), ps.plan)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -56,28 +57,79 @@ const (
 )
 
 // Run runs spec.Command in a fresh task and returns what happened. The
-// container and task are deleted before Run returns, whatever happened. An
-// error means no trustworthy result exists (invalid spec, runtime failure,
-// ctx cancelled); it is never returned for the command's own failure.
+// container and task are deleted whatever happened (in the background once
+// the result is read; Gone and Close wait for that). An error means no
+// trustworthy result exists (invalid spec, runtime failure, ctx cancelled);
+// it is never returned for the command's own failure.
 func (s *Sandbox) Run(ctx context.Context, spec Spec) (Result, error) {
-	if err := s.begin(); err != nil {
-		return Result{}, err
-	}
-	defer s.inflight.Done()
-	p, err := spec.validate()
+	t, err := s.Prepare(ctx, spec)
 	if err != nil {
 		return Result{}, err
 	}
-	return s.run(s.ctx(ctx), p)
+	return t.Run(ctx)
 }
 
-func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
-	res.ID = p.ID
+// Task is a created, not yet started task: its container exists, runc has
+// made its namespaces and mounts, and its command has not run. Preparing
+// takes most of a run's fixed cost (runc create), so a caller can do other
+// work meanwhile — the engine hashes the checkout — and then Run it. Exactly
+// one of Run and Discard must be called.
+type Task struct {
+	s     *Sandbox
+	p     *plan
+	c     containerd.Container
+	task  containerd.Task
+	exitC <-chan containerd.ExitStatus
+	// stopWait ends the exit watch, which runs on a context the caller
+	// cannot cancel.
+	stopWait       context.CancelFunc
+	stdout, stderr *captureWriter
+	once           sync.Once
+}
+
+// Prepare validates spec and creates its container and task without
+// starting the command.
+func (s *Sandbox) Prepare(ctx context.Context, spec Spec) (*Task, error) {
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	p, err := spec.validate()
+	if err != nil {
+		s.inflight.Done()
+		return nil, err
+	}
+	t, err := s.prepare(s.ctx(ctx), p)
+	if err != nil {
+		s.inflight.Done()
+		return nil, err
+	}
+	return t, nil
+}
+
+// runPlan prepares and runs a validated plan (the probe's) within a Run or
+// Probe that already holds its inflight slot.
+func (s *Sandbox) runPlan(ctx context.Context, p *plan) (Result, error) {
+	t, err := s.prepare(ctx, p)
+	if err != nil {
+		return Result{ID: p.ID}, err
+	}
+	s.inflight.Add(1) // the task's own, released by its Run
+	return t.Run(ctx)
+}
+
+// cleanupCtx bounds one cleanup step on a context the caller cannot cancel:
+// a cancelled verification must still leave no task behind. Its clock
+// starts when cleanup does, not when the run does.
+func cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+func (s *Sandbox) prepare(ctx context.Context, p *plan) (_ *Task, retErr error) {
 	if p.ReportFile != "" {
 		// The sandbox user must own the one file it may write; runc binds
 		// it as it is.
 		if err := os.Lchown(p.ReportFile, int(p.uid), int(p.gid)); err != nil {
-			return res, rmerr.Wrap(rmerr.SandboxSpec, err, "handing report file %s to uid %d", p.ReportFile, p.uid).InField("report_file")
+			return nil, rmerr.Wrap(rmerr.SandboxSpec, err, "handing report file %s to uid %d", p.ReportFile, p.uid).InField("report_file")
 		}
 	}
 	rootfs := "rootfs" // the bundle's own, created empty by containerd and removed with the task
@@ -85,7 +137,7 @@ func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
 	if p.Image != "" {
 		img, err := s.importImage(ctx, p.Image)
 		if err != nil {
-			return res, err
+			return nil, err
 		}
 		// A writable snapshot, not a view: runc must be able to create the
 		// mount points of the binds in it. The task still sees a read-only
@@ -95,11 +147,11 @@ func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
 	}
 	etc, err := s.etcFiles(p.uid, p.gid)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	spec, err := ociSpec(ctx, p, rootfs, etc, s.features.RecursiveReadOnly)
 	if err != nil {
-		return res, rmerr.Wrap(rmerr.SandboxRuntime, err, "building the task spec")
+		return nil, rmerr.Wrap(rmerr.SandboxRuntime, err, "building the task spec")
 	}
 	// Share this process's running shim (see keeper.go). Without a keeper
 	// the run still works; it only starts and stops a shim of its own.
@@ -116,23 +168,82 @@ func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
 	)
 	c, err := s.client.NewContainer(ctx, p.ID, copts...)
 	if err != nil {
-		return res, rmerr.Wrap(rmerr.SandboxRuntime, err, "creating container %s", p.ID)
+		return nil, rmerr.Wrap(rmerr.SandboxRuntime, err, "creating container %s", p.ID)
 	}
-	// Cleanup runs on a context the caller cannot cancel: a cancelled
-	// verification must still leave no task behind. Its clock starts when
-	// cleanup does, not when the run does.
-	detached := context.WithoutCancel(ctx)
-	cleanupCtx := func() (context.Context, context.CancelFunc) {
-		return context.WithTimeout(detached, cleanupTimeout)
-	}
-	taskDeleted := false
+	t := &Task{s: s, p: p, c: c}
 	defer func() {
-		cctx, cancel := cleanupCtx()
+		if retErr != nil {
+			cctx, cancel := cleanupCtx(ctx)
+			defer cancel()
+			if t.stopWait != nil {
+				t.stopWait()
+			}
+			retErr = errors.Join(retErr, s.remove(cctx, c))
+		}
+	}()
+	t.stdout, t.stderr = newCaptureWriter(p.MaxOutput), newCaptureWriter(p.MaxOutput)
+	t.stdout.observer, t.stderr.observer = p.Observer, p.Observer
+	fifoDir, err := s.fifoDir()
+	if err != nil {
+		return nil, err
+	}
+	t.task, err = c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, t.stdout, t.stderr), cio.WithFIFODir(fifoDir)))
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxRuntime, err, "creating task %s", p.ID)
+	}
+	// Wait on a context the caller cannot cancel, so the exit is observed
+	// even after the caller gave up; Run's timer bounds the run.
+	waitCtx, stopWait := context.WithCancel(context.WithoutCancel(ctx))
+	t.stopWait = stopWait
+	if t.exitC, err = t.task.Wait(waitCtx); err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxRuntime, err, "waiting for task %s", p.ID)
+	}
+	return t, nil
+}
+
+// Discard deletes a prepared task that will not run.
+func (t *Task) Discard() error {
+	var err error = rmerr.New(rmerr.SandboxRuntime, "task %s was already run or discarded", t.p.ID)
+	t.once.Do(func() {
+		defer t.s.inflight.Done()
+		t.stopWait()
+		cctx, cancel := cleanupCtx(t.s.ctx(context.Background()))
+		defer cancel()
+		err = t.s.remove(cctx, t.c)
+		if err != nil {
+			err = rmerr.Wrap(rmerr.SandboxCleanup, err, "removing container %s", t.p.ID)
+		}
+	})
+	return err
+}
+
+// Run starts the prepared command and returns what happened (see
+// Sandbox.Run).
+func (t *Task) Run(ctx context.Context) (Result, error) {
+	res := Result{ID: t.p.ID}
+	var err error = rmerr.New(rmerr.SandboxRuntime, "task %s was already run or discarded", t.p.ID)
+	t.once.Do(func() {
+		defer t.s.inflight.Done()
+		res, err = t.run(t.s.ctx(ctx))
+	})
+	return res, err
+}
+
+func (t *Task) run(ctx context.Context) (res Result, retErr error) {
+	s, p, c, task := t.s, t.p, t.c, t.task
+	res.ID = p.ID
+	defer t.stopWait()
+	taskDeleted, handedOff := false, false
+	defer func() {
+		if handedOff {
+			return
+		}
+		cctx, cancel := cleanupCtx(ctx)
 		defer cancel()
 		var err error
 		if taskDeleted && p.Image == "" {
-			// The common path: the task is gone and there is no snapshot,
-			// so one call instead of the client's look-ups.
+			// The task is gone and there is no snapshot, so one call
+			// instead of the client's look-ups.
 			if err = s.client.ContainerService().Delete(cctx, c.ID()); err != nil && !errdefs.IsNotFound(err) {
 				err = rmerr.Wrap(rmerr.SandboxCleanup, err, "removing container %s", c.ID())
 			} else {
@@ -146,24 +257,6 @@ func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
 		}
 	}()
 
-	stdout, stderr := newCaptureWriter(p.MaxOutput), newCaptureWriter(p.MaxOutput)
-	stdout.observer, stderr.observer = p.Observer, p.Observer
-	fifoDir, err := s.fifoDir()
-	if err != nil {
-		return res, err
-	}
-	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, stdout, stderr), cio.WithFIFODir(fifoDir)))
-	if err != nil {
-		return res, rmerr.Wrap(rmerr.SandboxRuntime, err, "creating task %s", p.ID)
-	}
-	// Wait on a context the caller cannot cancel, so the exit is observed
-	// even after the caller gave up; the timer below bounds the run.
-	waitCtx, cancelWait := context.WithCancel(detached)
-	defer cancelWait()
-	exitC, err := task.Wait(waitCtx)
-	if err != nil {
-		return res, rmerr.Wrap(rmerr.SandboxRuntime, err, "waiting for task %s", p.ID)
-	}
 	start := time.Now()
 	if err := task.Start(ctx); err != nil {
 		return res, rmerr.Wrap(rmerr.SandboxRuntime, err, "starting task %s", p.ID)
@@ -174,13 +267,13 @@ func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
 	var status containerd.ExitStatus
 	var cancelled error
 	select {
-	case status = <-exitC:
+	case status = <-t.exitC:
 	case <-timer.C:
 		res.TimedOut = true
 	case <-ctx.Done():
 		cancelled = ctx.Err()
 	}
-	cctx, cancel := cleanupCtx()
+	cctx, cancel := cleanupCtx(ctx)
 	defer cancel()
 	if res.TimedOut || cancelled != nil {
 		// SIGKILL to every process of the task (runc kill --all walks the
@@ -189,7 +282,7 @@ func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
 			return res, rmerr.Wrap(rmerr.SandboxRuntime, err, "killing task %s", p.ID)
 		}
 		select {
-		case status = <-exitC:
+		case status = <-t.exitC:
 		case <-cctx.Done():
 			return res, rmerr.New(rmerr.SandboxRuntime, "task %s did not exit after SIGKILL", p.ID)
 		}
@@ -210,7 +303,7 @@ func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
 	case <-time.After(drainGrace):
 		res.OutputIncomplete = true
 	}
-	res.Stdout, res.Stderr = stdout.capture(), stderr.capture()
+	res.Stdout, res.Stderr = t.stdout.capture(), t.stderr.capture()
 
 	// The cgroup still exists until the task is deleted; read what it
 	// consumed (OOM kills, CPU, peak memory) now.
@@ -219,13 +312,38 @@ func (s *Sandbox) run(ctx context.Context, p *plan) (res Result, retErr error) {
 		return res, rmerr.Wrap(rmerr.SandboxRuntime, err, "reading the cgroup metrics of task %s", p.ID)
 	}
 	res.OOMKilled, res.CPU, res.MemoryPeak = u.oomKills > 0, u.cpu, int64(u.memoryBytes)
-	if _, err := task.Delete(cctx); err != nil && !errdefs.IsNotFound(err) {
-		return res, rmerr.Wrap(rmerr.SandboxCleanup, err, "deleting task %s", p.ID)
-	}
-	taskDeleted = true
 	if cancelled != nil {
+		if _, err := task.Delete(cctx); err != nil && !errdefs.IsNotFound(err) {
+			return res, rmerr.Wrap(rmerr.SandboxCleanup, err, "deleting task %s", p.ID)
+		}
+		taskDeleted = true
 		return res, rmerr.Wrap(rmerr.SandboxRuntime, cancelled, "run %s cancelled; every process was killed", p.ID)
 	}
+	// Every process is dead and the result is read: what remains (runc
+	// delete, about 20 ms, and the container record) is cleanup that need
+	// not delay the caller. It runs in the background; Gone and Close wait
+	// for it, so the cleanup observation never races it, and a failure is
+	// reported by Close and seen by Gone.
+	handedOff = true
+	s.cleaning.Add(1)
+	go func() {
+		defer s.cleaning.Done()
+		cctx, cancel := cleanupCtx(ctx)
+		defer cancel()
+		var err error
+		if _, err = task.Delete(cctx); err != nil && !errdefs.IsNotFound(err) {
+			err = rmerr.Wrap(rmerr.SandboxCleanup, err, "deleting task %s", p.ID)
+		} else if err = s.client.ContainerService().Delete(cctx, c.ID()); err != nil && !errdefs.IsNotFound(err) {
+			err = rmerr.Wrap(rmerr.SandboxCleanup, err, "removing container %s", c.ID())
+		} else {
+			err = nil
+		}
+		if err != nil {
+			s.mu.Lock()
+			s.cleanupErrs = append(s.cleanupErrs, err)
+			s.mu.Unlock()
+		}
+	}()
 	return res, nil
 }
 

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
@@ -60,7 +63,11 @@ type Sandbox struct {
 	etcDirs  map[[2]uint32]string // (uid, gid) → generated /etc files
 	closed   bool
 	inflight sync.WaitGroup
-	imageMu  sync.Mutex // serializes image imports
+	// cleaning counts background task deletions (run.go); cleanupErrs
+	// holds their failures until Close reports them.
+	cleaning    sync.WaitGroup
+	cleanupErrs []error
+	imageMu     sync.Mutex // serializes image imports
 
 	keeperMu sync.Mutex
 	keeper   containerd.Container // holds the shim group open; see keeper.go
@@ -179,7 +186,11 @@ func (s *Sandbox) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	s.inflight.Wait()
-	err := s.dropKeeper()
+	s.cleaning.Wait()
+	s.mu.Lock()
+	err := errors.Join(s.cleanupErrs...)
+	s.mu.Unlock()
+	err = errors.Join(err, s.dropKeeper())
 	// This process's FIFO and probe directories are not leftovers: remove
 	// them now, so the next run's sweep reports only what a crash left.
 	for _, sub := range []string{"fifo", "probe"} {
@@ -226,6 +237,7 @@ func ownerID() (string, error) {
 // fresh look, so a run's cleanup observation is observed, not assumed from
 // a successful delete call.
 func (s *Sandbox) Gone(ctx context.Context, id string) (bool, error) {
+	s.cleaning.Wait() // this process's own deletions first: observe, do not race
 	_, err := s.client.LoadContainer(s.ctx(ctx), id)
 	if errdefs.IsNotFound(err) {
 		return true, nil
@@ -234,4 +246,58 @@ func (s *Sandbox) Gone(ctx context.Context, id string) (bool, error) {
 		return false, rmerr.Wrap(rmerr.SandboxRuntime, err, "looking up container %s", id)
 	}
 	return false, nil
+}
+
+// SeesHostMounts reports whether the containerd in use (and so the shims and
+// runc it starts) lives in this process's mount namespace: only then does a
+// mount runmill makes on the host (a layered checkout) appear in a task that
+// binds its path, instead of the empty directory beneath it. A daemon whose
+// process cannot be identified counts as not sharing.
+func (s *Sandbox) SeesHostMounts() (bool, error) {
+	pid := 0
+	if s.private != nil {
+		pid = s.private.cmd.Process.Pid
+	} else {
+		var err error
+		if pid, err = socketPeer(strings.TrimPrefix(s.address, "unix://")); err != nil {
+			return false, err
+		}
+	}
+	own, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return false, err
+	}
+	theirs, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/mnt")
+	if err != nil {
+		return false, fmt.Errorf("reading the mount namespace of containerd (pid %d): %w", pid, err)
+	}
+	return own == theirs, nil
+}
+
+// socketPeer returns the pid of the process listening on a unix socket, as
+// the kernel reports it (SO_PEERCRED); 0 from another pid namespace.
+func socketPeer(path string) (int, error) {
+	conn, err := net.DialTimeout("unix", path, 2*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	raw, err := conn.(*net.UnixConn).SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if credErr != nil {
+		return 0, credErr
+	}
+	if cred.Pid <= 0 {
+		return 0, fmt.Errorf("the process behind %s is in another pid namespace", path)
+	}
+	return int(cred.Pid), nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"io"
 	"regexp"
 	"strconv"
@@ -222,6 +223,9 @@ func validateChecks(checks []CheckSpec, root *yaml.Node, field, file string, cod
 			if _, err := pathglob.Compile(p); err != nil {
 				add(fmt.Sprintf("paths[%d]", j), "see docs/policy.md § Path patterns", "%v", err)
 			}
+		}
+		if c.Image != "" && (!path.IsAbs(c.Image) || path.Clean(c.Image) != c.Image) {
+			add("image", "name the OCI image tarball (docker save or an oci-layout tar) on the verifier host by its absolute, clean path", "image %q is not an absolute, clean path", c.Image)
 		}
 		switch c.Dependencies {
 		case "", "npm", "go-modules":
