@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/runmill/verify/internal/checkout"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/outcome"
 	"github.com/runmill/verify/pkg/policy"
@@ -220,7 +222,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 			records[i] = recs
 		}()
 	}
-	probe, perr := e.probe(ctx, o.StateDir, hostPaths)
+	probe, perr := e.probe(ctx, o.StateDir, hostPaths, imagesOf(m))
 	if perr != nil {
 		wg.Wait()
 		<-scanned
@@ -273,11 +275,12 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	return run, nil
 }
 
-// probe runs the canary with the settings every check gets and opens the
-// gate; when a guarantee is missing the gate opens with the error, and no
+// probe runs the canary with the settings every check gets — the host
+// toolchain root, and each image some check runs in — and opens the gate;
+// when a guarantee is missing anywhere the gate opens with the error, and no
 // check runs (no weaker fallback).
-func (e *executor) probe(ctx context.Context, stateDir string, hostPaths []string) (sandbox.ProbeReport, error) {
-	rep, err := func() (sandbox.ProbeReport, error) {
+func (e *executor) probe(ctx context.Context, stateDir string, hostPaths, images []string) (sandbox.ProbeReport, error) {
+	one := func(image string) (sandbox.ProbeReport, error) {
 		dir, err := os.MkdirTemp(stateDir, "probe-")
 		if err != nil {
 			return sandbox.ProbeReport{}, err
@@ -286,11 +289,35 @@ func (e *executor) probe(ctx context.Context, stateDir string, hostPaths []strin
 			e.ledger.addTempdir(dir)
 		}
 		defer os.RemoveAll(dir)
-		return e.sb.Probe(ctx, sandbox.Spec{ReadOnly: []string{dir}, Env: baseEnv(), HostPaths: hostPaths})
-	}()
+		return e.sb.Probe(ctx, sandbox.Spec{ReadOnly: []string{dir}, Env: baseEnv(), HostPaths: hostPaths, Image: image})
+	}
+	rep, err := one("")
+	for _, img := range images {
+		if err != nil {
+			break
+		}
+		var r sandbox.ProbeReport
+		r, err = one(img)
+		if err != nil {
+			err = fmt.Errorf("probing image %s: %w", img, err)
+		}
+		rep.Images = append(rep.Images, r)
+	}
 	e.gateErr = err
 	close(e.gate) // publishes gateErr to the checks waiting on the gate
 	return rep, err
+}
+
+// imagesOf lists the distinct images the manifest's runnable checks use.
+func imagesOf(m *discovery.Manifest) []string {
+	var out []string
+	for _, c := range m.Checks {
+		if c.Runnable() && c.Image != "" && !slices.Contains(out, c.Image) {
+			out = append(out, c.Image)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // writeEvidence writes the delivery statement (and its bundle when a key is

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/internal/sandbox/sandboxtest"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
@@ -506,5 +508,65 @@ func TestNoCheckRunsWhenTheProbeFails(t *testing.T) {
 	b, _ := os.ReadFile(terms[0])
 	if !strings.Contains(string(b), `"outcome":"no-verdict"`) || !strings.Contains(string(b), `"complete":true`) {
 		t.Fatalf("terminal statement of a failed run: %s", b)
+	}
+}
+
+// TestCheckInImage: a check that names an image runs with the image as its
+// root (not the host toolchain), in the same checkout and with the same
+// report handling; the image is probed too, and the probe is recorded.
+func TestCheckInImage(t *testing.T) {
+	image := sandboxtest.MinimalImage(t)
+	r := gittest.New(t)
+	r.Write(".runmill/checks.yaml", `checks:
+  - id: in-image
+    run: cat /usr/share/runmill-image-marker.txt; cat tests/one.t > /dev/null; printf '1..1\nok 1 one\n' > out.tap
+    report: {path: out.tap, format: tap}
+    image: `+image+`
+  - id: on-host
+    run: test -x /usr/bin/git && printf '1..1\nok 1 git\n' > host.tap
+    report: {path: host.tap, format: tap}
+`)
+	r.Write("tests/one.t", "x\n")
+	c := r.Commit("image check")
+	run := verify(t, r, c, c, nil)
+	if !run.MergeReady() {
+		t.Fatalf("not merge-ready:\n%s", strings.Join(rules(run), "\n"))
+	}
+	var probe sandbox.ProbeReport
+	if err := json.Unmarshal(run.Delivery.Sandbox, &probe); err != nil {
+		t.Fatal(err)
+	}
+	if len(probe.Images) != 1 || probe.Images[0].Image != image || !probe.Images[0].OK() {
+		t.Errorf("the image's probe is not recorded: %+v", probe.Images)
+	}
+	// Proof that the root was the image: its marker reached stdout, and
+	// the host's git (present outside) was not there.
+	for _, rec := range run.Delivery.Checks {
+		if rec.CheckID != "in-image" || rec.Phase != verdict.Candidate {
+			continue
+		}
+		out, err := os.ReadFile(filepath.Join(run.Dir, "artifacts", rec.Stdout.Artifact))
+		if err != nil || !strings.Contains(string(out), "runmill test image") {
+			t.Errorf("stdout %q (%v): the check did not run in the image", out, err)
+		}
+	}
+
+	// The same check where the image root lacks what the command needs
+	// fails: the image really is the root.
+	r.Write(".runmill/checks.yaml", `checks:
+  - id: in-image
+    run: test -x /usr/bin/git && printf '1..1\nok 1 git\n' > out.tap
+    report: {path: out.tap, format: tap}
+    image: `+image+`
+`)
+	c2 := r.Commit("git in the image")
+	run = verify(t, r, c2, c2, nil)
+	for _, rec := range run.Delivery.Checks {
+		if rec.Phase == verdict.Candidate && rec.ExitCode == 0 {
+			t.Errorf("a check needing host git exited 0 inside the minimal image: %+v", rec)
+		}
+	}
+	if run.MergeReady() {
+		t.Error("merge-ready")
 	}
 }

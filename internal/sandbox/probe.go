@@ -21,6 +21,12 @@ type ProbeReport struct {
 	Runtime  RuntimeInfo   `json:"runtime"`
 	Checks   []ProbeCheck  `json:"checks"`
 	Duration time.Duration `json:"duration_ns"` // of the canary task
+	// Image is the OCI image tarball the canary ran in; empty for the host
+	// toolchain root.
+	Image string `json:"image,omitempty"`
+	// Images are the probes of the image roots some checks run in (the
+	// engine probes each configuration it uses, not only the default).
+	Images []ProbeReport `json:"images,omitempty"`
 }
 
 // RuntimeInfo describes the containerd, runc and kernel the probe ran on.
@@ -82,7 +88,7 @@ func (s *Sandbox) Probe(ctx context.Context, spec Spec) (ProbeReport, error) {
 	}
 	defer s.inflight.Done()
 	ctx = s.ctx(ctx)
-	rep := ProbeReport{Runtime: RuntimeInfo{
+	rep := ProbeReport{Image: spec.Image, Runtime: RuntimeInfo{
 		Address: s.address, Private: s.private != nil,
 		Runc: s.features.Runc, Kernel: s.features.Kernel,
 		CgroupV2: s.features.CgroupV2, RecursiveReadOnly: s.features.RecursiveReadOnly,

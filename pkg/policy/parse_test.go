@@ -113,6 +113,8 @@ func TestParseRepository(t *testing.T) {
 		{"bad timeout", "checks:\n  - id: a\n    run: x\n    timeout: soon\n", []finding{{4, "", "not a duration"}}},
 		{"negative timeout", "checks:\n  - id: a\n    run: x\n    timeout: -1s\n", []finding{{4, "", "positive"}}},
 		{"bad glob", "checks:\n  - id: a\n    run: x\n    paths: [\"/abs/**\"]\n", []finding{{4, "checks[0].paths[0]", "absolute"}}},
+		{"relative image", "checks:\n  - id: a\n    run: x\n    image: images/node.tar\n", []finding{{4, "checks[0].image", "not an absolute, clean path"}}},
+		{"unclean image", "checks:\n  - id: a\n    run: x\n    image: /opt/../etc/shadow\n", []finding{{4, "checks[0].image", "not an absolute, clean path"}}},
 		{"unknown dependencies", "checks:\n  - id: a\n    run: x\n    dependencies: pip\n", []finding{{4, "checks[0].dependencies", "unknown dependency strategy"}}},
 		{"skips without report", "checks:\n  - id: a\n    run: x\n    declared_skips: [{test_id: t, cause: c}]\n", []finding{{4, "checks[0].declared_skips", "without a report"}}},
 		{"two documents", "checks: []\n---\nchecks: []\n", []finding{{2, "", "more than one YAML document"}}},
