@@ -198,6 +198,14 @@ func NewManager(ctx context.Context, repoDir, stateDir string) (*Manager, error)
 	return m, nil
 }
 
+// Mounted reports whether the checkout is an overlay mount (layered mode):
+// its removal then also ends a mount.
+func (c *Checkout) Mounted() bool { return c.mounted }
+
+// Dir is the Manager's own session directory: every checkout and layer it
+// makes lies below it, and Close removes it.
+func (m *Manager) Dir() string { return m.session }
+
 // within reports whether path is dir or lies below it.
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)

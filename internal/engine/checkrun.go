@@ -177,30 +177,37 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	var res sandbox.Result
 	ran := c.Report == nil || reportPath != ""
 	var task *sandbox.Task
-	if e.gate != nil {
-		select {
-		case <-e.gate:
-		case <-ctx.Done():
-			<-beforeC
-			return rec, nil, ctx.Err()
-		}
-		if e.gateErr != nil {
-			<-beforeC
-			return rec, nil, e.gateErr
-		}
-	}
 	if ran {
+		// Creating the task runs no check code (runc waits before the
+		// command's exec), so it may overlap the probe; starting it may not.
 		task, err = e.sb.Prepare(ctx, spec)
 		if err != nil {
 			<-beforeC
 			return rec, nil, err
 		}
 	}
-	before := <-beforeC
-	if before.err != nil {
+	discard := func() {
 		if task != nil {
 			task.Discard()
 		}
+	}
+	if e.gate != nil {
+		select {
+		case <-e.gate:
+		case <-ctx.Done():
+			<-beforeC
+			discard()
+			return rec, nil, ctx.Err()
+		}
+		if e.gateErr != nil {
+			<-beforeC
+			discard()
+			return rec, nil, e.gateErr
+		}
+	}
+	before := <-beforeC
+	if before.err != nil {
+		discard()
 		return rec, nil, before.err
 	}
 	rec.TreeBefore = before.d.String()
@@ -213,7 +220,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	}
 	rec.ExitCode, rec.TimedOut, rec.DurationMS = res.ExitCode, res.TimedOut, res.Duration.Milliseconds()
 	if e.ledger != nil {
-		lr := ledgerRun{check: c.ID, phase: phase, checkoutDir: co.Dir, containerID: res.ID,
+		lr := ledgerRun{check: c.ID, phase: phase, checkoutDir: co.Dir, mounted: co.Mounted(), containerID: res.ID,
 			timeout: spec.Timeout, maxOutput: spec.MaxOutput, duration: res.Duration, stdout: res.Stdout.Size, stderr: res.Stderr.Size}
 		if lr.timeout == 0 {
 			lr.timeout = sandbox.DefaultTimeout

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/verdict"
@@ -21,12 +22,22 @@ type ledger struct {
 	mu       sync.Mutex
 	runs     []ledgerRun
 	tempdirs []string
+	// checkoutRoots are the checkout managers' own directories (the
+	// commits' written layers live there); observed gone like the rest.
+	checkoutRoots []string
+}
+
+func (l *ledger) addCheckoutRoot(d string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checkoutRoots = append(l.checkoutRoots, d)
 }
 
 type ledgerRun struct {
 	check       string
 	phase       verdict.Phase
 	checkoutDir string
+	mounted     bool // the checkout was an overlay mount
 	containerID string
 	timeout     time.Duration
 	maxOutput   int64
@@ -82,11 +93,19 @@ func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *eviden
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	mounts, mountsErr := mountPoints()
 	for _, r := range l.runs {
 		if r.checkoutDir != "" {
 			_, err := os.Lstat(r.checkoutDir)
 			observe("checkout", r.checkoutDir, os.IsNotExist(err), "")
 			t.SideEffects = append(t.SideEffects, evidence.SideEffect{Kind: "file", Target: r.checkoutDir, Detail: "fresh checkout, removed after its run"})
+		}
+		if r.mounted {
+			detail := "overlay mount of the checkout, looked for in /proc/self/mountinfo"
+			if mountsErr != nil {
+				detail = "reading /proc/self/mountinfo: " + mountsErr.Error()
+			}
+			observe("mount", r.checkoutDir, mountsErr == nil && !mounts[r.checkoutDir], detail)
 		}
 		if r.containerID != "" && sb != nil {
 			gone, err := sb.Gone(ctx, r.containerID)
@@ -112,6 +131,11 @@ func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *eviden
 		for _, r := range afterContainers() {
 			observe(r.Kind, r.ID, r.Gone, r.Detail)
 		}
+	}
+	for _, d := range l.checkoutRoots {
+		_, err := os.Lstat(d)
+		observe("checkout", d, os.IsNotExist(err), "this run's checkout session: the commits' written trees and what remained of its checkouts")
+		t.SideEffects = append(t.SideEffects, evidence.SideEffect{Kind: "file", Target: d, Detail: "checkout session, removed at the end of the run"})
 	}
 	for _, d := range l.tempdirs {
 		_, err := os.Lstat(d)
@@ -175,4 +199,14 @@ func closeAndObserve(sb *sandbox.Sandbox) []evidence.CleanupResource {
 		detail = "its socket still answers"
 	}
 	return []evidence.CleanupResource{{Kind: "daemon", ID: addr, Gone: gone && err == nil, Detail: detail}}
+}
+
+// mountPoints is the set of mount points in this process's mount namespace.
+func mountPoints() (map[string]bool, error) {
+	points, err := mountinfo.Self()
+	out := map[string]bool{}
+	for _, p := range points {
+		out[p] = true
+	}
+	return out, err
 }

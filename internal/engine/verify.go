@@ -86,6 +86,26 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(progress, "runmill: "+format+"\n", args...) }
 
+	// Reaching containerd (or starting a private one, a few hundred ms)
+	// needs nothing from Discovery: it runs meanwhile.
+	type connected struct {
+		sb  *sandbox.Sandbox
+		err error
+	}
+	connC := make(chan connected, 1)
+	go func() {
+		sb, err := sandbox.Connect(ctx, sandbox.Options{Address: o.ContainerdAddress, StateDir: filepath.Join(o.StateDir, "sandbox")})
+		connC <- connected{sb, err}
+	}()
+	connTaken := false
+	defer func() {
+		if !connTaken { // returned before using it
+			if c := <-connC; c.sb != nil {
+				c.sb.Close()
+			}
+		}
+	}()
+
 	m, op, err := discover(ctx, o.Discover)
 	if err != nil {
 		return nil, err
@@ -127,7 +147,9 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := sandbox.Connect(ctx, sandbox.Options{Address: o.ContainerdAddress, StateDir: filepath.Join(o.StateDir, "sandbox")})
+	conn := <-connC
+	connTaken = true
+	sb, err := conn.sb, conn.err
 	if err != nil {
 		return nil, err
 	}
@@ -255,19 +277,25 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	for _, recs := range records {
 		d.Checks = append(d.Checks, recs...)
 	}
+	// Every check run is over: the checkouts and the commits' written
+	// trees go (in the background of the evidence writing), and the
+	// terminal statement then looks for them.
+	closedC := make(chan error, 1)
+	go func() { closedC <- checkouts.Close(context.WithoutCancel(ctx)) }()
+	e.ledger.addCheckoutRoot(checkouts.Dir())
 	v := evidence.Decide(d)
 	event("verdict", map[string]any{"merge_ready": v.MergeReady})
 	d.IssuedAt = o.Now().UTC().Format(time.RFC3339Nano)
 	digest, err := writeEvidence(run, o.SigningKey)
+	if cerr := <-closedC; err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, err
 	}
 	outcome := "not-merge-ready"
 	if v.MergeReady {
 		outcome = "merge-ready"
-	}
-	if err := checkouts.Wait(ctx); err != nil {
-		return nil, err
 	}
 	if err := writeTerminal(ctx, run, o, &chain, e.ledger, sb, closeSandbox, outcome, digest, cand); err != nil {
 		return nil, err

@@ -410,6 +410,24 @@ func TestSignedRunVerifiesOffline(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(run.Dir, "terminal-statement.json"))
 		t.Fatalf("the terminal bundle does not verify: %s %s\n%s", res.Reason, res.Message, b)
 	}
+	// What the cleanup observation looked for: per check run its checkout,
+	// its overlay mount (runs as root here, so checkouts are layered) and
+	// its container, plus the checkout session holding the commits' trees.
+	var ts evidence.Statement[evidence.Terminal]
+	if b, err := os.ReadFile(filepath.Join(run.Dir, "terminal-statement.json")); err != nil || json.Unmarshal(b, &ts) != nil {
+		t.Fatalf("reading the terminal statement: %v", err)
+	}
+	kinds := map[string]int{}
+	for _, r := range ts.Predicate.Cleanup.Resources {
+		if !r.Gone {
+			t.Errorf("not gone: %+v", r)
+		}
+		kinds[r.Kind]++
+	}
+	runs := len(run.Delivery.Checks) + 1 // the candidate scan's checkout is not a check run
+	if kinds["container"] != len(run.Delivery.Checks) || kinds["mount"] != len(run.Delivery.Checks) || kinds["checkout"] < runs {
+		t.Errorf("cleanup observed %v for %d check runs", kinds, len(run.Delivery.Checks))
+	}
 	if res := evidence.Verify(term, trust, texpDoc, evidence.VerifyOptions{Now: time.Now(), ArtifactsDir: artifacts}); res.Valid || res.Reason != evidence.ReasonTerminalArtifacts {
 		t.Fatalf("a terminal bundle was accepted with --artifacts-dir: %+v", res)
 	}

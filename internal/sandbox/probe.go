@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -358,7 +359,7 @@ func evaluateProbe(ps *probeSetup, res Result, hostReport []byte, rro bool) []Pr
 		if len(fs) < 6 {
 			continue
 		}
-		mp := unescapeMountinfo(fs[4])
+		mp := mountinfo.Unescape(fs[4])
 		mounted[mp] = true
 		if !slices.Contains(strings.Split(fs[5], ","), "ro") && !writable(mp) {
 			rw = append(rw, mp)
@@ -512,25 +513,6 @@ func clip(b []byte) string {
 		b = b[:200]
 	}
 	return string(b)
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 for space…) of mountinfo.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // shQuote quotes s for POSIX sh.

@@ -167,13 +167,3 @@ func TestKernelAtLeast(t *testing.T) {
 		}
 	}
 }
-
-func TestUnescapeMountinfo(t *testing.T) {
-	for in, want := range map[string]string{
-		`/a\040b`: "/a b", `/plain`: "/plain", `/tab\011x`: "/tab\tx", `/back\134slash`: `/back\slash`, `/end\04`: `/end\04`,
-	} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

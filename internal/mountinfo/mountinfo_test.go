@@ -1,0 +1,25 @@
+package mountinfo
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestUnescape(t *testing.T) {
+	for in, want := range map[string]string{
+		`/a\040b`: "/a b", `/plain`: "/plain", `/tab\011x`: "/tab\tx", `/back\134slash`: `/back\slash`, `/end\04`: `/end\04`,
+	} {
+		if got := Unescape(in); got != want {
+			t.Errorf("Unescape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPoints(t *testing.T) {
+	text := "36 35 98:0 /mnt1 /mnt1 rw,noatime master:1 - ext3 /dev/root rw\n" +
+		"37 36 0:31 / /state/co/s1/a\\040b rw - overlay overlay rw,lowerdir=/x\n" +
+		"short line\n\n"
+	if got, want := Points(text), []string{"/mnt1", "/state/co/s1/a b"}; !slices.Equal(got, want) {
+		t.Errorf("Points = %q, want %q", got, want)
+	}
+}
