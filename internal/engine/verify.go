@@ -23,6 +23,7 @@ import (
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/outcome"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/treehash"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -88,14 +89,10 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 
 	// Reaching containerd (or starting a private one, a few hundred ms)
 	// needs nothing from Discovery: it runs meanwhile.
-	type connected struct {
-		sb  *sandbox.Sandbox
-		err error
-	}
-	connC := make(chan connected, 1)
+	connC := make(chan connection, 1)
 	go func() {
 		sb, err := sandbox.Connect(ctx, sandbox.Options{Address: o.ContainerdAddress, StateDir: filepath.Join(o.StateDir, "sandbox")})
-		connC <- connected{sb, err}
+		connC <- connection{sb, err}
 	}()
 	connTaken := false
 	defer func() {
@@ -108,6 +105,10 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 
 	m, op, err := discover(ctx, o.Discover)
 	if err != nil {
+		connTaken = true
+		if terr := discoveryFailed(ctx, o, <-connC, err, logf); terr != nil {
+			logf("%v", terr)
+		}
 		return nil, err
 	}
 	var budgets policy.Budgets
@@ -371,6 +372,51 @@ func writeEvidence(run *Run, key *evidence.SigningKey) (string, error) {
 		}
 	}
 	return evidence.Digest(payload), nil
+}
+
+// connection is the outcome of sandbox.Connect.
+type connection struct {
+	sb  *sandbox.Sandbox
+	err error
+}
+
+// discoveryFailed ends a run whose Discovery failed (an unreadable or
+// invalid policy, RM-VERIFY-004, a bad proposal) with a terminal statement
+// like any other run without a verdict: the failure, and the sandbox
+// connection observed closed. A statement needs a subject, so this is done
+// only when both revisions name commits; otherwise there is no candidate to
+// speak about and the error alone is the answer.
+func discoveryFailed(ctx context.Context, o VerifyOptions, conn connection, failure error, logf func(string, ...any)) error {
+	var closeSandbox func() []evidence.CleanupResource
+	var gone goneChecker
+	if conn.sb != nil {
+		closeSandbox, gone = func() []evidence.CleanupResource { return closeAndObserve(conn.sb) }, conn.sb
+		defer conn.sb.Close() // idempotent; closes it when no statement is written
+	}
+	repo, err := git.Open(ctx, o.Discover.RepoDir)
+	if err != nil {
+		return nil
+	}
+	base, berr := repo.ResolveCommit(ctx, o.Discover.Base, "--base")
+	cand, cerr := repo.ResolveCommit(ctx, o.Discover.Candidate, "--candidate")
+	if berr != nil || cerr != nil {
+		return nil
+	}
+	run := &Run{ID: newRunID(o.Now())}
+	run.Dir = filepath.Join(o.StateDir, "runs", run.ID)
+	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
+		return fmt.Errorf("creating the run directory: %w", err)
+	}
+	var chain evidence.Chain
+	_ = chain.Append(o.Now(), "run.started", map[string]any{"base": base, "candidate": cand})
+	_ = chain.Append(o.Now(), "discovery.failed", map[string]any{"code": string(rmerr.CodeOf(failure)), "message": failure.Error()})
+	tc := evidence.TerminalCandidate{Repository: evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
+		PullRequest: o.PullRequest, Head: cand, Base: base}
+	if err := writeTerminal(ctx, run, o, &chain, &ledger{}, gone, closeSandbox, "no-verdict", "", tc); err != nil {
+		return fmt.Errorf("writing the terminal statement: %w", err)
+	}
+	logf("run %s: no verdict (Discovery failed); terminal statement in %s", run.ID, run.Dir)
+	return nil
 }
 
 func newRunID(t time.Time) string {

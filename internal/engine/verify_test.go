@@ -588,3 +588,43 @@ func TestCheckInImage(t *testing.T) {
 		t.Error("merge-ready")
 	}
 }
+
+// TestDiscoveryFailureEndsWithTerminalStatement: a base whose .runmill is a
+// symlink (RM-VERIFY-004) stops the run before any check, and the run still
+// ends with a terminal statement saying why, with the sandbox connection
+// observed closed.
+func TestDiscoveryFailureEndsWithTerminalStatement(t *testing.T) {
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	r := gittest.New(t)
+	r.Write("elsewhere/checks.yaml", "checks: []\n")
+	if err := os.Symlink("elsewhere", filepath.Join(r.Dir, ".runmill")); err != nil {
+		t.Fatal(err)
+	}
+	base := r.Commit("symlinked policy directory")
+	state := t.TempDir()
+	_, err := engine.Verify(context.Background(), engine.VerifyOptions{
+		Discover:          engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: base},
+		StateDir:          state,
+		ContainerdAddress: containerdAddress,
+		Version:           "test",
+	})
+	if rmerr.CodeOf(err) != rmerr.VerifyManifest {
+		t.Fatalf("got %v, want %s", err, rmerr.VerifyManifest)
+	}
+	terms, _ := filepath.Glob(filepath.Join(state, "runs", "*", "terminal-statement.json"))
+	if len(terms) != 1 {
+		t.Fatalf("terminal statements: %v", terms)
+	}
+	var ts evidence.Statement[evidence.Terminal]
+	b, _ := os.ReadFile(terms[0])
+	if err := json.Unmarshal(b, &ts); err != nil {
+		t.Fatal(err)
+	}
+	p := ts.Predicate
+	if p.Outcome != "no-verdict" || p.Candidate.Head != base || len(p.Events) != 3 || p.Events[1].Kind != "discovery.failed" ||
+		!strings.Contains(string(p.Events[1].Detail), string(rmerr.VerifyManifest)) || !p.Cleanup.Complete {
+		t.Fatalf("terminal statement of a run whose Discovery failed: %s", b)
+	}
+}
