@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/treehash"
 )
@@ -593,14 +594,14 @@ func TestCreateCancelled(t *testing.T) {
 // mountsUnder lists this namespace's mount points below dir.
 func mountsUnder(t *testing.T, dir string) []string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	all, err := mountinfo.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			out = append(out, f[4])
+	for _, p := range all {
+		if strings.HasPrefix(p, dir+"/") {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -16,6 +16,7 @@ import (
 	"github.com/runmill/verify/internal/cli"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/internal/sandbox/sandboxtest"
 	"github.com/runmill/verify/pkg/evidence"
@@ -332,6 +333,10 @@ func TestKilledRunIsSwept(t *testing.T) {
 	if len(leftovers) == 0 {
 		t.Log("note: no checkout directory left behind by the killed run")
 	}
+	// As root the checkouts are overlay mounts: the killed run left one.
+	if m := mountsBelow(t, state); len(m) == 0 {
+		t.Errorf("the killed run left no overlay mount under %s", state)
+	}
 
 	// The next run: a quick check, same state directory.
 	r.Write(".runmill/checks.yaml", "checks:\n  - id: ok\n    run: \"true\"\n")
@@ -343,10 +348,13 @@ func TestKilledRunIsSwept(t *testing.T) {
 	if !strings.Contains(text, "swept a leftover of an earlier run") {
 		t.Fatalf("the next run did not report a sweep:\n%s", text)
 	}
-	for _, want := range []string{"container", "checkout"} {
+	for _, want := range []string{"container", "checkout", "overlay mount"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("sweep report does not mention a %s:\n%s", want, text)
 		}
+	}
+	if m := mountsBelow(t, state); len(m) != 0 {
+		t.Errorf("mounts survive the next run: %q", m)
 	}
 	if ps, _ := exec.Command("pgrep", "-f", "sleep 300").Output(); len(strings.TrimSpace(string(ps))) > 0 {
 		t.Errorf("the killed run's task survives: pids %s", ps)
@@ -627,4 +635,20 @@ func TestDiscoveryFailureEndsWithTerminalStatement(t *testing.T) {
 		!strings.Contains(string(p.Events[1].Detail), string(rmerr.VerifyManifest)) || !p.Cleanup.Complete {
 		t.Fatalf("terminal statement of a run whose Discovery failed: %s", b)
 	}
+}
+
+// mountsBelow lists this namespace's mount points below dir.
+func mountsBelow(t *testing.T, dir string) []string {
+	t.Helper()
+	all, err := mountinfo.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range all {
+		if strings.HasPrefix(p, dir+"/") {
+			out = append(out, p)
+		}
+	}
+	return out
 }
