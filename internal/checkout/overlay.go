@@ -183,15 +183,9 @@ func unmount(target string) error {
 // mountsUnder lists the mount points at or below dir in this process's mount
 // namespace, deepest first, so they can be unmounted in order.
 func mountsUnder(dir string) ([]string, error) {
-	all, err := mountinfo.Self()
+	out, err := mountinfo.Under(dir)
 	if err != nil {
 		return nil, err
-	}
-	var out []string
-	for _, p := range all {
-		if within(p, dir) {
-			out = append(out, p)
-		}
 	}
 	slices.SortFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	return slices.Compact(out), nil

@@ -39,6 +39,19 @@ func Self() ([]string, error) {
 	return Points(string(b)), nil
 }
 
+// Under lists the mount points of this process's mount namespace at or
+// below dir (an absolute, clean path).
+func Under(dir string) ([]string, error) {
+	all, err := Self()
+	var out []string
+	for _, p := range all {
+		if p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/") {
+			out = append(out, p)
+		}
+	}
+	return out, err
+}
+
 // Unescape undoes the kernel's octal escapes (\040 for a space, \134 for a
 // backslash); anything else is kept as it is.
 func Unescape(s string) string {

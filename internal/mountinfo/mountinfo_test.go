@@ -2,6 +2,7 @@ package mountinfo
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -21,5 +22,20 @@ func TestPoints(t *testing.T) {
 		"short line\n\n"
 	if got, want := Points(text), []string{"/mnt1", "/state/co/s1/a b"}; !slices.Equal(got, want) {
 		t.Errorf("Points = %q, want %q", got, want)
+	}
+}
+
+func TestUnder(t *testing.T) {
+	got, err := Under("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got, "/proc") || slices.Contains(got, "/") {
+		t.Errorf("Under(/proc) = %q: want /proc and nothing outside it", got)
+	}
+	for _, p := range got {
+		if p != "/proc" && !strings.HasPrefix(p, "/proc/") {
+			t.Errorf("Under(/proc) holds %s", p)
+		}
 	}
 }
