@@ -231,7 +231,7 @@ func doctorProbe(ctx context.Context, sb *sandbox.Sandbox, connErr error, stateD
 	switch {
 	case pol != nil && pol.operator != nil:
 		hostPaths = pol.operator.Doc.Sandbox.HostPaths
-	case polErr != nil && rmerr.CodeOf(polErr) == rmerr.PolicyInvalid:
+	case pol == nil && polErr != nil:
 		// Probing the defaults would vouch for settings verification will
 		// not use.
 		r := failed(doctorSandbox, polErr)
@@ -259,28 +259,33 @@ type doctorPolicies struct {
 	file     string
 }
 
+// loadDoctorPolicies loads the operator policy first, so the probe can use
+// its host paths even when the repository's policy is broken: the result is
+// then non-nil (operator only) together with the error.
 func loadDoctorPolicies(ctx context.Context, o doctorOptions) (*doctorPolicies, error) {
-	r, err := git.Open(ctx, o.repo)
-	if err != nil {
-		return nil, err
-	}
-	base, err := r.ResolveCommit(ctx, o.base, "--base")
-	if err != nil {
-		return nil, err
-	}
-	p := &doctorPolicies{repoDir: r.Dir, base: base, file: o.policyFile}
+	p := &doctorPolicies{file: o.policyFile}
 	if o.policyFile != "" {
-		if p.operator, err = engine.LoadOperatorPolicy(o.policyFile, r.Dir); err != nil {
+		op, err := engine.LoadOperatorPolicy(o.policyFile, o.repo)
+		if err != nil {
 			return nil, err
 		}
+		p.operator = op
+	}
+	r, err := git.Open(ctx, o.repo)
+	if err != nil {
+		return p, err
+	}
+	p.repoDir = r.Dir
+	if p.base, err = r.ResolveCommit(ctx, o.base, "--base"); err != nil {
+		return p, err
 	}
 	// Base and candidate are the same commit: doctor judges the policy
 	// that governs changes on top of --base.
-	if p.repo, err = discovery.LoadRepositoryPolicy(ctx, r, base, base); err != nil {
-		return nil, err
+	if p.repo, err = discovery.LoadRepositoryPolicy(ctx, r, p.base, p.base); err != nil {
+		return p, err
 	}
 	if p.repo == nil {
-		return nil, rmerr.New(rmerr.VerifyManifest, "no %s at %s", policy.RepoPolicyPath, short(base)).At(r.Dir, 0).
+		return p, rmerr.New(rmerr.VerifyManifest, "no %s at %s", policy.RepoPolicyPath, short(p.base)).At(r.Dir, 0).
 			WithHint("run 'runmill init', review and commit %s", policy.RepoPolicyPath)
 	}
 	return p, nil

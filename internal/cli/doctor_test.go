@@ -192,6 +192,12 @@ func TestDoctorSandbox(t *testing.T) {
 		op := operatorFile(t, "sandbox:\n  host_paths: [/usr, /bin, /lib, /lib64, /opt/runmill-no-such-toolchain]\n")
 		one(t, doctor(t, "--check", "sandbox", "--repo", r.Dir, "--policy", op, "--containerd-address", containerdAddress), "sandbox", false, rmerr.SandboxSpec, "runmill-no-such-toolchain")
 	})
+	t.Run("operator host paths apply without a checks.yaml", func(t *testing.T) {
+		needContainerd(t)
+		bare := policyRepo(t, "")
+		op := operatorFile(t, "sandbox:\n  host_paths: [/usr, /bin, /lib, /lib64, /opt/runmill-no-such-toolchain]\n")
+		one(t, doctor(t, "--check", "sandbox", "--repo", bare.Dir, "--policy", op, "--containerd-address", containerdAddress), "sandbox", false, rmerr.SandboxSpec, "runmill-no-such-toolchain")
+	})
 	t.Run("invalid operator policy", func(t *testing.T) {
 		needContainerd(t)
 		op := operatorFile(t, "sandbox:\n  host_paths: [relative]\n")
