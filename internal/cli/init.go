@@ -118,6 +118,9 @@ Exit: 0 written · 2 a file exists (RM-INIT-001), nothing recognised (RM-INIT-00
 			default:
 				fmt.Fprintf(s.Err, "  %s: %s (visible in the sandbox)\n", t.Tool, t.Visible)
 			}
+			if t.Note != "" {
+				fmt.Fprintf(s.Err, "  %s: %s\n", t.Tool, t.Note)
+			}
 		}
 		for _, n := range plan.Notes {
 			fmt.Fprintf(s.Err, "  note: %s\n", n)

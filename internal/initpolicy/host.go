@@ -2,6 +2,7 @@ package initpolicy
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -24,6 +25,9 @@ type Toolchain struct {
 	// rustup proxy, whose default home is $HOME/.rustup and HOME is the
 	// task's /tmp).
 	Env []string
+	// Note is what a person must fix for the tool to work (a python3
+	// without pytest).
+	Note string
 }
 
 // Found reports whether the tool exists on the host at all.
@@ -59,6 +63,9 @@ func (h LocalHost) Locate(tool string) Toolchain {
 			continue
 		}
 		t.Visible = p
+		if tool == "python3" && exec.Command(p, "-c", "import pytest").Run() != nil {
+			t.Note = p + " cannot import pytest: install it for that interpreter (Debian: python3-pytest)"
+		}
 		if !underDefaults(real) {
 			// A default-visible link into a directory the task cannot see
 			// (/usr/local/bin/node → /opt/node/bin/node).

@@ -121,6 +121,11 @@ verification:
 			fmt.Fprintf(&b, "    - %s\n", scalar(h))
 		}
 	}
+	for _, t := range f.Toolchains {
+		if t.Note != "" {
+			comment(&b, "", "NOTE: "+t.Note+".")
+		}
+	}
 	if len(missing) > 0 {
 		comment(&b, "", "NOT FOUND on this host: "+strings.Join(missing, ", ")+". Install it where the sandbox sees it")
 		comment(&b, "", "(under /usr) or add its directory under sandbox.host_paths; until then those checks fail.")

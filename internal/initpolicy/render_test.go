@@ -26,6 +26,8 @@ func (fixedHost) Locate(tool string) Toolchain {
 	case "cargo":
 		return Toolchain{Tool: tool, Host: "/root/.cargo/bin/cargo", Binds: []string{"/root/.cargo", "/root/.rustup"}, Env: []string{"RUSTUP_HOME=/root/.rustup"}}
 	case "python3":
+		return Toolchain{Tool: tool, Visible: "/usr/bin/python3", Note: "/usr/bin/python3 cannot import pytest: install it for that interpreter (Debian: python3-pytest)"}
+	case "node":
 		return Toolchain{Tool: tool}
 	}
 	return Toolchain{Tool: tool, Visible: "/usr/bin/" + tool}
