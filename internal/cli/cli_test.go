@@ -108,7 +108,7 @@ func TestManifestCommand(t *testing.T) {
 }
 
 func TestPendingCommandsSaySo(t *testing.T) {
-	code, _, errOut := runCLI(t, "", "init")
+	code, _, errOut := runCLI(t, "", "evidence", "download")
 	if code != 2 || !strings.Contains(errOut, "RM-USAGE-002") || !strings.Contains(errOut, "not built yet") {
 		t.Fatalf("exit %d stderr %q", code, errOut)
 	}

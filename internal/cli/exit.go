@@ -30,7 +30,8 @@ func exitCode(cmd string, err error) int {
 		return exitAnswer
 	}
 	switch rmerr.CodeOf(err) {
-	case rmerr.Usage, rmerr.NotImplemented, rmerr.PolicyInvalid, rmerr.PolicyProposals, rmerr.GitRevision:
+	case rmerr.Usage, rmerr.NotImplemented, rmerr.PolicyInvalid, rmerr.PolicyProposals, rmerr.GitRevision,
+		rmerr.InitExists, rmerr.InitNothing:
 		return exitUsage
 	case rmerr.VerifyManifest, rmerr.VerifyNoRunnable, rmerr.VerifyTreeMoved, rmerr.VerifySkipped,
 		rmerr.VerifyDependencies, rmerr.CINeverScheduled:

@@ -11,8 +11,6 @@ import (
 func init() {
 	for _, c := range []struct{ name, usage, summary string }{
 		{"evidence download", "--repo OWNER/NAME --run-id N [--out DIR] [--verify …]", "fetch the evidence artifact of a workflow run"},
-		{"doctor", "[--check NAME]", "check the environment (containerd, sandbox probe, dependencies)"},
-		{"init", "", "write a starter .runmill/checks.yaml and an operator policy template"},
 	} {
 		c := &command{name: c.name, usage: c.usage, summary: c.summary + " (not built yet)"}
 		c.run = func(ctx context.Context, s IO, args []string) error {

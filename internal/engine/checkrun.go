@@ -166,7 +166,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		Observer:   zs,
 		Command:    c.Command,
 		Dir:        co.Dir,
-		Env:        baseEnv(),
+		Env:        baseEnv(e.hostPaths),
 		ReadOnly:   co.ReadOnlyPaths(),
 		ReportFile: reportPath,
 		Timeout:    timeout,

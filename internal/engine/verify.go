@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -309,24 +308,18 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 // when a guarantee is missing anywhere the gate opens with the error, and no
 // check runs (no weaker fallback).
 func (e *executor) probe(ctx context.Context, stateDir string, hostPaths, images []string) (sandbox.ProbeReport, error) {
-	one := func(image string) (sandbox.ProbeReport, error) {
-		dir, err := os.MkdirTemp(stateDir, "probe-")
-		if err != nil {
-			return sandbox.ProbeReport{}, err
-		}
+	created := func(dir string) {
 		if e.ledger != nil {
 			e.ledger.addTempdir(dir)
 		}
-		defer os.RemoveAll(dir)
-		return e.sb.Probe(ctx, sandbox.Spec{ReadOnly: []string{dir}, Env: baseEnv(), HostPaths: hostPaths, Image: image})
 	}
-	rep, err := one("")
+	rep, err := probeSandbox(ctx, e.sb, stateDir, hostPaths, "", created)
 	for _, img := range images {
 		if err != nil {
 			break
 		}
 		var r sandbox.ProbeReport
-		r, err = one(img)
+		r, err = probeSandbox(ctx, e.sb, stateDir, hostPaths, img, created)
 		if err != nil {
 			err = fmt.Errorf("probing image %s: %w", img, err)
 		}
@@ -347,6 +340,27 @@ func imagesOf(m *discovery.Manifest) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ProbeSandbox runs the canary exactly as Verify does before any check:
+// same environment, same host paths, a read-only directory standing for
+// the checkout. `runmill doctor --check sandbox` uses it, so the doctor
+// vouches for what verification will actually get.
+func ProbeSandbox(ctx context.Context, sb *sandbox.Sandbox, stateDir string, hostPaths []string) (sandbox.ProbeReport, error) {
+	return probeSandbox(ctx, sb, stateDir, hostPaths, "", nil)
+}
+
+// probeSandbox probes one root: the host toolchain (image "") or an image.
+func probeSandbox(ctx context.Context, sb runner, stateDir string, hostPaths []string, image string, created func(string)) (sandbox.ProbeReport, error) {
+	dir, err := os.MkdirTemp(stateDir, "probe-")
+	if err != nil {
+		return sandbox.ProbeReport{}, err
+	}
+	if created != nil {
+		created(dir)
+	}
+	defer os.RemoveAll(dir)
+	return sb.Probe(ctx, sandbox.Spec{ReadOnly: []string{dir}, Env: baseEnv(hostPaths), HostPaths: hostPaths, Image: image})
 }
 
 // writeEvidence writes the delivery statement (and its bundle when a key is
@@ -435,34 +449,12 @@ func repoName(flag, dir string) string {
 // baseEnv is the allow-listed environment every check gets. Nothing is
 // inherited from runmill's own environment: no token, no signing key, no
 // GITHUB_* value ever enters a sandbox.
-func baseEnv() []string {
-	env := []string{"PATH=" + sandboxPath(os.Getenv("PATH")), "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TZ=UTC", "CI=true", "RUNMILL=1", "GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly", "GOPROXY=off", "npm_config_offline=true"}
+// hostPaths are the operator's sandbox.host_paths (empty: the defaults):
+// PATH keeps the host's entries under them, so a toolchain the operator
+// binds (say /opt/node) is found without runmill guessing where it lives.
+func baseEnv(hostPaths []string) []string {
+	env := []string{"PATH=" + sandbox.SearchPath(os.Getenv("PATH"), hostPaths), "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TZ=UTC", "CI=true", "RUNMILL=1", "GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly", "GOPROXY=off", "npm_config_offline=true"}
 	return append(env, checkout.GitEnv()...)
-}
-
-// sandboxPath keeps the entries of the host's PATH that the sandbox can see
-// (those under its toolchain binds), so a toolchain installed under
-// /usr/local/go/bin works without runmill guessing where it lives.
-func sandboxPath(host string) string {
-	out := []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
-	seen := map[string]bool{}
-	for _, p := range out {
-		seen[p] = true
-	}
-	for _, p := range filepath.SplitList(host) {
-		p = filepath.Clean(p)
-		if seen[p] || !filepath.IsAbs(p) {
-			continue
-		}
-		for _, root := range sandbox.DefaultHostPaths {
-			if p == root || strings.HasPrefix(p, root+"/") {
-				out = append(out, p)
-				seen[p] = true
-				break
-			}
-		}
-	}
-	return strings.Join(out, ":")
 }
 
 // scanCandidate measures the candidate tree and scans its tracked test files

@@ -333,3 +333,33 @@ func randomID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
 	return "rm-" + hex.EncodeToString(b[:])
 }
+
+// SearchPath is the PATH a task gets: the default directories, then the
+// entries of the host's PATH that lie under the paths bound into the task
+// (hostPaths, or DefaultHostPaths when empty). An entry the task cannot see
+// is dropped: it would only make a missing tool look present.
+func SearchPath(hostPATH string, hostPaths []string) string {
+	if len(hostPaths) == 0 {
+		hostPaths = DefaultHostPaths
+	}
+	out := filepath.SplitList(defaultPath)
+	seen := map[string]bool{}
+	for _, p := range out {
+		seen[p] = true
+	}
+	for _, p := range filepath.SplitList(hostPATH) {
+		p = filepath.Clean(p)
+		if seen[p] || !filepath.IsAbs(p) {
+			continue
+		}
+		for _, root := range hostPaths {
+			root = filepath.Clean(root)
+			if p == root || strings.HasPrefix(p, root+"/") {
+				out = append(out, p)
+				seen[p] = true
+				break
+			}
+		}
+	}
+	return strings.Join(out, ":")
+}

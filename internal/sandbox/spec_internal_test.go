@@ -185,3 +185,20 @@ func TestOCISpecMountOrder(t *testing.T) {
 }
 
 func testCtx() context.Context { return namespaces.WithNamespace(context.Background(), "test") }
+
+func TestSearchPath(t *testing.T) {
+	host := "/usr/local/go/bin:/root/.cargo/bin:relative:/opt/node/bin:/usr/bin"
+	for _, tc := range []struct {
+		binds []string
+		want  string
+	}{
+		{nil, defaultPath + ":/usr/local/go/bin"},
+		{[]string{"/usr", "/root/.cargo/"}, defaultPath + ":/usr/local/go/bin:/root/.cargo/bin"},
+		{[]string{"/opt/node"}, defaultPath + ":/opt/node/bin"},
+		{[]string{"/opt/no"}, defaultPath},
+	} {
+		if got := SearchPath(host, tc.binds); got != tc.want {
+			t.Errorf("SearchPath(%v) = %q, want %q", tc.binds, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+type doctorAnswer struct {
+	OK     bool           `json:"ok"`
+	Checks []doctorResult `json:"checks"`
+}
+
+// doctor runs `runmill doctor --json ARGS` and decodes the answer; the exit
+// code must agree with it (0 all passed, 1 one failed).
+func doctor(t *testing.T, args ...string) doctorAnswer {
+	t.Helper()
+	code, out, errOut := runCLI(t, "", append([]string{"doctor", "--json"}, args...)...)
+	var a doctorAnswer
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatalf("exit %d, stdout is not the doctor's JSON (%v): %q stderr %q", code, err, out, errOut)
+	}
+	if want := map[bool]int{true: 0, false: 1}[a.OK]; code != want || errOut != "" {
+		t.Fatalf("exit %d with ok=%v (want %d); stderr %q", code, a.OK, want, errOut)
+	}
+	for _, c := range a.Checks {
+		if !c.OK && (c.Code == "" || c.Fix == "") {
+			t.Errorf("failed check %s has no code or fix: %+v", c.Name, c)
+		}
+	}
+	return a
+}
+
+// one expects exactly one result and checks its verdict and code.
+func one(t *testing.T, a doctorAnswer, name string, ok bool, code rmerr.Code, detail string) {
+	t.Helper()
+	if len(a.Checks) != 1 || a.Checks[0].Name != name {
+		t.Fatalf("want one %s result, got %+v", name, a.Checks)
+	}
+	c := a.Checks[0]
+	if c.OK != ok || c.Code != code || !strings.Contains(c.Detail, detail) {
+		t.Fatalf("%s: ok %v code %q detail %q; want ok %v code %q detail containing %q", name, c.OK, c.Code, c.Detail, ok, code, detail)
+	}
+}
+
+func operatorFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func policyRepo(t *testing.T, checks string) *gittest.Repo {
+	t.Helper()
+	r := gittest.New(t)
+	r.Write("README", "x\n")
+	if checks != "" {
+		r.Write(".runmill/checks.yaml", checks)
+	}
+	r.Commit("base")
+	return r
+}
+
+const unitCheck = "checks:\n  - id: unit\n    run: go test -json ./... > reports/u.json\n    report: {path: reports/u.json, format: go-json}\n"
+
+func TestDoctorPolicy(t *testing.T) {
+	good := operatorFile(t, "autonomy: pr-only\nverification: {fail_on_skipped_check: false}\n")
+	for _, tc := range []struct {
+		name   string
+		checks string
+		args   func(r *gittest.Repo) []string
+		ok     bool
+		code   rmerr.Code
+		detail string
+	}{
+		{"both load", unitCheck, func(r *gittest.Repo) []string { return []string{"--policy", good} }, true, "", "1 checks (unit); operator policy"},
+		{"no operator policy", unitCheck, nil, true, "", "no operator policy given"},
+		{"broken checks.yaml at base", "checks: [\n", nil, false, rmerr.VerifyManifest, ".runmill/checks.yaml@"},
+		{"unknown key", unitCheck + "    retries: 3\n", nil, false, rmerr.VerifyManifest, "retries"},
+		{"no checks.yaml", "", nil, false, rmerr.VerifyManifest, "no .runmill/checks.yaml"},
+		{"invalid operator policy", unitCheck, func(r *gittest.Repo) []string {
+			return []string{"--policy", operatorFile(t, "autonomy: continuous\nverification: {fail_on_skipped_check: false}\n")}
+		}, false, rmerr.PolicyInvalid, "fail_on_skipped_check"},
+		{"operator policy inside the repository", unitCheck, func(r *gittest.Repo) []string {
+			p := filepath.Join(r.Dir, "policy.yaml")
+			os.WriteFile(p, []byte("autonomy: pr-only\n"), 0o644)
+			return []string{"--policy", p}
+		}, false, rmerr.PolicyInvalid, "inside the repository"},
+		{"unknown base", unitCheck, func(r *gittest.Repo) []string { return []string{"--base", "nope"} }, false, rmerr.GitRevision, "nope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := policyRepo(t, tc.checks)
+			args := []string{"--check", "policy", "--repo", r.Dir}
+			if tc.args != nil {
+				args = append(args, tc.args(r)...)
+			}
+			one(t, doctor(t, args...), "policy", tc.ok, tc.code, tc.detail)
+		})
+	}
+	t.Run("not a repository", func(t *testing.T) {
+		one(t, doctor(t, "--check", "policy", "--repo", t.TempDir()), "policy", false, rmerr.GitRepository, "")
+	})
+}
+
+// recordingChecker stands in for internal/deps, which is built on another
+// branch: it records what doctor asks and answers as told.
+type recordingChecker struct {
+	got []DependencyRequest
+	err error
+}
+
+func (c *recordingChecker) CheckDependencies(_ context.Context, req DependencyRequest) (string, error) {
+	c.got = append(c.got, req)
+	return "install matches the base", c.err
+}
+
+func TestDoctorDependencies(t *testing.T) {
+	npm := "checks:\n  - id: web\n    run: node_modules/.bin/mocha\n    dependencies: npm\n  - id: api\n    run: npm test\n    dependencies: npm\n  - id: unit\n    run: go test ./...\n"
+	t.Run("none declared", func(t *testing.T) {
+		r := policyRepo(t, unitCheck)
+		one(t, doctor(t, "--check", "verification:dependencies", "--repo", r.Dir), "verification:dependencies", true, "", "no check declares dependencies")
+	})
+	t.Run("declared, not built in", func(t *testing.T) {
+		r := policyRepo(t, npm)
+		one(t, doctor(t, "--check", "verification:dependencies", "--repo", r.Dir), "verification:dependencies", false, rmerr.VerifyDependencies, "checks api, web declare dependencies: npm")
+	})
+	t.Run("the operator's definition wins", func(t *testing.T) {
+		r := policyRepo(t, "checks:\n  - id: web\n    run: x\n    dependencies: npm\n")
+		op := operatorFile(t, "verification:\n  commands:\n    - id: web\n      run: y\n")
+		one(t, doctor(t, "--check", "verification:dependencies", "--repo", r.Dir, "--policy", op), "verification:dependencies", true, "", "no check declares")
+	})
+	t.Run("unreadable policy", func(t *testing.T) {
+		r := policyRepo(t, "checks: [\n")
+		one(t, doctor(t, "--check", "verification:dependencies", "--repo", r.Dir), "verification:dependencies", false, rmerr.VerifyManifest, "cannot read which checks")
+	})
+	for _, tc := range []struct {
+		name string
+		err  error
+		ok   bool
+	}{
+		{"checker passes", nil, true},
+		{"checker fails", rmerr.New(rmerr.VerifyDependencies, "package-lock.json differs from the base").WithHint("update the source checkout, run npm ci, start a fresh run"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &recordingChecker{err: tc.err}
+			dependencyChecker = c
+			defer func() { dependencyChecker = nil }()
+			r := policyRepo(t, npm)
+			a := doctor(t, "--check", "verification:dependencies", "--repo", r.Dir)
+			code, detail := rmerr.Code(""), "npm (api, web): install matches"
+			if !tc.ok {
+				code, detail = rmerr.VerifyDependencies, "package-lock.json differs"
+			}
+			one(t, a, "verification:dependencies", tc.ok, code, detail)
+			head := r.Git("rev-parse", "HEAD")
+			if len(c.got) != 1 || c.got[0].Base != head || c.got[0].Strategy != "npm" || strings.Join(c.got[0].Checks, ",") != "api,web" {
+				t.Fatalf("requests %+v", c.got)
+			}
+		})
+	}
+}
+
+func TestDoctorContainerd(t *testing.T) {
+	t.Run("unreachable", func(t *testing.T) {
+		one(t, doctor(t, "--check", "containerd", "--containerd-address", filepath.Join(t.TempDir(), "none.sock")), "containerd", false, rmerr.SandboxUnavailable, "does not answer")
+	})
+	t.Run("reachable", func(t *testing.T) {
+		needContainerd(t)
+		one(t, doctor(t, "--check", "containerd", "--containerd-address", containerdAddress), "containerd", true, "", containerdAddress)
+	})
+}
+
+func TestDoctorSandbox(t *testing.T) {
+	r := policyRepo(t, unitCheck)
+	t.Run("containerd unreachable", func(t *testing.T) {
+		one(t, doctor(t, "--check", "sandbox", "--repo", r.Dir, "--containerd-address", filepath.Join(t.TempDir(), "none.sock")), "sandbox", false, rmerr.SandboxUnavailable, "cannot run the probe")
+	})
+	t.Run("probe holds", func(t *testing.T) {
+		needContainerd(t)
+		one(t, doctor(t, "--check", "sandbox", "--repo", r.Dir, "--containerd-address", containerdAddress), "sandbox", true, "", "guarantees measured, all held")
+	})
+	t.Run("operator host path missing", func(t *testing.T) {
+		needContainerd(t)
+		op := operatorFile(t, "sandbox:\n  host_paths: [/usr, /bin, /lib, /lib64, /opt/runmill-no-such-toolchain]\n")
+		one(t, doctor(t, "--check", "sandbox", "--repo", r.Dir, "--policy", op, "--containerd-address", containerdAddress), "sandbox", false, rmerr.SandboxSpec, "runmill-no-such-toolchain")
+	})
+	t.Run("operator host paths apply without a checks.yaml", func(t *testing.T) {
+		needContainerd(t)
+		bare := policyRepo(t, "")
+		op := operatorFile(t, "sandbox:\n  host_paths: [/usr, /bin, /lib, /lib64, /opt/runmill-no-such-toolchain]\n")
+		one(t, doctor(t, "--check", "sandbox", "--repo", bare.Dir, "--policy", op, "--containerd-address", containerdAddress), "sandbox", false, rmerr.SandboxSpec, "runmill-no-such-toolchain")
+	})
+	t.Run("invalid operator policy", func(t *testing.T) {
+		needContainerd(t)
+		op := operatorFile(t, "sandbox:\n  host_paths: [relative]\n")
+		one(t, doctor(t, "--check", "sandbox", "--repo", r.Dir, "--policy", op, "--containerd-address", containerdAddress), "sandbox", false, rmerr.PolicyInvalid, "operator's settings")
+	})
+}
+
+func TestDoctorTextAndAll(t *testing.T) {
+	needContainerd(t)
+	r := policyRepo(t, "checks:\n  - id: web\n    run: x\n    dependencies: npm\n")
+	code, out, _ := runCLI(t, "", "doctor", "--repo", r.Dir, "--containerd-address", containerdAddress)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 1 || len(lines) != 5 || !strings.HasPrefix(lines[0], "PASS  containerd") || !strings.HasPrefix(lines[1], "PASS  sandbox") ||
+		!strings.HasPrefix(lines[2], "FAIL  verification:dependencies") || !strings.Contains(lines[3], "fix: ") || !strings.HasPrefix(lines[4], "PASS  policy") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+	code, _, errOut := runCLI(t, "", "doctor", "--check", "network")
+	if code != 2 || !strings.Contains(errOut, "RM-USAGE-001") {
+		t.Fatalf("unknown check: exit %d stderr %q", code, errOut)
+	}
+}

@@ -1,0 +1,9 @@
+package rmerr
+
+// Codes of `runmill init`, which writes starter policy files.
+const (
+	// InitExists: init would overwrite an existing file; it never does.
+	InitExists Code = "RM-INIT-001"
+	// InitNothing: init recognised no ecosystem to write checks for.
+	InitNothing Code = "RM-INIT-002"
+)
