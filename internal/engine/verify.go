@@ -466,7 +466,7 @@ func (e *executor) scanCandidate(ctx context.Context, commit string, tracked []s
 	}
 	defer co.Remove()
 	if e.ledger != nil {
-		e.ledger.addRun(ledgerRun{checkoutDir: co.Dir})
+		e.ledger.addRun(ledgerRun{checkoutDir: co.Dir, mounted: co.Mounted()})
 	}
 	tree, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
 	if err != nil {

@@ -432,8 +432,8 @@ func TestSignedRunVerifiesOffline(t *testing.T) {
 		}
 		kinds[r.Kind]++
 	}
-	runs := len(run.Delivery.Checks) + 1 // the candidate scan's checkout is not a check run
-	if kinds["container"] != len(run.Delivery.Checks) || kinds["mount"] != len(run.Delivery.Checks) || kinds["checkout"] < runs {
+	checkouts := len(run.Delivery.Checks) + 1 // and the candidate scan's, which is no check run
+	if kinds["container"] != len(run.Delivery.Checks) || kinds["mount"] != checkouts || kinds["checkout"] != checkouts+1 /* the session */ {
 		t.Errorf("cleanup observed %v for %d check runs", kinds, len(run.Delivery.Checks))
 	}
 	if res := evidence.Verify(term, trust, texpDoc, evidence.VerifyOptions{Now: time.Now(), ArtifactsDir: artifacts}); res.Valid || res.Reason != evidence.ReasonTerminalArtifacts {
