@@ -58,7 +58,7 @@ for f in tests/*.t; do i=$((i+1)); echo "ok $i $(basename "$f" .t)"; done
 `
 
 type fixture struct {
-	dir                   string
+	dir                    string
 	base, good, bad, merge string
 }
 
