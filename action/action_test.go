@@ -306,6 +306,87 @@ func TestNoPullRequest(t *testing.T) {
 	}
 }
 
+// TestMergeGroup: in a merge queue the commits come from the merge_group
+// event; the verify step gets as far as running runmill on them (here
+// without sudo, so the run stops there).
+func TestMergeGroup(t *testing.T) {
+	f := shop(t)
+	j := newJob(t, f, "merge_group", "", map[string]string{"github-token": ""})
+	j.event = map[string]any{"merge_group": map[string]any{"base_sha": f.base, "head_sha": f.good}}
+	j.env["RUNMILL_TEST_SUDO"] = "deny"
+	j.action.Runs.Steps[3].If = "always()" // past the preflight, which fails without sudo
+	j.run()
+	if !strings.Contains(j.sudoLog(), "--base "+f.base+" --candidate "+f.good+" ") {
+		t.Errorf("runmill was not called on the merge group's commits:\n%s\n%s", j.sudoLog(), j.ran[3].Log)
+	}
+}
+
+// TestVerifyInputs runs the verify step alone on inputs it must refuse or
+// translate (runmill itself is not reached: sudo refuses, after logging the
+// command line it was given).
+func TestVerifyInputs(t *testing.T) {
+	f := shop(t)
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte("autonomy: pr-only\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		inputs map[string]string
+		log    string // in the step's log (refused) or in the sudo log (passed on)
+		sudo   string
+	}{
+		{"policy and policy-file", map[string]string{"policy": "autonomy: pr-only", "policy-file": policyFile}, "RM-ACTIONS-003", ""},
+		{"policy path missing", map[string]string{"policy": "/nonexistent/policy.yaml"}, "the policy file /nonexistent/policy.yaml does not exist", ""},
+		{"parallel", map[string]string{"parallel": "two"}, "parallel must be a number", ""},
+		{"check-run", map[string]string{"check-run": "yes"}, "check-run must be true or false", ""},
+		{"policy text", map[string]string{"policy": "autonomy: pr-only\nverification: {fail_on_skipped_check: true}"}, "", "/policy.yaml --parallel 0"},
+		{"policy path", map[string]string{"policy": policyFile}, "", "--policy " + policyFile + " "},
+		{"policy-file", map[string]string{"policy-file": policyFile, "parallel": "3"}, "", "--policy " + policyFile + " --parallel 3"},
+		{"proposals text", map[string]string{"agent-proposals": "unit\nlint"}, "", "/agent-proposals.txt"},
+		{"explicit commits", map[string]string{"base": "main", "candidate": "good"}, "", "--base main --candidate good "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.inputs["github-token"] = ""
+			j := newJob(t, f, "pull_request", f.good, tc.inputs)
+			j.env["RUNMILL_TEST_SUDO"] = "deny"
+			for i := range j.action.Runs.Steps {
+				j.action.Runs.Steps[i].If = "cancelled()"
+			}
+			j.action.Runs.Steps[3].If = "always()"
+			j.run()
+			r := j.ran[3]
+			if r.Outcome != "failure" {
+				t.Fatalf("verify step %s (sudo refuses, so it cannot succeed)", r.Outcome)
+			}
+			if tc.log != "" && !strings.Contains(r.Log, tc.log) {
+				t.Errorf("log lacks %q:\n%s", tc.log, r.Log)
+			}
+			if tc.sudo != "" && !strings.Contains(j.sudoLog(), tc.sudo) {
+				t.Errorf("sudo log lacks %q:\n%s\n%s", tc.sudo, j.sudoLog(), r.Log)
+			}
+			if tc.log != "" && strings.Contains(j.sudoLog(), "runmill") {
+				t.Errorf("runmill was started on a refused input:\n%s", j.sudoLog())
+			}
+		})
+	}
+}
+
+// TestRunmillVersion: runmill-version must be a module version; anything
+// else stops the build step before it reaches the module proxy.
+func TestRunmillVersion(t *testing.T) {
+	f := shop(t)
+	j := newJob(t, f, "pull_request", f.good, map[string]string{"runmill-version": "latest; curl evil"})
+	for i := range j.action.Runs.Steps {
+		j.action.Runs.Steps[i].If = "cancelled()"
+	}
+	j.action.Runs.Steps[1].If = "always()"
+	j.run()
+	if r := j.ran[1]; r.Outcome != "failure" || !strings.Contains(r.Log, "RM-ACTIONS-003") || strings.Contains(r.Log, "go: ") {
+		t.Errorf("build step %s:\n%s", r.Outcome, r.Log)
+	}
+}
+
 // TestInputsAreMapped: composite steps get no INPUT_* variables, so every
 // input must reach a step through env:, and no run: script may hold an
 // expression (it would be spliced into the script unquoted).

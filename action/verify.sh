@@ -10,12 +10,13 @@ input_error() {
 	exit 2
 }
 
-# The pull request's base.sha and head.sha, never GITHUB_SHA: on
-# pull_request that is a merge commit GitHub made, not the candidate.
-base=${INPUT_BASE:-${RUNMILL_EVENT_BASE_SHA:-}}
-candidate=${INPUT_CANDIDATE:-${RUNMILL_EVENT_HEAD_SHA:-}}
+# The pull request's base.sha and head.sha (a merge queue's base_sha and
+# head_sha), never GITHUB_SHA: on pull_request that is a merge commit GitHub
+# made, not the candidate.
+base=${INPUT_BASE:-${RUNMILL_EVENT_BASE_SHA:-${RUNMILL_MERGE_GROUP_BASE_SHA:-}}}
+candidate=${INPUT_CANDIDATE:-${RUNMILL_EVENT_HEAD_SHA:-${RUNMILL_MERGE_GROUP_HEAD_SHA:-}}}
 if [ -z "$base" ] || [ -z "$candidate" ]; then
-	input_error "no base or candidate commit: this ${GITHUB_EVENT_NAME:-} event carries no pull request, so pass the base and candidate inputs"
+	input_error "no base or candidate commit: this ${GITHUB_EVENT_NAME:-} event carries no pull request or merge group, so pass the base and candidate inputs"
 fi
 
 # A fresh state directory per run: its runs/ holds exactly this run, which
