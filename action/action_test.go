@@ -71,6 +71,9 @@ func shop(t *testing.T) fixture {
 	r.Write("tests/run.sh", tapRunner)
 	r.Write("tests/total.t", "x\n")
 	r.Write("tests/zero_qty.t", "x\n")
+	// A test whose name is a workflow command: deleting it puts the name
+	// in runmill's output, where the runner must not obey it.
+	r.Write("tests/::warning title=fake::from a test name.t", "x\n")
 	var f fixture
 	f.dir = r.Dir
 	f.base = r.Commit("base")
@@ -80,7 +83,8 @@ func shop(t *testing.T) fixture {
 	r.Checkout("main", false)
 	r.Checkout("bad", true)
 	r.Remove("tests/zero_qty.t")
-	f.bad = r.Commit("bad: a test less")
+	r.Remove("tests/::warning title=fake::from a test name.t")
+	f.bad = r.Commit("bad: two tests less")
 	r.Checkout("main", false)
 	r.Checkout("pull-merge", true)
 	r.Git("merge", "-q", "--no-ff", "-m", "Merge good into main", "good")
@@ -254,9 +258,19 @@ func TestActionOnPullRequests(t *testing.T) {
 				t.Errorf("sudo calls:\n%s", sudo)
 			}
 			verifyLog := j.ran[3].Log
+			// What the runner shows: runmill's own annotations only.
+			for _, a := range j.ran[3].Annotations {
+				if strings.Contains(a, "fake") && !strings.HasPrefix(a, "error runmill: RM-VERIFY-003") {
+					t.Errorf("the runner would show an annotation from a test name: %q", a)
+				}
+				if !strings.HasPrefix(a, "error runmill: ") && !strings.HasPrefix(a, "warning runmill: ") {
+					t.Errorf("an annotation runmill did not make: %q", a)
+				}
+			}
 			if tc.verdict == "not-merge-ready" {
-				if !strings.Contains(verifyLog, "::error title=runmill%3A RM-VERIFY-003 in check unit::") {
-					t.Errorf("no RM-VERIFY-003 annotation in the verify step's log:\n%s", verifyLog)
+				want := "error runmill: RM-VERIFY-003 in check unit: 2 tests that passed at the base are missing at the candidate and not declared:\n  ::warning title=fake::from a test name\n  zero_qty"
+				if !slices.ContainsFunc(j.ran[3].Annotations, func(a string) bool { return strings.HasPrefix(a, want) }) {
+					t.Errorf("annotations %q lack %q", j.ran[3].Annotations, want)
 				}
 				if !strings.Contains(j.ran[5].Log, "::error title=runmill::not merge-ready") {
 					t.Errorf("gate log:\n%s", j.ran[5].Log)

@@ -92,6 +92,46 @@ type stepResult struct {
 	Outputs  map[string]string
 	ExitCode int
 	Log      string
+	// Annotations are the ::error/::warning/::notice commands the runner
+	// would obey in Log (stop-commands honoured), as "level title: message".
+	Annotations []string
+}
+
+// annotations reads a step's log as the runner's command manager does: a
+// line that starts with "::" (after leading blanks) is a command, unless
+// commands are stopped by ::stop-commands::TOKEN until a line ::TOKEN::.
+func annotations(log string) []string {
+	var out []string
+	stop := ""
+	for _, line := range strings.Split(log, "\n") {
+		l := strings.TrimLeft(line, " \t")
+		if stop != "" {
+			if l == "::"+stop+"::" {
+				stop = ""
+			}
+			continue
+		}
+		if tok, ok := strings.CutPrefix(l, "::stop-commands::"); ok {
+			stop = tok
+			continue
+		}
+		for _, level := range []string{"error", "warning", "notice"} {
+			rest, ok := strings.CutPrefix(l, "::"+level)
+			if !ok || (rest != "" && rest[0] != ' ' && rest[0] != ':') {
+				continue
+			}
+			props, msg, _ := strings.Cut(strings.TrimPrefix(rest, " "), "::")
+			title := ""
+			for _, p := range strings.Split(props, ",") {
+				if v, ok := strings.CutPrefix(p, "title="); ok {
+					title = strings.NewReplacer("%3A", ":", "%2C", ",", "%0A", "\n", "%0D", "\r", "%25", "%").Replace(v)
+				}
+			}
+			msg = strings.NewReplacer("%0A", "\n", "%0D", "\r", "%25", "%").Replace(msg)
+			out = append(out, level+" "+title+": "+msg)
+		}
+	}
+	return out
 }
 
 func (j *job) run() {
@@ -296,6 +336,7 @@ func (j *job) exec(i int, s stepMeta) stepResult {
 	cmd.Stdout, cmd.Stderr = &log, &log
 	err := cmd.Run()
 	r.Log = log.String()
+	r.Annotations = annotations(r.Log)
 	fmt.Fprintf(&j.log, "##[group]%s\n%s##[endgroup]\n", s.Name, r.Log)
 	r.Outcome = "success"
 	if err != nil {
