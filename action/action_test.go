@@ -359,6 +359,7 @@ func TestVerifyInputs(t *testing.T) {
 		{"policy-file", map[string]string{"policy-file": policyFile, "parallel": "3"}, "", "--policy " + policyFile + " --parallel 3"},
 		{"proposals text", map[string]string{"agent-proposals": "unit\nlint"}, "", "/agent-proposals.txt"},
 		{"explicit commits", map[string]string{"base": "main", "candidate": "good"}, "", "--base main --candidate good "},
+		{"shallow checkout", map[string]string{"base": strings.Repeat("0", 40)}, "is not in the checkout", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.inputs["github-token"] = ""

@@ -19,12 +19,21 @@ if [ -z "$base" ] || [ -z "$candidate" ]; then
 	input_error "no base or candidate commit: this ${GITHUB_EVENT_NAME:-} event carries no pull request or merge group, so pass the base and candidate inputs"
 fi
 
+# Both commits must be in the checkout: actions/checkout fetches one commit
+# unless told fetch-depth: 0, and runmill needs the base and the head.
+repo=${GITHUB_WORKSPACE:-$PWD}
+for c in "$base" "$candidate"; do
+	if ! git -c safe.directory='*' -C "$repo" cat-file -e "$c^{commit}" 2>/dev/null; then
+		input_error "commit $c is not in the checkout at $repo: check out with actions/checkout and fetch-depth: 0 (the base and the head, not only the merge commit)"
+	fi
+done
+
 # A fresh state directory per run: its runs/ holds exactly this run, which
 # the upload step takes whatever happens next.
 out=$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")
 echo "evidence-dir=$out/runs" >>"$GITHUB_OUTPUT"
 
-args=(verify --github-actions --repo "${GITHUB_WORKSPACE:-$PWD}" --base "$base" --candidate "$candidate" --out "$out")
+args=(verify --github-actions --repo "$repo" --base "$base" --candidate "$candidate" --out "$out")
 if [ -n "${GITHUB_REPOSITORY:-}" ]; then
 	args+=(--github-repo "$GITHUB_REPOSITORY")
 fi
