@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-go build -trimpath -o bin/runmill ./cmd/runmill
+CGO_ENABLED=0 go build -trimpath -o bin/runmill ./cmd/runmill
 runmill=$PWD/bin/runmill
 work=${RUNMILL_DEMO_DIR:-$(mktemp -d)}
 examples/make-shop-repo.sh "$work/shop"

@@ -15,7 +15,7 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 go vet ./...
-go build -trimpath -o bin/runmill ./cmd/runmill
+CGO_ENABLED=0 go build -trimpath -o bin/runmill ./cmd/runmill
 # cosign, for the interoperability test (pkg/evidence TestCosignInterop):
 # built from the Go module proxy into a directory outside the repository.
 # Cached builds take seconds; a fresh machine needs several minutes.
@@ -27,4 +27,15 @@ if [ -z "${RUNMILL_COSIGN:-}" ]; then
 	fi
 	export RUNMILL_COSIGN="$tools/cosign"
 fi
+# actionlint, for the workflows and the action (action/ TestActionlint lints
+# the composite steps): built from the Go module proxy like cosign.
+if [ -z "${RUNMILL_ACTIONLINT:-}" ]; then
+	tools=${RUNMILL_TOOLS_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/runmill-tools}
+	if [ ! -x "$tools/actionlint" ]; then
+		echo "test: building actionlint v1.7.12 into $tools (first run only)" >&2
+		(cd / && GOBIN="$tools" go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12)
+	fi
+	export RUNMILL_ACTIONLINT="$tools/actionlint"
+fi
+"$RUNMILL_ACTIONLINT" -color=false .github/workflows/*.yml
 go test -count=1 -timeout 20m "$@" ./...

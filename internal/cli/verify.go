@@ -18,7 +18,7 @@ import (
 func init() {
 	c := &command{
 		name:    "verify",
-		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--json]",
+		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--json] [--github-actions]",
 		summary: "run the whole pipeline and write the run's evidence",
 		long: `Resolves the required checks (Discovery), runs each in a fresh detached checkout
 inside a containerd task (network off, checkout read-only), at the base first when
@@ -31,7 +31,7 @@ Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-con
 	c.run = func(ctx context.Context, s IO, args []string) error {
 		var o engine.VerifyOptions
 		var out, keyFile string
-		var asJSON bool
+		var asJSON, ghActions bool
 		fs := newFlags(c, s)
 		fs.StringVar(&o.Discover.RepoDir, "repo", "", "repository `DIR`")
 		fs.StringVar(&o.Discover.Base, "base", "", "base revision")
@@ -44,6 +44,7 @@ Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-con
 		fs.IntVar(&o.Parallel, "parallel", 0, "concurrent check runs (0: number of CPUs)")
 		fs.StringVar(&o.Repository, "github-repo", "", "repository name recorded in the evidence (`OWNER/NAME`)")
 		fs.BoolVar(&asJSON, "json", false, "print the run's record as JSON on stdout")
+		fs.BoolVar(&ghActions, "github-actions", false, "also write the step outputs, job summary and annotations of a GitHub Actions step (action.yml sets it)")
 		pos, err := parse(fs, args)
 		if err != nil {
 			return err
@@ -64,8 +65,10 @@ Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-con
 		if o.SigningKey == nil {
 			fmt.Fprintln(s.Err, "runmill: no signing key (--signing-key or RUNMILL_SIGNING_KEY): the evidence is written UNSIGNED")
 		}
+		gh := startGitHubStep(s, ghActions)
 		run, err := engine.Verify(ctx, o)
 		if err != nil {
+			gh.finish(ctx, nil, err, o.Discover.RepoDir)
 			return err
 		}
 		if asJSON {
@@ -77,6 +80,7 @@ Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-con
 		} else {
 			printRun(s.Out, run)
 		}
+		gh.finish(ctx, run, nil, o.Discover.RepoDir)
 		if !run.MergeReady() {
 			return answer()
 		}

@@ -1,0 +1,504 @@
+package action_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/pkg/evidence"
+)
+
+// runnerUID is the runner user's uid on GitHub's hosted images: the
+// workspace belongs to it, and sudo says so in SUDO_UID.
+const runnerUID = "1001"
+
+const stubSudo = `#!/bin/bash
+# sudo for the action test, which itself runs as root: logs each call,
+# refuses all of them under RUNMILL_TEST_SUDO=deny (no passwordless sudo),
+# sets SUDO_UID/SUDO_GID/SUDO_USER to the runner user as sudo does, and
+# resets PATH to the secure_path (so the action must pass PATH on) and,
+# without -E, the whole environment.
+echo "sudo $*" >>"$RUNMILL_TEST_SUDO_LOG"
+if [ "${RUNMILL_TEST_SUDO:-}" = deny ]; then
+	echo "sudo: a password is required" >&2
+	exit 1
+fi
+keep=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	-n) shift ;;
+	-E) keep=1; shift ;;
+	--) shift; break ;;
+	-*) echo "stub sudo: unsupported option $1" >&2; exit 1 ;;
+	*) break ;;
+	esac
+done
+secure=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+if [ $keep = 1 ]; then
+	exec env PATH="$secure" SUDO_UID=` + runnerUID + ` SUDO_GID=` + runnerUID + ` SUDO_USER=runner "$@"
+fi
+exec env -i PATH="$secure" HOME=/root SUDO_UID=` + runnerUID + ` SUDO_GID=` + runnerUID + ` SUDO_USER=runner "$@"
+`
+
+const tapRunner = `#!/bin/sh
+# One TAP point per tests/*.t file.
+n=$(ls tests/*.t | wc -l)
+echo "1..$n"
+i=0
+for f in tests/*.t; do i=$((i+1)); echo "ok $i $(basename "$f" .t)"; done
+`
+
+type fixture struct {
+	dir                    string
+	base, good, bad, merge string
+}
+
+// shop builds the repository under test: a base, a good and a bad pull
+// request head, and the merge commit GitHub would put in GITHUB_SHA. The
+// workspace then belongs to the runner user, as on a hosted runner.
+func shop(t *testing.T) fixture {
+	r := gittest.New(t)
+	r.Write(".runmill/checks.yaml", "checks:\n  - id: unit\n    run: sh tests/run.sh > reports/unit.tap\n    report: {path: reports/unit.tap, format: tap}\n    timeout: 60s\n")
+	r.Write("tests/run.sh", tapRunner)
+	r.Write("tests/total.t", "x\n")
+	r.Write("tests/zero_qty.t", "x\n")
+	// A test whose name is a workflow command: deleting it puts the name
+	// in runmill's output, where the runner must not obey it.
+	r.Write("tests/::warning title=fake::from a test name.t", "x\n")
+	var f fixture
+	f.dir = r.Dir
+	f.base = r.Commit("base")
+	r.Checkout("good", true)
+	r.Write("tests/discount.t", "x\n")
+	f.good = r.Commit("good: a test more")
+	r.Checkout("main", false)
+	r.Checkout("bad", true)
+	r.Remove("tests/zero_qty.t")
+	r.Remove("tests/::warning title=fake::from a test name.t")
+	f.bad = r.Commit("bad: two tests less")
+	r.Checkout("main", false)
+	r.Checkout("pull-merge", true)
+	r.Git("merge", "-q", "--no-ff", "-m", "Merge good into main", "good")
+	f.merge = r.Git("rev-parse", "HEAD")
+	if out, err := exec.Command("chown", "-R", runnerUID+":"+runnerUID, r.Dir).CombinedOutput(); err != nil {
+		t.Fatalf("chown: %v %s", err, out)
+	}
+	return f
+}
+
+func actionRoot(t *testing.T) string {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// newJob lays out a runner for one job on a pull_request event whose head is
+// head (or on eventName with an empty payload).
+func newJob(t *testing.T, f fixture, eventName, head string, inputs map[string]string) *job {
+	root := t.TempDir()
+	j := &job{t: t, actionPath: actionRoot(t), root: root, inputs: inputs, artifacts: filepath.Join(root, "artifacts")}
+	j.action = loadAction(t, filepath.Join(j.actionPath, "action.yml"))
+	for _, d := range []string{"_temp", "stub", "artifacts"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "stub", "sudo"), []byte(stubSudo), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	event := "{}"
+	if eventName == "pull_request" {
+		b, err := os.ReadFile(filepath.Join("testdata", "pull_request.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		event = strings.NewReplacer("BASE_SHA", f.base, "HEAD_SHA", head, "MERGE_SHA", f.merge).Replace(string(b))
+	}
+	if err := json.Unmarshal([]byte(event), &j.event); err != nil {
+		t.Fatal(err)
+	}
+	eventPath := filepath.Join(root, "event.json")
+	if err := os.WriteFile(eventPath, []byte(event), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j.env = map[string]string{
+		"PATH":                  filepath.Join(root, "stub") + ":" + os.Getenv("PATH"),
+		"HOME":                  os.Getenv("HOME"),
+		"LANG":                  "C.UTF-8",
+		"CI":                    "true",
+		"GITHUB_ACTIONS":        "true",
+		"RUNNER_OS":             "Linux",
+		"RUNNER_TEMP":           filepath.Join(root, "_temp"),
+		"GITHUB_WORKSPACE":      f.dir,
+		"GITHUB_EVENT_NAME":     eventName,
+		"GITHUB_EVENT_PATH":     eventPath,
+		"GITHUB_SHA":            f.merge, // the merge commit: never the candidate
+		"GITHUB_REF":            "refs/pull/42/merge",
+		"GITHUB_REPOSITORY":     "octo-org/shop",
+		"GITHUB_RUN_ID":         "4242",
+		"GITHUB_SERVER_URL":     "https://github.com",
+		"GITHUB_API_URL":        "http://127.0.0.1:9", // nothing may call GitHub here
+		"RUNMILL_TEST_TOKEN":    "ghs_test",
+		"RUNMILL_TEST_SUDO_LOG": filepath.Join(root, "sudo.log"),
+	}
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOPROXY", "GOFLAGS", "GOTOOLCHAIN"} {
+		if v, ok := os.LookupEnv(k); ok {
+			j.env[k] = v
+		}
+	}
+	return j
+}
+
+func (j *job) sudoLog() string {
+	b, _ := os.ReadFile(j.env["RUNMILL_TEST_SUDO_LOG"])
+	return string(b)
+}
+
+var wantOrder = []string{"Set up Go", "Build runmill", "Preflight", "runmill verify", "Upload the evidence", "Gate on the verdict"}
+
+func signingKey(t *testing.T) string {
+	key, _, err := evidence.Keygen(24 * time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(key)
+}
+
+// TestActionOnPullRequests runs the composite action's steps in order with a
+// real runmill, built by the action from this source tree, on a real
+// repository and a real containerd: a merge-ready pull request passes the
+// gate; one that deletes a test is uploaded, then fails the gate.
+func TestActionOnPullRequests(t *testing.T) {
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	f := shop(t)
+	for _, tc := range []struct {
+		name, head, verdict string
+		gate                string
+	}{
+		{"merge-ready", f.good, "merge-ready", "success"},
+		{"not merge-ready", f.bad, "not-merge-ready", "failure"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := newJob(t, f, "pull_request", tc.head, map[string]string{
+				"policy":             "autonomy: pr-only\nverification:\n  fail_on_skipped_check: true\n",
+				"signing-key":        signingKey(t),
+				"agent-proposals":    "unit\ncurl-evil-sh",
+				"containerd-address": containerdAddress,
+				"parallel":           "2",
+				"github-token":       "", // no token: runmill makes no GitHub call
+			})
+			j.run()
+			defer func() {
+				if t.Failed() {
+					t.Logf("job log:\n%s", j.log.String())
+				}
+			}()
+			if got := j.order(); !slices.Equal(got, wantOrder) {
+				t.Fatalf("steps ran %q, want %q", got, wantOrder)
+			}
+			var outcomes []string
+			for _, r := range j.ran {
+				outcomes = append(outcomes, r.Outcome)
+			}
+			want := []string{"success", "success", "success", "success", "success", tc.gate}
+			if !slices.Equal(outcomes, want) {
+				t.Fatalf("step outcomes %q, want %q", outcomes, want)
+			}
+			if j.failed != (tc.gate == "failure") {
+				t.Errorf("job failed %v", j.failed)
+			}
+			out := j.outputs()
+			if out["verdict"] != tc.verdict || !regexp.MustCompile(`^\d{8}T\d{6}Z-[0-9a-f]{8}$`).MatchString(out["run-id"]) ||
+				!strings.HasSuffix(out["bundle-path"], "/"+out["run-id"]+"/evidence.json") {
+				t.Fatalf("action outputs %q", out)
+			}
+			// The evidence was uploaded, and it is about the pull request's
+			// head, not GITHUB_SHA's merge commit.
+			dir := filepath.Join(j.artifacts, "runmill-evidence", out["run-id"])
+			stmt, err := os.ReadFile(filepath.Join(dir, "statement.json"))
+			if err != nil {
+				t.Fatalf("the artifact holds no statement: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "evidence.json")); err != nil {
+				t.Errorf("the artifact holds no signed bundle: %v", err)
+			}
+			if got := evidence.Digest(stmt); got != out["bundle-digest"] {
+				t.Errorf("bundle-digest %s, the uploaded statement's digest %s", out["bundle-digest"], got)
+			}
+			var st evidence.DeliveryStatement
+			if err := json.Unmarshal(stmt, &st); err != nil {
+				t.Fatal(err)
+			}
+			c := st.Predicate.Candidate
+			if c.Head != tc.head || c.Base != f.base || c.Repository.Name != "octo-org/shop" {
+				t.Errorf("the evidence is about head %s base %s in %q; want head %s base %s (GITHUB_SHA is %s)", c.Head, c.Base, c.Repository.Name, tc.head, f.base, f.merge)
+			}
+			if st.Predicate.Manifest.Policies.Operator == nil {
+				t.Error("the policy input did not reach runmill")
+			}
+			sum := j.summary.String()
+			if !strings.Contains(sum, "runmill: "+strings.Replace(tc.verdict, "not-", "not ", 1)) || !strings.Contains(sum, "runmill evidence download --repo octo-org/shop --run-id 4242") {
+				t.Errorf("job summary:\n%s", sum)
+			}
+			sudo := j.sudoLog()
+			if !strings.Contains(sudo, "sudo -E env PATH=") || !strings.Contains(sudo, "runmill verify --github-actions") || !strings.Contains(sudo, "sudo -n chown -R 0:0 ") {
+				t.Errorf("sudo calls:\n%s", sudo)
+			}
+			verifyLog := j.ran[3].Log
+			// What the runner shows: runmill's own annotations only.
+			for _, a := range j.ran[3].Annotations {
+				if strings.Contains(a, "fake") && !strings.HasPrefix(a, "error runmill: RM-VERIFY-003") {
+					t.Errorf("the runner would show an annotation from a test name: %q", a)
+				}
+				if !strings.HasPrefix(a, "error runmill: ") && !strings.HasPrefix(a, "warning runmill: ") {
+					t.Errorf("an annotation runmill did not make: %q", a)
+				}
+			}
+			if tc.verdict == "not-merge-ready" {
+				want := "error runmill: RM-VERIFY-003 in check unit: 2 tests that passed at the base are missing at the candidate and not declared:\n  ::warning title=fake::from a test name\n  zero_qty"
+				if !slices.ContainsFunc(j.ran[3].Annotations, func(a string) bool { return strings.HasPrefix(a, want) }) {
+					t.Errorf("annotations %q lack %q", j.ran[3].Annotations, want)
+				}
+				if !strings.Contains(j.ran[5].Log, "::error title=runmill::not merge-ready") {
+					t.Errorf("gate log:\n%s", j.ran[5].Log)
+				}
+			}
+			if strings.Contains(verifyLog, "from the title") {
+				t.Error("the pull request's title reached the log")
+			}
+		})
+	}
+}
+
+// TestPreflightWithoutSudo: without passwordless sudo the preflight step
+// says so with its code, nothing runs or uploads, and the gate fails.
+func TestPreflightWithoutSudo(t *testing.T) {
+	f := shop(t)
+	j := newJob(t, f, "pull_request", f.good, map[string]string{"github-token": ""})
+	j.env["RUNMILL_TEST_SUDO"] = "deny"
+	j.run()
+	if got, want := j.order(), []string{"Set up Go", "Build runmill", "Preflight", "Gate on the verdict"}; !slices.Equal(got, want) {
+		t.Fatalf("steps ran %q, want %q", got, want)
+	}
+	if j.ran[2].Outcome != "failure" || !strings.Contains(j.ran[2].Log, "RM-ACTIONS-002") || !strings.Contains(j.ran[2].Log, "sudo -n true") {
+		t.Errorf("preflight: %s\n%s", j.ran[2].Outcome, j.ran[2].Log)
+	}
+	if j.ran[5].Outcome != "failure" || !strings.Contains(j.ran[5].Log, "no verdict") {
+		t.Errorf("gate: %s\n%s", j.ran[5].Outcome, j.ran[5].Log)
+	}
+}
+
+// TestNoPullRequest: outside a pull_request event the base and candidate
+// must be given; without them the verify step stops with RM-ACTIONS-003
+// before running anything, and the gate fails.
+func TestNoPullRequest(t *testing.T) {
+	f := shop(t)
+	j := newJob(t, f, "push", "", map[string]string{"github-token": "", "containerd-address": containerdAddress})
+	if containerdAddress == "" {
+		j.env["RUNMILL_TEST_SUDO"] = ""
+		j.inputs["containerd-address"] = ""
+	}
+	j.run()
+	if j.ran[3].Outcome != "failure" || !strings.Contains(j.ran[3].Log, "RM-ACTIONS-003") || strings.Contains(j.sudoLog(), "runmill verify") {
+		t.Errorf("verify: %s\n%s", j.ran[3].Outcome, j.ran[3].Log)
+	}
+	if j.ran[4].Outcome != "skipped" || j.ran[5].Outcome != "failure" {
+		t.Errorf("upload %s, gate %s; want skipped (no run directory), failure", j.ran[4].Outcome, j.ran[5].Outcome)
+	}
+}
+
+// TestMergeGroup: in a merge queue the commits come from the merge_group
+// event; the verify step gets as far as running runmill on them (here
+// without sudo, so the run stops there).
+func TestMergeGroup(t *testing.T) {
+	f := shop(t)
+	j := newJob(t, f, "merge_group", "", map[string]string{"github-token": ""})
+	j.event = map[string]any{"merge_group": map[string]any{"base_sha": f.base, "head_sha": f.good}}
+	j.env["RUNMILL_TEST_SUDO"] = "deny"
+	j.action.Runs.Steps[3].If = "always()" // past the preflight, which fails without sudo
+	j.run()
+	if !strings.Contains(j.sudoLog(), "--base "+f.base+" --candidate "+f.good+" ") {
+		t.Errorf("runmill was not called on the merge group's commits:\n%s\n%s", j.sudoLog(), j.ran[3].Log)
+	}
+}
+
+// TestVerifyInputs runs the verify step alone on inputs it must refuse or
+// translate (runmill itself is not reached: sudo refuses, after logging the
+// command line it was given).
+func TestVerifyInputs(t *testing.T) {
+	f := shop(t)
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte("autonomy: pr-only\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		inputs map[string]string
+		log    string // in the step's log (refused) or in the sudo log (passed on)
+		sudo   string
+	}{
+		{"policy and policy-file", map[string]string{"policy": "autonomy: pr-only", "policy-file": policyFile}, "RM-ACTIONS-003", ""},
+		{"policy path missing", map[string]string{"policy": "/nonexistent/policy.yaml"}, "the policy file /nonexistent/policy.yaml does not exist", ""},
+		{"parallel", map[string]string{"parallel": "two"}, "parallel must be a number", ""},
+		{"check-run", map[string]string{"check-run": "yes"}, "check-run must be true or false", ""},
+		{"policy text", map[string]string{"policy": "autonomy: pr-only\nverification: {fail_on_skipped_check: true}"}, "", "/policy.yaml --parallel 0"},
+		{"policy path", map[string]string{"policy": policyFile}, "", "--policy " + policyFile + " "},
+		{"policy-file", map[string]string{"policy-file": policyFile, "parallel": "3"}, "", "--policy " + policyFile + " --parallel 3"},
+		{"proposals text", map[string]string{"agent-proposals": "unit\nlint"}, "", "/agent-proposals.txt"},
+		{"explicit commits", map[string]string{"base": "main", "candidate": "good"}, "", "--base main --candidate good "},
+		{"shallow checkout", map[string]string{"base": strings.Repeat("0", 40)}, "is not in the checkout", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.inputs["github-token"] = ""
+			j := newJob(t, f, "pull_request", f.good, tc.inputs)
+			j.env["RUNMILL_TEST_SUDO"] = "deny"
+			for i := range j.action.Runs.Steps {
+				j.action.Runs.Steps[i].If = "cancelled()"
+			}
+			j.action.Runs.Steps[3].If = "always()"
+			j.run()
+			r := j.ran[3]
+			if r.Outcome != "failure" {
+				t.Fatalf("verify step %s (sudo refuses, so it cannot succeed)", r.Outcome)
+			}
+			if tc.log != "" && !strings.Contains(r.Log, tc.log) {
+				t.Errorf("log lacks %q:\n%s", tc.log, r.Log)
+			}
+			if tc.sudo != "" && !strings.Contains(j.sudoLog(), tc.sudo) {
+				t.Errorf("sudo log lacks %q:\n%s\n%s", tc.sudo, j.sudoLog(), r.Log)
+			}
+			if tc.log != "" && strings.Contains(j.sudoLog(), "runmill") {
+				t.Errorf("runmill was started on a refused input:\n%s", j.sudoLog())
+			}
+		})
+	}
+}
+
+// TestRunmillVersion: runmill-version must be a module version; anything
+// else stops the build step before it reaches the module proxy.
+func TestRunmillVersion(t *testing.T) {
+	f := shop(t)
+	j := newJob(t, f, "pull_request", f.good, map[string]string{"runmill-version": "latest; curl evil"})
+	for i := range j.action.Runs.Steps {
+		j.action.Runs.Steps[i].If = "cancelled()"
+	}
+	j.action.Runs.Steps[1].If = "always()"
+	j.run()
+	if r := j.ran[1]; r.Outcome != "failure" || !strings.Contains(r.Log, "RM-ACTIONS-003") || strings.Contains(r.Log, "go: ") {
+		t.Errorf("build step %s:\n%s", r.Outcome, r.Log)
+	}
+}
+
+// TestInputsAreMapped: composite steps get no INPUT_* variables, so every
+// input must reach a step through env:, and no run: script may hold an
+// expression (it would be spliced into the script unquoted).
+func TestInputsAreMapped(t *testing.T) {
+	a := loadAction(t, filepath.Join(actionRoot(t), "action.yml"))
+	used := map[string]bool{}
+	ref := regexp.MustCompile(`inputs\.([a-z-]+)`)
+	for _, s := range a.Runs.Steps {
+		if strings.Contains(s.Run, "${{") {
+			t.Errorf("step %q has an expression in run:", s.Name)
+		}
+		for _, v := range s.Env {
+			for _, m := range ref.FindAllStringSubmatch(v, -1) {
+				used[m[1]] = true
+			}
+		}
+	}
+	for name := range a.Inputs {
+		if !used[name] {
+			t.Errorf("input %q is mapped into no step's env:", name)
+		}
+	}
+	for _, name := range []string{"verdict", "bundle-path", "bundle-digest", "run-id"} {
+		if a.Outputs[name].Value != "${{ steps.verify.outputs."+name+" }}" {
+			t.Errorf("output %s = %q, want runmill's step output", name, a.Outputs[name].Value)
+		}
+	}
+	for _, name := range []string{"policy", "policy-file", "signing-key", "base", "candidate", "agent-proposals", "github-token",
+		"parallel", "containerd-address", "check-run", "artifact-name", "runmill-version"} {
+		if _, ok := a.Inputs[name]; !ok {
+			t.Errorf("input %q of issue 6 is missing", name)
+		}
+	}
+	if len(a.Inputs) != 12 || len(a.Outputs) != 4 {
+		t.Errorf("%d inputs and %d outputs, want 12 and 4", len(a.Inputs), len(a.Outputs))
+	}
+}
+
+// TestActionlint lints the composite steps with actionlint, rendered as a
+// reusable workflow (actionlint reads action.yml only for the inputs a
+// workflow passes it). scripts/test.sh sets RUNMILL_ACTIONLINT and lints
+// .github/workflows itself; with CI=true a missing actionlint fails.
+func TestActionlint(t *testing.T) {
+	bin := os.Getenv("RUNMILL_ACTIONLINT")
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint)")
+		}
+		t.Skip("RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint and sets it)")
+	}
+	var meta struct {
+		Inputs  map[string]map[string]any `yaml:"inputs"`
+		Outputs map[string]map[string]any `yaml:"outputs"`
+		Runs    struct {
+			Steps []map[string]any `yaml:"steps"`
+		} `yaml:"runs"`
+	}
+	b, err := os.ReadFile(filepath.Join(actionRoot(t), "action.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	inputs := map[string]any{}
+	for name, in := range meta.Inputs {
+		inputs[name] = map[string]any{"type": "string", "required": false, "default": in["default"]}
+	}
+	outputs := map[string]any{}
+	for name, o := range meta.Outputs {
+		outputs[name] = o["value"]
+	}
+	wf := map[string]any{
+		"name":        "action.yml rendered for actionlint",
+		"on":          map[string]any{"workflow_call": map[string]any{"inputs": inputs}},
+		"permissions": map[string]any{"contents": "read"},
+		"jobs": map[string]any{"verify": map[string]any{
+			"runs-on": "ubuntu-24.04",
+			"outputs": outputs,
+			"steps":   meta.Runs.Steps,
+		}},
+	}
+	out, err := yaml.Marshal(wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), ".github", "workflows")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "action.yml")
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-color=false", file)
+	cmd.Dir = filepath.Dir(filepath.Dir(dir))
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("actionlint on the composite steps: %v\n%s\n--- rendered workflow\n%s", err, msg, out)
+	}
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Step "Gate" of action.yml: the job fails unless runmill answered
+# merge-ready. It runs after the evidence was uploaded, whatever happened.
+set -euo pipefail
+verdict=${RUNMILL_VERDICT:-}
+code=${RUNMILL_EXIT_CODE:-}
+artifact=${RUNMILL_ARTIFACT_NAME:-runmill-evidence}
+if [ "$verdict" = merge-ready ] && [ "$code" = 0 ]; then
+	echo "runmill: merge-ready"
+	exit 0
+fi
+case $verdict in
+not-merge-ready) echo "::error title=runmill::not merge-ready: the job summary says why; the evidence is the artifact $artifact" ;;
+merge-ready) echo "::error title=runmill::runmill said merge-ready but exited ${code:-without a code}: not merge-ready" ;;
+*) echo "::error title=runmill::runmill produced no verdict (an earlier step failed): not merge-ready" ;;
+esac
+exit 1

@@ -1,0 +1,440 @@
+package action_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/runmill/verify/internal/actions/actionstest"
+)
+
+// This file is a small GitHub Actions runner for one composite action: it
+// reads action.yml, evaluates the expressions the action uses (any other is
+// a test failure, so the runner cannot silently mis-evaluate one), and runs
+// each step as the runner does — `run:` steps with bash --noprofile --norc
+// -eo pipefail, a fresh GITHUB_OUTPUT, GITHUB_ENV, GITHUB_PATH and
+// GITHUB_STEP_SUMMARY per step, `if:` with the implicit success(). The two
+// `uses:` steps are stood in for: setup-go checks its go-version-file and
+// that Go is installed; upload-artifact copies its path into the job's
+// artifacts with its if-no-files-found rule and v4's unique names.
+
+type actionMeta struct {
+	Inputs map[string]struct {
+		Default string `yaml:"default"`
+	} `yaml:"inputs"`
+	Outputs map[string]struct {
+		Value string `yaml:"value"`
+	} `yaml:"outputs"`
+	Runs struct {
+		Using string     `yaml:"using"`
+		Steps []stepMeta `yaml:"steps"`
+	} `yaml:"runs"`
+}
+
+type stepMeta struct {
+	Name  string            `yaml:"name"`
+	ID    string            `yaml:"id"`
+	If    string            `yaml:"if"`
+	Uses  string            `yaml:"uses"`
+	Shell string            `yaml:"shell"`
+	Run   string            `yaml:"run"`
+	Env   map[string]string `yaml:"env"`
+	With  map[string]string `yaml:"with"`
+}
+
+func loadAction(t *testing.T, path string) *actionMeta {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a actionMeta
+	if err := yaml.Unmarshal(b, &a); err != nil {
+		t.Fatalf("parsing %s: %v", path, err)
+	}
+	if a.Runs.Using != "composite" {
+		t.Fatalf("%s: runs.using is %q, want composite", path, a.Runs.Using)
+	}
+	return &a
+}
+
+// job is one job running the action once.
+type job struct {
+	t          *testing.T
+	action     *actionMeta
+	actionPath string
+	root       string            // the runner's work root
+	env        map[string]string // the job's environment (GITHUB_*, RUNNER_*, PATH …)
+	inputs     map[string]string // with: of the workflow step
+	event      map[string]any
+	path       []string // GITHUB_PATH additions, latest first
+
+	steps     map[string]*stepResult // by id
+	ran       []stepResult           // in order, skipped ones included
+	failed    bool
+	summary   bytes.Buffer
+	log       bytes.Buffer
+	artifacts string // the job's uploaded artifacts, one directory per name
+}
+
+type stepResult struct {
+	Name     string
+	Outcome  string // success, failure, skipped
+	Outputs  map[string]string
+	ExitCode int
+	Log      string
+	// Annotations are the ::error/::warning/::notice commands the runner
+	// would obey in Log (stop-commands honoured), as "level title: message".
+	Annotations []string
+}
+
+// annotations reads a step's log as the runner's command manager does: a
+// line that starts with "::" (after leading blanks) is a command, unless
+// commands are stopped by ::stop-commands::TOKEN until a line ::TOKEN::.
+func annotations(log string) []string {
+	var out []string
+	stop := ""
+	for _, line := range strings.Split(log, "\n") {
+		l := strings.TrimLeft(line, " \t")
+		if stop != "" {
+			if l == "::"+stop+"::" {
+				stop = ""
+			}
+			continue
+		}
+		if tok, ok := strings.CutPrefix(l, "::stop-commands::"); ok {
+			stop = tok
+			continue
+		}
+		for _, level := range []string{"error", "warning", "notice"} {
+			rest, ok := strings.CutPrefix(l, "::"+level)
+			if !ok || (rest != "" && rest[0] != ' ' && rest[0] != ':') {
+				continue
+			}
+			props, msg, _ := strings.Cut(strings.TrimPrefix(rest, " "), "::")
+			title := ""
+			for _, p := range strings.Split(props, ",") {
+				if v, ok := strings.CutPrefix(p, "title="); ok {
+					title = strings.NewReplacer("%3A", ":", "%2C", ",", "%0A", "\n", "%0D", "\r", "%25", "%").Replace(v)
+				}
+			}
+			msg = strings.NewReplacer("%0A", "\n", "%0D", "\r", "%25", "%").Replace(msg)
+			out = append(out, level+" "+title+": "+msg)
+		}
+	}
+	return out
+}
+
+func (j *job) run() {
+	t := j.t
+	j.steps = map[string]*stepResult{}
+	for i, s := range j.action.Runs.Steps {
+		r := stepResult{Name: s.Name, Outputs: map[string]string{}}
+		if !j.condition(s.If) {
+			r.Outcome = "skipped"
+		} else {
+			r = j.exec(i, s)
+		}
+		j.ran = append(j.ran, r)
+		if s.ID != "" {
+			j.steps[s.ID] = &j.ran[len(j.ran)-1]
+		}
+		if r.Outcome == "failure" {
+			j.failed = true
+		}
+		t.Logf("step %q: %s", s.Name, r.Outcome)
+	}
+}
+
+// outputs evaluates the action's outputs after the run.
+func (j *job) outputs() map[string]string {
+	out := map[string]string{}
+	for name, o := range j.action.Outputs {
+		out[name] = j.expand(o.Value)
+	}
+	return out
+}
+
+// condition evaluates an if: as the runner does: without a status
+// function, success() is implied.
+func (j *job) condition(cond string) bool {
+	cond = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(cond), "${{"), "}}"))
+	status := regexp.MustCompile(`\b(always|success|failure|cancelled)\(\)`)
+	if !status.MatchString(cond) {
+		if cond == "" {
+			cond = "success()"
+		} else {
+			cond = "success() && (" + cond + ")"
+		}
+	}
+	if strings.Contains(cond, "||") {
+		j.t.Fatalf("the test runner evaluates conjunctions only, not %q", cond)
+	}
+	// A chain of && only: grouping parentheses change nothing, so they go
+	// (a call's "()" stays).
+	var flat strings.Builder
+	for i, c := range cond {
+		switch {
+		case c == '(' && (i == 0 || !isIdent(cond[i-1])):
+		case c == ')' && (i == 0 || cond[i-1] != '('):
+		default:
+			flat.WriteRune(c)
+		}
+	}
+	return j.boolExpr(flat.String())
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func (j *job) boolExpr(e string) bool {
+	e = strings.TrimSpace(e)
+	if a, b, ok := strings.Cut(e, "&&"); ok {
+		return j.boolExpr(a) && j.boolExpr(b)
+	}
+	switch e {
+	case "always()":
+		return true
+	case "success()":
+		return !j.failed
+	case "failure()":
+		return j.failed
+	case "cancelled()":
+		return false
+	}
+	if a, b, ok := strings.Cut(e, "!="); ok {
+		return j.value(a) != j.value(b)
+	}
+	if a, b, ok := strings.Cut(e, "=="); ok {
+		return j.value(a) == j.value(b)
+	}
+	j.t.Fatalf("the test runner cannot evaluate the condition %q", e)
+	return false
+}
+
+var exprRe = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
+
+// expand replaces every ${{ … }} in s.
+func (j *job) expand(s string) string {
+	return exprRe.ReplaceAllStringFunc(s, func(m string) string {
+		return j.value(exprRe.FindStringSubmatch(m)[1])
+	})
+}
+
+// value evaluates one context reference or string literal.
+func (j *job) value(e string) string {
+	e = strings.TrimSpace(e)
+	if len(e) >= 2 && e[0] == '\'' && e[len(e)-1] == '\'' {
+		return strings.ReplaceAll(e[1:len(e)-1], "''", "'")
+	}
+	parts := strings.Split(e, ".")
+	switch {
+	case parts[0] == "inputs" && len(parts) == 2:
+		in, declared := j.action.Inputs[parts[1]]
+		if !declared {
+			j.t.Fatalf("expression %q names an undeclared input", e)
+		}
+		if v, ok := j.inputs[parts[1]]; ok {
+			return v
+		}
+		return j.expand(in.Default)
+	case e == "github.action_path":
+		return j.actionPath
+	case e == "github.token":
+		return j.env["RUNMILL_TEST_TOKEN"]
+	case parts[0] == "github" && len(parts) > 2 && parts[1] == "event":
+		var v any = j.event
+		for _, p := range parts[2:] {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return ""
+			}
+			v = m[p]
+		}
+		switch v := v.(type) {
+		case nil:
+			return ""
+		case string:
+			return v
+		default:
+			b, _ := json.Marshal(v)
+			return string(b)
+		}
+	case parts[0] == "steps" && len(parts) == 4 && parts[2] == "outputs":
+		if s := j.steps[parts[1]]; s != nil {
+			return s.Outputs[parts[3]]
+		}
+		return ""
+	case parts[0] == "steps" && len(parts) == 3 && (parts[2] == "outcome" || parts[2] == "conclusion"):
+		if s := j.steps[parts[1]]; s != nil {
+			return s.Outcome
+		}
+		return ""
+	case e == "runner.temp":
+		return j.env["RUNNER_TEMP"]
+	}
+	j.t.Fatalf("the test runner cannot evaluate the expression %q", e)
+	return ""
+}
+
+func (j *job) exec(i int, s stepMeta) stepResult {
+	t := j.t
+	r := stepResult{Name: s.Name, Outputs: map[string]string{}}
+	switch {
+	case s.Uses != "":
+		return j.uses(s)
+	case s.Run == "":
+		t.Fatalf("step %q has neither uses nor run", s.Name)
+	case s.Shell != "bash":
+		t.Fatalf("step %q: a composite run step needs shell: bash, has %q", s.Name, s.Shell)
+	}
+	files := filepath.Join(j.env["RUNNER_TEMP"], "_runner_file_commands")
+	if err := os.MkdirAll(files, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rt := map[string]string{}
+	for _, k := range []string{"GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STEP_SUMMARY", "GITHUB_STATE"} {
+		rt[k] = filepath.Join(files, fmt.Sprintf("%s_%d", strings.ToLower(k), i))
+		if err := os.WriteFile(rt[k], nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := filepath.Join(j.env["RUNNER_TEMP"], fmt.Sprintf("step-%d.sh", i))
+	if err := os.WriteFile(script, []byte(j.expand(s.Run)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for k, v := range j.env {
+		env[k] = v
+	}
+	for k, v := range rt {
+		env[k] = v
+	}
+	env["GITHUB_ACTION_PATH"] = j.actionPath
+	if len(j.path) > 0 {
+		env["PATH"] = strings.Join(j.path, ":") + ":" + env["PATH"]
+	}
+	for k, v := range s.Env {
+		env[k] = j.expand(v)
+	}
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", script)
+	cmd.Dir = j.env["GITHUB_WORKSPACE"]
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	err := cmd.Run()
+	r.Log = log.String()
+	r.Annotations = annotations(r.Log)
+	fmt.Fprintf(&j.log, "##[group]%s\n%s##[endgroup]\n", s.Name, r.Log)
+	r.Outcome = "success"
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("step %q: %v", s.Name, err)
+		}
+		r.Outcome, r.ExitCode = "failure", ee.ExitCode()
+	}
+	outs, err := actionstest.ReadFileCommands(rt["GITHUB_OUTPUT"])
+	if err != nil {
+		t.Fatalf("step %q wrote a GITHUB_OUTPUT the runner rejects: %v", s.Name, err)
+	}
+	r.Outputs = outs
+	envs, err := actionstest.ReadFileCommands(rt["GITHUB_ENV"])
+	if err != nil {
+		t.Fatalf("step %q wrote a GITHUB_ENV the runner rejects: %v", s.Name, err)
+	}
+	for k, v := range envs {
+		j.env[k] = v
+	}
+	if b, _ := os.ReadFile(rt["GITHUB_PATH"]); len(b) > 0 {
+		for _, p := range strings.Fields(string(b)) {
+			j.path = append([]string{p}, j.path...)
+		}
+	}
+	sum, _ := os.ReadFile(rt["GITHUB_STEP_SUMMARY"])
+	j.summary.Write(sum)
+	return r
+}
+
+var pinned = regexp.MustCompile(`^[\w.-]+/[\w.-]+@[0-9a-f]{40}$`)
+
+// uses stands in for the two actions action.yml uses.
+func (j *job) uses(s stepMeta) stepResult {
+	t := j.t
+	r := stepResult{Name: s.Name, Outputs: map[string]string{}, Outcome: "success"}
+	if !pinned.MatchString(s.Uses) {
+		t.Fatalf("step %q uses %q: actions are pinned by full commit SHA", s.Name, s.Uses)
+	}
+	with := map[string]string{}
+	for k, v := range s.With {
+		with[k] = j.expand(v)
+	}
+	fail := func(format string, args ...any) stepResult {
+		r.Outcome, r.Log = "failure", fmt.Sprintf(format, args...)
+		fmt.Fprintf(&j.log, "##[error]%s\n", r.Log)
+		return r
+	}
+	switch name, _, _ := strings.Cut(s.Uses, "@"); name {
+	case "actions/setup-go":
+		if _, err := os.Stat(with["go-version-file"]); err != nil {
+			return fail("go-version-file: %v", err)
+		}
+		if _, err := exec.LookPath("go"); err != nil {
+			return fail("no Go installed: %v", err)
+		}
+	case "actions/upload-artifact":
+		name, path := with["name"], with["path"]
+		if name == "" {
+			name = "artifact"
+		}
+		if path == "" {
+			return fail("Input required and not supplied: path")
+		}
+		dst := filepath.Join(j.artifacts, name)
+		if _, err := os.Stat(dst); err == nil {
+			return fail("an artifact named %q already exists in this workflow run", name)
+		}
+		n := 0
+		_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				n++
+			}
+			return nil
+		})
+		if n == 0 {
+			if with["if-no-files-found"] == "error" {
+				return fail("No files were found with the provided path: %s. No artifacts will be uploaded.", path)
+			}
+			return r
+		}
+		if err := os.CopyFS(dst, os.DirFS(path)); err != nil {
+			return fail("uploading: %v", err)
+		}
+		r.Outputs["artifact-id"] = "1"
+	default:
+		t.Fatalf("step %q uses %q, which the test runner does not stand in for", s.Name, s.Uses)
+	}
+	return r
+}
+
+func (j *job) order() []string {
+	var out []string
+	for _, r := range j.ran {
+		if r.Outcome != "skipped" {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}

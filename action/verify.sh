@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Step "runmill verify" of action.yml. Inputs arrive as INPUT_* variables
+# (a composite step gets none by itself: action.yml maps each one), the
+# pull request's commits as RUNMILL_EVENT_*_SHA from the event payload.
+# runmill's exit code 1 (not merge-ready) is an answer, not a failure of
+# this step: the upload step must run first, the gate step fails the job.
+set -euo pipefail
+input_error() {
+	echo "::error title=runmill (RM-ACTIONS-003)::$*"
+	exit 2
+}
+
+# The pull request's base.sha and head.sha (a merge queue's base_sha and
+# head_sha), never GITHUB_SHA: on pull_request that is a merge commit GitHub
+# made, not the candidate.
+base=${INPUT_BASE:-${RUNMILL_EVENT_BASE_SHA:-${RUNMILL_MERGE_GROUP_BASE_SHA:-}}}
+candidate=${INPUT_CANDIDATE:-${RUNMILL_EVENT_HEAD_SHA:-${RUNMILL_MERGE_GROUP_HEAD_SHA:-}}}
+if [ -z "$base" ] || [ -z "$candidate" ]; then
+	input_error "no base or candidate commit: this ${GITHUB_EVENT_NAME:-} event carries no pull request or merge group, so pass the base and candidate inputs"
+fi
+
+# Both commits must be in the checkout: actions/checkout fetches one commit
+# unless told fetch-depth: 0, and runmill needs the base and the head.
+repo=${GITHUB_WORKSPACE:-$PWD}
+for c in "$base" "$candidate"; do
+	if ! git -c safe.directory='*' -C "$repo" cat-file -e "$c^{commit}" 2>/dev/null; then
+		input_error "commit $c is not in the checkout at $repo: check out with actions/checkout and fetch-depth: 0 (the base and the head, not only the merge commit)"
+	fi
+done
+
+# A fresh state directory per run: its runs/ holds exactly this run, which
+# the upload step takes whatever happens next.
+out=$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")
+echo "evidence-dir=$out/runs" >>"$GITHUB_OUTPUT"
+
+args=(verify --github-actions --repo "$repo" --base "$base" --candidate "$candidate" --out "$out")
+if [ -n "${GITHUB_REPOSITORY:-}" ]; then
+	args+=(--github-repo "$GITHUB_REPOSITORY")
+fi
+
+# The operator policy: a file outside the workspace, or YAML text (such as a
+# repository variable) written to one.
+policy=${INPUT_POLICY:-}
+policy_file=${INPUT_POLICY_FILE:-}
+if [ -n "$policy" ] && [ -n "$policy_file" ]; then
+	input_error "set policy or policy-file, not both"
+fi
+if [ -z "$policy_file" ] && [ -n "$policy" ]; then
+	if [[ $policy != *$'\n'* && ($policy == /* || $policy == ./* || $policy == *.yaml || $policy == *.yml) ]]; then
+		policy_file=$policy
+	else
+		policy_file="$out/policy.yaml"
+		printf '%s\n' "$policy" >"$policy_file"
+	fi
+fi
+if [ -n "$policy_file" ]; then
+	[ -f "$policy_file" ] || input_error "the policy file $policy_file does not exist"
+	args+=(--policy "$policy_file")
+fi
+
+proposals=${INPUT_AGENT_PROPOSALS:-}
+if [ -n "$proposals" ]; then
+	if [[ $proposals != *$'\n'* && -f $proposals ]]; then
+		args+=(--agent-proposals "$proposals")
+	else
+		printf '%s\n' "$proposals" >"$out/agent-proposals.txt"
+		args+=(--agent-proposals "$out/agent-proposals.txt")
+	fi
+fi
+
+parallel=${INPUT_PARALLEL:-0}
+[[ $parallel =~ ^[0-9]+$ ]] || input_error "parallel must be a number (0: one check per CPU), not '$parallel'"
+args+=(--parallel "$parallel")
+
+if [ -n "${INPUT_CONTAINERD_ADDRESS:-}" ]; then
+	args+=(--containerd-address "$INPUT_CONTAINERD_ADDRESS")
+fi
+
+case ${INPUT_CHECK_RUN:-false} in
+true) args+=(--check-run) ;;
+false) ;;
+*) input_error "check-run must be true or false" ;;
+esac
+
+# root writes into the runner user's runtime files: create them first, so
+# they stay the runner user's.
+: >>"$GITHUB_OUTPUT"
+: >>"${GITHUB_STEP_SUMMARY:-/dev/null}"
+
+set +e
+sudo -E env PATH="$PATH" runmill "${args[@]}"
+rc=$?
+set -e
+# Hand the run back to the runner user: the upload step reads it, and the
+# runner must be able to clean $RUNNER_TEMP.
+sudo -n chown -R "$(id -u):$(id -g)" "$out"
+echo "exit-code=$rc" >>"$GITHUB_OUTPUT"
+case $rc in
+0 | 1) ;;
+*)
+	echo "::error title=runmill::runmill verify exited $rc without a verdict (2: usage or configuration, 3: sandbox, git or disk); the message above names the RM code and the fix"
+	exit "$rc"
+	;;
+esac

@@ -1,0 +1,447 @@
+package actions_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/runmill/verify/internal/actions"
+	"github.com/runmill/verify/internal/actions/actionstest"
+	"github.com/runmill/verify/internal/golden"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/rmerr"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// step is one workflow step's runtime layout, as the runner prepares it: a
+// fresh GITHUB_OUTPUT, GITHUB_STEP_SUMMARY and GITHUB_ENV per step, and the
+// job's variables.
+type step struct {
+	env            map[string]string
+	stdout, stderr bytes.Buffer
+}
+
+func newStep(t *testing.T) *step {
+	dir := t.TempDir()
+	s := &step{env: map[string]string{
+		"GITHUB_ACTIONS":        "true",
+		"GITHUB_OUTPUT":         filepath.Join(dir, "output"),
+		"GITHUB_STEP_SUMMARY":   filepath.Join(dir, "summary"),
+		"GITHUB_ENV":            filepath.Join(dir, "env"),
+		"GITHUB_SERVER_URL":     "https://github.com",
+		"GITHUB_REPOSITORY":     "octo-org/shop",
+		"GITHUB_RUN_ID":         "12345678901",
+		"RUNMILL_ARTIFACT_NAME": "runmill-evidence",
+	}}
+	for _, k := range []string{"GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV"} {
+		if err := os.WriteFile(s.env[k], nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func (s *step) runtime() *actions.Runtime {
+	return actions.New(&s.stdout, &s.stderr, func(k string) string { return s.env[k] })
+}
+
+func (s *step) read(t *testing.T, k string) string {
+	b, err := os.ReadFile(s.env[k])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// loadRun reads a recorded run (testdata/<name>: a real statement, bundle,
+// stored reports and the candidate's tracked files from the demo's shop).
+// Its directory is copied so paths are absolute, as on a runner.
+func loadRun(t *testing.T, name string) (*actions.Run, string) {
+	src := filepath.Join("testdata", name)
+	dir := filepath.Join(t.TempDir(), "runs", name)
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "statement.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st evidence.DeliveryStatement
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	tracked, err := os.ReadFile(filepath.Join(dir, "tracked.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &actions.Run{
+		Dir:           dir,
+		StatementPath: filepath.Join(dir, "statement.json"),
+		BundlePath:    filepath.Join(dir, "evidence.json"),
+		Delivery:      st.Predicate,
+		Tracked:       strings.Fields(string(tracked)),
+	}, dir
+}
+
+// TestPublish drives Publish as the runner would and compares the outputs,
+// the summary and the workflow commands with golden files.
+func TestPublish(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		unsigned bool
+		verdict  string
+		commands []string // workflow command prefixes that must appear
+	}{
+		{"shop-good", false, "merge-ready", []string{"::warning title=runmill%3A GitHub not consulted::"}},
+		{"shop-bad", false, "not-merge-ready", []string{
+			"::error file=web/cart.test.js,line=1,title=runmill%3A outcome.focused::",
+			"::error file=cart/cart_test.go,line=18,title=runmill%3A test failed in check unit::example.com/shop/cart::TestPricesFixture failed at the candidate:%0Acart_test.go:18: rewriting the fixture",
+			"::error title=runmill%3A RM-VERIFY-003 in check unit::1 test that passed at the base is missing",
+			"::error title=runmill%3A test failed in check vet::gofmt failed at the candidate:%0Anot gofmt-formatted: cart/cart_test.go",
+			"::warning title=runmill%3A agent proposal ignored::proposed check \"curl-evil-sh\"",
+		}},
+		{"shop-bad-unsigned", true, "not-merge-ready", []string{"::warning title=runmill%3A evidence unsigned::"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run, dir := loadRun(t, strings.TrimSuffix(tc.name, "-unsigned"))
+			if tc.unsigned {
+				run.BundlePath = ""
+			}
+			s := newStep(t)
+			if err := s.runtime().Publish(run); err != nil {
+				t.Fatal(err)
+			}
+			outs, err := actionstest.ReadFileCommands(s.env["GITHUB_OUTPUT"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"verdict": tc.verdict, "run-id": run.Delivery.RunID, "bundle-path": run.BundlePath}
+			if tc.unsigned {
+				want["bundle-path"] = run.StatementPath
+			}
+			for k, v := range want {
+				if outs[k] != v {
+					t.Errorf("output %s = %q, want %q", k, outs[k], v)
+				}
+			}
+			stmt, _ := os.ReadFile(run.StatementPath)
+			if outs["bundle-digest"] != evidence.Digest(stmt) || len(outs) != 4 {
+				t.Errorf("outputs %q: want exactly verdict, run-id, bundle-path and bundle-digest %s", outs, evidence.Digest(stmt))
+			}
+			if env := s.read(t, "GITHUB_ENV"); env != "" {
+				t.Errorf("GITHUB_ENV written: %q", env)
+			}
+			for _, c := range tc.commands {
+				if !strings.Contains(s.stdout.String(), c) {
+					t.Errorf("no workflow command starting %q in:\n%s", c, s.stdout.String())
+				}
+			}
+			norm := func(b string) []byte { return []byte(strings.ReplaceAll(b, dir, "$RUN")) }
+			golden.Bytes(t, filepath.Join("testdata", t.Name()+".output.golden"), norm(s.read(t, "GITHUB_OUTPUT")))
+			golden.Bytes(t, filepath.Join("testdata", t.Name()+".summary.md"), norm(s.read(t, "GITHUB_STEP_SUMMARY")))
+			golden.Bytes(t, filepath.Join("testdata", t.Name()+".stdout.golden"), norm(s.stdout.String()))
+		})
+	}
+}
+
+// TestNoRuntimeFiles: a local run (no GITHUB_OUTPUT, no
+// GITHUB_STEP_SUMMARY) does not panic and writes nothing but the
+// annotations, saying what it skipped.
+func TestNoRuntimeFiles(t *testing.T) {
+	run, _ := loadRun(t, "shop-bad")
+	var stdout, stderr bytes.Buffer
+	rt := actions.New(&stdout, &stderr, func(string) string { return "" })
+	if err := rt.Publish(run); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.PublishNoVerdict(fmt.Errorf("boom")); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"GITHUB_OUTPUT is not set", "GITHUB_STEP_SUMMARY is not set"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr does not say %q:\n%s", w, stderr.String())
+		}
+	}
+	if !strings.HasPrefix(stdout.String(), "::error ") {
+		t.Errorf("annotations not written: %q", stdout.String())
+	}
+}
+
+// TestUnwritableRuntimeFile: a runtime file that cannot be written is an
+// RM-ACTIONS-001 error, not a panic, and the other parts are still written.
+func TestUnwritableRuntimeFile(t *testing.T) {
+	run, _ := loadRun(t, "shop-bad")
+	s := newStep(t)
+	s.env["GITHUB_OUTPUT"] = t.TempDir() // a directory
+	err := s.runtime().Publish(run)
+	if rmerr.CodeOf(err) != rmerr.ActionsRuntime || !strings.Contains(err.Error(), "GITHUB_OUTPUT") {
+		t.Fatalf("error %v, want RM-ACTIONS-001 naming GITHUB_OUTPUT", err)
+	}
+	if !strings.Contains(s.read(t, "GITHUB_STEP_SUMMARY"), "not merge-ready") {
+		t.Error("the summary was not written")
+	}
+}
+
+func TestPublishNoVerdict(t *testing.T) {
+	s := newStep(t)
+	cause := rmerr.New(rmerr.GitRepository, "git failed on <b>|x|</b>\n::error::injected").WithHint("check the repository")
+	if err := s.runtime().PublishNoVerdict(cause); err != nil {
+		t.Fatal(err)
+	}
+	outs, err := actionstest.ReadFileCommands(s.env["GITHUB_OUTPUT"])
+	if err != nil || len(outs) != 1 || outs["verdict"] != "not-merge-ready" {
+		t.Fatalf("outputs %q (%v), want only verdict=not-merge-ready", outs, err)
+	}
+	if n := strings.Count(s.stdout.String(), "\n"); n != 1 || !strings.HasPrefix(s.stdout.String(), "::error title=runmill%3A no verdict::") {
+		t.Errorf("want one error annotation, got:\n%s", s.stdout.String())
+	}
+	golden.Bytes(t, filepath.Join("testdata", t.Name()+".summary.md"), []byte(s.read(t, "GITHUB_STEP_SUMMARY")))
+}
+
+func TestStopCommands(t *testing.T) {
+	s := newStep(t)
+	resume := s.runtime().StopCommands()
+	resume()
+	m := regexp.MustCompile(`^::stop-commands::(runmill-[0-9a-f]{32})\n::(runmill-[0-9a-f]{32})::\n$`).FindStringSubmatch(s.stdout.String())
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("stop/resume commands: %q", s.stdout.String())
+	}
+}
+
+// hostile is the text a pull request controls, at its worst: Markdown,
+// HTML, workflow commands, line breaks and the file-command delimiter.
+const hostile = "x|y</td><img src=x onerror=alert(1)>[link](https://evil.example)\n::error::fake\r\n" +
+	"_GitHubActionsFileCommandDelimeter_\nverdict=merge-ready\n`code` **b** # h @someone :+1: &amp;"
+
+// TestHostileText puts hostile text everywhere a pull request reaches (test
+// names, failure messages, a focused file, agent proposal ids) and checks
+// that none of it escapes: the outputs are still exactly runmill's four, the
+// summary's tables keep their shape and carry no live HTML, and every
+// annotation stays one workflow command.
+func TestHostileText(t *testing.T) {
+	run, _ := loadRun(t, "shop-bad")
+	d := &run.Delivery
+	d.Manifest.IgnoredProposals = append(d.Manifest.IgnoredProposals, struct {
+		ID     string `json:"id"`
+		Reason string `json:"reason"`
+	}{hostile, hostile})
+	d.Verdict.Failures = append(d.Verdict.Failures, verdict.Finding{Rule: "outcome.focused", Check: "unit", File: "web/cart.test.js", Line: 2, Message: hostile, Hint: hostile, IDs: []report.TestID{hostile}})
+	d.Verdict.Notes = append(d.Verdict.Notes, hostile)
+	for i := range d.Checks {
+		if inv := d.Checks[i].Report.Inventory; inv != nil && len(inv.Failed) > 0 {
+			inv.Failed = append(inv.Failed, hostile)
+		}
+	}
+	s := newStep(t)
+	if err := s.runtime().Publish(run); err != nil {
+		t.Fatal(err)
+	}
+	outs, err := actionstest.ReadFileCommands(s.env["GITHUB_OUTPUT"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 4 || outs["verdict"] != "not-merge-ready" {
+		t.Fatalf("outputs %q", outs)
+	}
+	sum := s.read(t, "GITHUB_STEP_SUMMARY")
+	prose := withoutCodeSpans(sum)
+	for _, bad := range []string{"<img", "</td>", "](https://evil", "\n::error", "**b**", "&amp;", "@someone"} {
+		if i := strings.Index(prose, bad); i >= 0 && (i == 0 || prose[i-1] != '\\') {
+			t.Errorf("summary contains live %q: %s", bad, prose[max(i-40, 0):min(i+40, len(prose))])
+		}
+	}
+	// Every table row has as many unescaped cell separators as its header.
+	cells := regexp.MustCompile(`(^|[^\\])\|`)
+	want := 0
+	for _, l := range strings.Split(sum, "\n") {
+		switch {
+		case !strings.HasPrefix(l, "|"):
+			want = 0
+		case want == 0:
+			want = len(cells.FindAllString(l, -1))
+		case len(cells.FindAllString(l, -1)) != want:
+			t.Errorf("table row with a different cell count (%d, want %d): %s", len(cells.FindAllString(l, -1)), want, l)
+		}
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(s.stdout.String(), "\n"), "\n") {
+		if !strings.HasPrefix(l, "::error ") && !strings.HasPrefix(l, "::warning ") {
+			t.Errorf("stdout line is not one annotation: %q", l)
+		}
+	}
+}
+
+// withoutCodeSpans drops the content of every code span (CommonMark: a run
+// of n backticks up to the next run of exactly n), where nothing is live.
+func withoutCodeSpans(md string) string {
+	var b strings.Builder
+	for i := 0; i < len(md); {
+		if md[i] != '`' || (i > 0 && md[i-1] == '\\') {
+			b.WriteByte(md[i])
+			i++
+			continue
+		}
+		n := 0
+		for i+n < len(md) && md[i+n] == '`' {
+			n++
+		}
+		fence := strings.Repeat("`", n)
+		end := -1
+		for j := i + n; j < len(md); {
+			k := strings.Index(md[j:], fence)
+			if k < 0 {
+				break
+			}
+			k += j
+			if (k+n == len(md) || md[k+n] != '`') && (k == 0 || md[k-1] != '`') {
+				end = k
+				break
+			}
+			for j = k; j < len(md) && md[j] == '`'; j++ {
+			}
+		}
+		if end < 0 {
+			b.WriteString(fence)
+			i += n
+			continue
+		}
+		b.WriteString("<code>")
+		i = end + n
+	}
+	return b.String()
+}
+
+// TestAnnotationLimits: 10 errors and 10 warnings at most, located ones
+// first, and the summary says how many were left out.
+func TestAnnotationLimits(t *testing.T) {
+	run, _ := loadRun(t, "shop-bad")
+	d := &run.Delivery
+	for i := range 25 {
+		d.Verdict.Failures = append(d.Verdict.Failures, verdict.Finding{Rule: "outcome.focused", File: "web/cart.test.js", Line: i + 1, Message: fmt.Sprint("focus ", i)})
+		d.Verdict.Notes = append(d.Verdict.Notes, fmt.Sprint("note ", i))
+	}
+	s := newStep(t)
+	if err := s.runtime().Publish(run); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(s.stdout.String(), "\n"), "\n")
+	var errs, warns int
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "::error "):
+			errs++
+			if !strings.Contains(l, "file=") {
+				t.Errorf("error annotation %d has no file although 26 located ones exist: %s", i, l)
+			}
+		case strings.HasPrefix(l, "::warning "):
+			warns++
+		}
+	}
+	if errs != actions.MaxErrors || warns != actions.MaxWarnings {
+		t.Errorf("%d errors, %d warnings; want %d and %d", errs, warns, actions.MaxErrors, actions.MaxWarnings)
+	}
+	if sum := s.read(t, "GITHUB_STEP_SUMMARY"); !strings.Contains(sum, "Annotations: 10 of 33 errors and 10 of 27 warnings shown") {
+		t.Errorf("summary does not count the annotations left out:\n%s", sum[strings.LastIndex(sum, "### Evidence"):])
+	}
+}
+
+// TestSummaryCap: a run too large for one summary is cut within GitHub's
+// 1 MiB (less what the step already wrote), says so, and still ends with
+// where the evidence is.
+func TestSummaryCap(t *testing.T) {
+	run, _ := loadRun(t, "shop-bad")
+	d := &run.Delivery
+	tmpl := d.Checks[len(d.Checks)-1]
+	for i := range 20000 {
+		c := tmpl
+		c.CheckID = fmt.Sprintf("generated-check-%05d", i)
+		d.Checks = append(d.Checks, c)
+	}
+	s := newStep(t)
+	before := bytes.Repeat([]byte("x"), 100<<10)
+	if err := os.WriteFile(s.env["GITHUB_STEP_SUMMARY"], before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.runtime().Publish(run); err != nil {
+		t.Fatal(err)
+	}
+	sum := s.read(t, "GITHUB_STEP_SUMMARY")
+	if len(sum) > actions.MaxSummaryBytes {
+		t.Fatalf("summary is %d bytes, over %d", len(sum), actions.MaxSummaryBytes)
+	}
+	if len(sum) < actions.MaxSummaryBytes-64<<10 {
+		t.Errorf("summary is %d bytes: cut far below the limit", len(sum))
+	}
+	for _, w := range []string{"The summary was cut here", "### Evidence", "runmill evidence download --repo octo-org/shop --run-id 12345678901"} {
+		if !strings.Contains(sum, w) {
+			t.Errorf("cut summary lacks %q", w)
+		}
+	}
+}
+
+func TestOutputGrammar(t *testing.T) {
+	run, _ := loadRun(t, "shop-good")
+	for _, tc := range []struct {
+		name string
+		mod  func(r *actions.Run)
+	}{
+		{"line break in the bundle path", func(r *actions.Run) { r.BundlePath = "/tmp/x\nverdict=merge-ready" }},
+		{"delimiter in the bundle path", func(r *actions.Run) { r.BundlePath = "/tmp/_GitHubActionsFileCommandDelimeter_" }},
+		{"relative bundle path", func(r *actions.Run) { r.BundlePath = "evidence.json" }},
+		{"run id with a line break", func(r *actions.Run) { r.Delivery.RunID = "a\nb" }},
+		{"run id with spaces", func(r *actions.Run) { r.Delivery.RunID = "a b" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := *run
+			tc.mod(&r)
+			s := newStep(t)
+			err := s.runtime().Publish(&r)
+			if rmerr.CodeOf(err) != rmerr.ActionsRuntime {
+				t.Fatalf("error %v, want RM-ACTIONS-001", err)
+			}
+			if out := s.read(t, "GITHUB_OUTPUT"); out != "" {
+				t.Errorf("GITHUB_OUTPUT written: %q", out)
+			}
+		})
+	}
+}
+
+// TestQuestions: each reason lands on its question's row.
+func TestQuestions(t *testing.T) {
+	run, _ := loadRun(t, "shop-good")
+	for _, tc := range []struct {
+		f verdict.Finding
+		q string
+	}{
+		{verdict.Finding{Rule: verdict.RuleEmptyManifest, Message: "m"}, "Discovery"},
+		{verdict.Finding{Rule: verdict.RuleNoResult, Check: "unit", Message: "m"}, "Coverage"},
+		{verdict.Finding{Rule: "ci.never-scheduled", Code: rmerr.CINeverScheduled, Message: "m"}, "Coverage"},
+		{verdict.Finding{Rule: verdict.RuleTreeMoved, Code: rmerr.VerifyTreeMoved, Message: "m"}, "Freshness"},
+		{verdict.Finding{Rule: "outcome.zero-tests", Message: "m"}, "Outcome"},
+		{verdict.Finding{Rule: "report.invalid", Message: "m"}, "Outcome"},
+	} {
+		t.Run(tc.f.Rule, func(t *testing.T) {
+			r := *run
+			r.Delivery.Verdict = verdict.Verdict{Failures: []verdict.Finding{tc.f}}
+			s := newStep(t)
+			if err := s.runtime().Publish(&r); err != nil {
+				t.Fatal(err)
+			}
+			var failed []string
+			for _, l := range strings.Split(s.read(t, "GITHUB_STEP_SUMMARY"), "\n") {
+				if m := regexp.MustCompile(`^\| \*\*(\w+)\*\*: .* \| ❌ `).FindStringSubmatch(l); m != nil {
+					failed = append(failed, m[1])
+				}
+			}
+			if !slices.Equal(failed, []string{tc.q}) {
+				t.Errorf("failed questions %v, want [%s]", failed, tc.q)
+			}
+		})
+	}
+}

@@ -1,0 +1,312 @@
+package actions
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// Annotation is one workflow-command annotation:
+// ::error file=F,line=N,title=T::message.
+type Annotation struct {
+	Level   string `json:"level"` // "error" or "warning"
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Title   string `json:"title"`
+	Message string `json:"message"`
+}
+
+// GitHub keeps at most 10 error and 10 warning annotations of one step's
+// workflow commands (and 50 per job); runmill sends no more, most useful
+// first, and the summary says how many it left out.
+const (
+	MaxErrors   = 10
+	MaxWarnings = 10
+)
+
+// maxAnnotationRunes bounds one annotation's message.
+const maxAnnotationRunes = 2000
+
+// maxFailingPerCheck bounds the failing tests kept per check for
+// annotations; the summary counts all of them from the inventory.
+const maxFailingPerCheck = 100
+
+// failingTest is a failing candidate test with what its report says of it.
+type failingTest struct {
+	Check   string
+	ID      report.TestID
+	File    string // a tracked file of the candidate, or ""
+	Line    int
+	Message string
+}
+
+// artifactAddr is the only artifact address form the store writes.
+var artifactAddr = regexp.MustCompile(`^sha256/[0-9a-f]{64}$`)
+
+// failingTests re-reads the reports of the candidate runs that recorded
+// failing tests: the statement keeps ids only, the report keeps where a
+// test failed (JUnit file/line, TAP YAML at:, the file:line go test
+// prints). A report that cannot be re-read still yields its ids, unlocated.
+func failingTests(run *Run, files *fileIndex) []failingTest {
+	var out []failingTest
+	// Reports are re-read only while they can still fill GitHub's slots:
+	// at most MaxErrors of them, until MaxErrors tests are located.
+	located, reread := 0, 0
+	for _, c := range run.Delivery.Checks {
+		rep := c.Report
+		if c.Phase != verdict.Candidate || c.Executor != verdict.Orchestrator || rep == nil || rep.Inventory == nil || len(rep.Inventory.Failed) == 0 {
+			continue
+		}
+		found := map[report.TestID]report.Test{}
+		if located < MaxErrors && reread < MaxErrors {
+			reread++
+			if inv := reparse(run.Dir, rep); inv != nil {
+				for _, t := range inv.Tests {
+					if t.Status == report.Failed {
+						found[t.ID] = t
+					}
+				}
+			}
+		}
+		for i, id := range rep.Inventory.Failed {
+			if i == maxFailingPerCheck {
+				break
+			}
+			ft := failingTest{Check: c.CheckID, ID: id}
+			if t, ok := found[id]; ok {
+				ft.Message = t.Message
+				if f := files.resolve(t.File, locationHint(rep.Format, id)); f != "" {
+					ft.File, ft.Line = f, max(t.Line, 0)
+					located++
+				}
+			}
+			out = append(out, ft)
+		}
+	}
+	return out
+}
+
+// reparse parses the stored report of rep, or returns nil.
+func reparse(dir string, rep *evidence.ReportRecord) *report.Inventory {
+	if dir == "" || !artifactAddr.MatchString(rep.Artifact) {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(dir, "artifacts", filepath.FromSlash(rep.Artifact)))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	inv, err := report.Parse(f, rep.Format, report.Options{Identity: rep.Identity})
+	if err != nil {
+		return nil
+	}
+	return inv
+}
+
+// locationHint is a directory path the test's id suggests: a Go package's
+// import path, a JUnit classname's package (com.example.FooTest →
+// com/example). It breaks ties between tracked files of the same name.
+func locationHint(f report.Format, id report.TestID) string {
+	prefix, _, ok := strings.Cut(string(id), "::")
+	if !ok {
+		return ""
+	}
+	switch f {
+	case report.GoJSON:
+		return prefix
+	case report.JUnit:
+		if i := strings.LastIndexByte(prefix, '.'); i > 0 {
+			return strings.ReplaceAll(prefix[:i], ".", "/")
+		}
+	}
+	return ""
+}
+
+// fileIndex is the candidate's tracked files. An annotation names a file
+// only when it is one of them: a location a report gives (a basename, a
+// path relative to a package, an absolute path inside the sandbox, a
+// file:// URL) is mapped onto exactly one tracked file or dropped.
+type fileIndex struct {
+	all    map[string]bool
+	byName map[string][]string
+}
+
+func newFileIndex(tracked []string) *fileIndex {
+	x := &fileIndex{all: make(map[string]bool, len(tracked)), byName: map[string][]string{}}
+	for _, p := range tracked {
+		x.all[p] = true
+		b := path.Base(p)
+		x.byName[b] = append(x.byName[b], p)
+	}
+	return x
+}
+
+// resolve maps file onto one tracked path, or "". It tries the longest
+// suffix of file's path components first, so /src/checkout/cart/x_test.go
+// finds cart/x_test.go; several tracked files with the matching suffix are
+// told apart by hint (the one whose directory ends hint's path), else the
+// location is dropped rather than guessed.
+func (x *fileIndex) resolve(file, hint string) string {
+	file = strings.TrimPrefix(file, "file://")
+	if file == "" || x == nil || len(x.all) == 0 {
+		return ""
+	}
+	comps := strings.Split(strings.Trim(path.Clean("/"+file), "/"), "/")
+	for k := len(comps); k >= 1; k-- {
+		suffix := strings.Join(comps[len(comps)-k:], "/")
+		var cands []string
+		for _, p := range x.byName[comps[len(comps)-1]] {
+			if p == suffix || strings.HasSuffix(p, "/"+suffix) {
+				cands = append(cands, p)
+			}
+		}
+		switch {
+		case len(cands) == 1:
+			return cands[0]
+		case len(cands) > 1:
+			var hinted []string
+			for _, p := range cands {
+				if d := path.Dir(p); hint != "" && d != "." && (hint == d || strings.HasSuffix(hint, "/"+d)) {
+					hinted = append(hinted, p)
+				}
+			}
+			if len(hinted) == 1 {
+				return hinted[0]
+			}
+			if k == len(comps) && slices.Contains(cands, suffix) {
+				return suffix // the whole location is itself a repository path
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// annotations returns every annotation the run warrants, in the order they
+// are worth GitHub's limited slots: reasons with a file and line first
+// (they appear on the pull request's diff), then failing tests with a
+// location, then the remaining reasons and failing tests; warnings after.
+func annotations(run *Run, failing []failingTest, files *fileIndex) []Annotation {
+	var located, unlocated, warnings []Annotation
+	for _, f := range run.Delivery.Verdict.Reasons() {
+		a := Annotation{Level: "error", Title: "runmill: " + findingTitle(f), Message: clip(findingText(f), maxAnnotationRunes)}
+		if f.File != "" {
+			if p := files.resolveFinding(f.File); p != "" {
+				a.File, a.Line = p, max(f.Line, 0)
+			}
+		}
+		if a.File != "" {
+			located = append(located, a)
+		} else {
+			unlocated = append(unlocated, a)
+		}
+	}
+	var testsUnlocated []Annotation
+	for _, t := range failing {
+		msg := string(t.ID) + " failed at the candidate"
+		if t.Message != "" {
+			msg += ":\n" + t.Message
+		}
+		a := Annotation{Level: "error", File: t.File, Line: t.Line, Title: "runmill: test failed in check " + t.Check, Message: clip(msg, maxAnnotationRunes)}
+		if a.File != "" {
+			located = append(located, a)
+		} else {
+			testsUnlocated = append(testsUnlocated, a)
+		}
+	}
+	d := run.Delivery
+	if run.BundlePath == "" {
+		warnings = append(warnings, Annotation{Level: "warning", Title: "runmill: evidence unsigned",
+			Message: "the evidence of this run is not signed, so nothing can verify it offline: pass the signing-key input (runmill evidence keygen makes one)"})
+	}
+	if !d.Manifest.GitHub.Consulted {
+		warnings = append(warnings, Annotation{Level: "warning", Title: "runmill: GitHub not consulted",
+			Message: "branch protection and remote checks were not consulted for this run: their required contexts are not part of the verdict"})
+	}
+	for _, p := range d.Manifest.IgnoredProposals {
+		warnings = append(warnings, Annotation{Level: "warning", Title: "runmill: agent proposal ignored",
+			Message: clip(fmt.Sprintf("proposed check %q: %s", p.ID, p.Reason), maxAnnotationRunes)})
+	}
+	for _, n := range d.Verdict.Notes {
+		warnings = append(warnings, Annotation{Level: "warning", Title: "runmill: note", Message: clip(n, maxAnnotationRunes)})
+	}
+	return slices.Concat(located, unlocated, testsUnlocated, warnings)
+}
+
+// resolveFinding maps a finding's file (a repository path from runmill's
+// own scan) onto a tracked file; without an index a clean relative path is
+// kept as it is.
+func (x *fileIndex) resolveFinding(file string) string {
+	if x != nil && len(x.all) > 0 {
+		return x.resolve(file, "")
+	}
+	if c := path.Clean(file); c == file && !path.IsAbs(c) && c != "." && !strings.HasPrefix(c, "../") && c != ".." {
+		return c
+	}
+	return ""
+}
+
+// limit keeps the first MaxErrors errors and MaxWarnings warnings.
+func limit(all []Annotation) (kept []Annotation, errs, warns int) {
+	for _, a := range all {
+		switch a.Level {
+		case "error":
+			errs++
+			if errs <= MaxErrors {
+				kept = append(kept, a)
+			}
+		default:
+			warns++
+			if warns <= MaxWarnings {
+				kept = append(kept, a)
+			}
+		}
+	}
+	return kept, errs, warns
+}
+
+// findingTitle is the short name of a finding: its code or rule, and check.
+func findingTitle(f verdict.Finding) string {
+	name := string(f.Code)
+	if name == "" {
+		name = f.Rule
+	}
+	if f.Check != "" {
+		name += " in check " + f.Check
+	}
+	return name
+}
+
+// findingText is a finding's message, its test ids (at most 20) and its fix.
+func findingText(f verdict.Finding) string {
+	var b strings.Builder
+	b.WriteString(f.Message)
+	if len(f.IDs) > 0 {
+		b.WriteString(":")
+		for i, id := range f.IDs {
+			if i == maxIDs {
+				fmt.Fprintf(&b, "\n  … and %d more (see the evidence bundle)", len(f.IDs)-maxIDs)
+				break
+			}
+			b.WriteString("\n  ")
+			b.WriteString(string(id))
+		}
+	}
+	if f.Hint != "" {
+		b.WriteString("\nFix: ")
+		b.WriteString(f.Hint)
+	}
+	return b.String()
+}
+
+// maxIDs bounds the test ids one finding lists in the summary and in an
+// annotation; the bundle has all of them.
+const maxIDs = 20

@@ -1,0 +1,447 @@
+package actions
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/rmerr"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// MaxSummaryBytes is GitHub's limit on one step's job summary: a larger one
+// is not shown at all, so runmill cuts its own before that and says where
+// the rest is.
+const MaxSummaryBytes = 1 << 20
+
+// errorsDoc is where each code's cause and fix are documented.
+const errorsDoc = "https://github.com/runmill/verify/blob/main/docs/errors.md"
+
+// Where is where the evidence of a run can be found, for the summary's
+// last section. Every field may be empty.
+type Where struct {
+	// Artifact is the workflow artifact the action uploads the run
+	// directory as (the artifact-name input).
+	Artifact string
+	// RunURL is the workflow run's page, where the artifact is listed.
+	RunURL string
+	// Repository and RunID are what `runmill evidence download` takes.
+	Repository string
+	RunID      string
+}
+
+// The four questions of the specification, in its order.
+const (
+	qDiscovery = "Discovery"
+	qCoverage  = "Coverage"
+	qFreshness = "Freshness"
+	qOutcome   = "Outcome"
+)
+
+var questions = []struct{ name, ask string }{
+	{qDiscovery, "which checks are required?"},
+	{qCoverage, "did every required check run?"},
+	{qFreshness, "against the exact commit?"},
+	{qOutcome, "without a prohibited skip?"},
+}
+
+// question says which of the four questions a finding answers no to.
+func question(f verdict.Finding) string {
+	switch {
+	case f.Rule == verdict.RuleEmptyManifest || f.Code == rmerr.VerifyManifest || strings.HasPrefix(f.Rule, "discovery."):
+		return qDiscovery
+	case strings.HasPrefix(f.Rule, "freshness.") || f.Code == rmerr.VerifyTreeMoved || f.Code == rmerr.VerifyDependencies ||
+		strings.HasPrefix(f.Rule, "dependencies."):
+		return qFreshness
+	case strings.HasPrefix(f.Rule, "coverage.") || strings.HasPrefix(f.Rule, "record.") || strings.HasPrefix(f.Rule, "ci.") ||
+		f.Code == rmerr.VerifyNoRunnable || f.Code == rmerr.CINeverScheduled:
+		return qCoverage
+	}
+	return qOutcome // outcome.*, baseline.*, report.*: what "passed" excludes
+}
+
+// summary renders the job summary of a finished run within limit bytes.
+func summary(run *Run, digest string, where Where, errs, warns int, limit int) string {
+	d := &run.Delivery
+	reasons := d.Verdict.Reasons()
+	var head, tail []string
+
+	if d.Verdict.MergeReady {
+		head = append(head, "## ✅ runmill: merge-ready", "")
+	} else {
+		head = append(head, "## ❌ runmill: not merge-ready", "")
+	}
+	line := fmt.Sprintf("Candidate %s · base %s", code(short(d.Candidate.Head)), code(short(d.Candidate.Base)))
+	if d.Candidate.Repository.Name != "" {
+		line += " · " + code(d.Candidate.Repository.Name)
+	}
+	if d.Candidate.PullRequest > 0 {
+		line += fmt.Sprintf(" · pull request #%d", d.Candidate.PullRequest)
+	}
+	line += fmt.Sprintf(" · run %s · runmill %s", code(d.RunID), code(d.RunmillVersion))
+	head = append(head, line, "")
+	if len(reasons) > 0 {
+		head = append(head, fmt.Sprintf("%s kept this change from being merge-ready; each is listed under **Findings** with its fix.", plural(len(reasons), "reason", "reasons")), "")
+	}
+
+	// The four questions.
+	byQ := map[string][]verdict.Finding{}
+	for _, f := range reasons {
+		byQ[question(f)] = append(byQ[question(f)], f)
+	}
+	head = append(head, "| Question | Answer |", "| --- | --- |")
+	for _, q := range questions {
+		fs := byQ[q.name]
+		mark := "✅"
+		if len(fs) > 0 {
+			mark = "❌"
+		}
+		head = append(head, fmt.Sprintf("| **%s**: %s | %s %s |", q.name, q.ask, mark, answer(q.name, run, fs)))
+	}
+	head = append(head, "")
+
+	// One row per check.
+	head = append(head, "### Checks", "",
+		"| Check | Required by | Status | Coverage | Tests passed / failed / skipped | Missing at candidate | Duration |",
+		"| --- | --- | --- | --- | --- | --- | --- |")
+	for _, r := range checkRows(run, reasons) {
+		head = append(head, r)
+	}
+	head = append(head, "")
+
+	if len(reasons) > 0 {
+		head = append(head, "### Findings", "", "| Code | Check | Where | What | Fix |", "| --- | --- | --- | --- | --- |")
+		for _, f := range reasons {
+			head = append(head, findingRow(f))
+		}
+		head = append(head, "")
+	}
+	if notes := notesOf(d); len(notes) > 0 {
+		head = append(head, fmt.Sprintf("<details><summary>Notes (%d)</summary>", len(notes)), "")
+		for _, n := range notes {
+			head = append(head, "- "+text(n))
+		}
+		head = append(head, "", "</details>", "")
+	}
+
+	// Where the evidence is: always written, whatever is cut above it.
+	tail = append(tail, "### Evidence", "")
+	if run.BundlePath != "" {
+		tail = append(tail, fmt.Sprintf("- Signed bundle: %s", code(run.BundlePath)))
+	} else {
+		tail = append(tail, "- **Unsigned**: no signing key was given, so nothing can verify this evidence offline (pass the `signing-key` input).")
+	}
+	tail = append(tail, fmt.Sprintf("- Statement: %s, canonical digest %s", code(run.StatementPath), code(digest)))
+	tail = append(tail, fmt.Sprintf("- Run directory on the runner: %s (statement, bundles, terminal record, stored outputs and reports)", code(run.Dir)))
+	if where.Artifact != "" {
+		at := "this workflow run"
+		if where.RunURL != "" {
+			at = fmt.Sprintf("[this workflow run](%s)", where.RunURL)
+		}
+		tail = append(tail, fmt.Sprintf("- Uploaded as the artifact %s of %s.", code(where.Artifact), at))
+		if where.Repository != "" && where.RunID != "" {
+			tail = append(tail, fmt.Sprintf("- Fetch and check it anywhere: %s, then %s.",
+				code(fmt.Sprintf("runmill evidence download --repo %s --run-id %s", where.Repository, where.RunID)),
+				code("runmill evidence verify BUNDLE --trust TRUST --expectations EXPECTATIONS")))
+		}
+	}
+	if errs+warns > 0 {
+		tail = append(tail, "", fmt.Sprintf("Annotations: %d of %s and %d of %s shown; GitHub keeps at most %d of each per step, and every reason is listed above.",
+			min(errs, MaxErrors), plural(errs, "error", "errors"), min(warns, MaxWarnings), plural(warns, "warning", "warnings"), MaxErrors))
+	}
+	tail = append(tail, "")
+	return fit(head, tail, limit)
+}
+
+// fit joins head and tail, dropping head lines from the end (and saying so)
+// until the whole fits in limit bytes. The tail always stays.
+func fit(head, tail []string, limit int) string {
+	t := strings.Join(tail, "\n") + "\n"
+	total := len(t)
+	for _, l := range head {
+		total += len(l) + 1
+	}
+	if total <= limit {
+		return strings.Join(head, "\n") + "\n" + t
+	}
+	note := func(n int) string {
+		return fmt.Sprintf("\n**The summary was cut here to stay within GitHub's %d KiB limit**: %d more lines are not shown. "+
+			"The evidence below holds the complete record (`runmill inspect RUN-ID` renders it).\n\n", limit>>10, n)
+	}
+	budget := limit - len(t) - len(note(len(head)))
+	var b strings.Builder
+	kept := 0
+	for _, l := range head {
+		if b.Len()+len(l)+1 > budget {
+			break
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+		kept++
+	}
+	return b.String() + note(len(head)-kept) + t
+}
+
+// answer is one question's answer cell.
+func answer(q string, run *Run, fs []verdict.Finding) string {
+	d := &run.Delivery
+	if len(fs) > 0 {
+		var codes []string
+		for _, f := range fs {
+			c := string(f.Code)
+			if c == "" {
+				c = f.Rule
+			}
+			if !slices.Contains(codes, c) {
+				codes = append(codes, c)
+			}
+		}
+		for i, c := range codes {
+			codes[i] = code(c)
+		}
+		return fmt.Sprintf("%s: %s", plural(len(fs), "finding", "findings"), strings.Join(codes, ", "))
+	}
+	switch q {
+	case qDiscovery:
+		required := 0
+		for _, c := range d.Manifest.Checks {
+			if c.Required {
+				required++
+			}
+		}
+		s := fmt.Sprintf("%s required; repository policy %s", plural(required, "check", "checks"), readFrom(d.Manifest.ReadFrom))
+		if d.Manifest.Policies.Operator != nil {
+			s += "; operator policy applied"
+		}
+		if !d.Manifest.GitHub.Consulted {
+			s += "; GitHub required contexts not consulted"
+		}
+		if n := len(d.Manifest.IgnoredProposals); n > 0 {
+			s += fmt.Sprintf("; %s ignored", plural(n, "agent proposal", "agent proposals"))
+		}
+		return s
+	case qCoverage:
+		return fmt.Sprintf("every required check produced a result (%s by runmill)", plural(len(d.Checks), "run", "runs"))
+	case qFreshness:
+		return fmt.Sprintf("every run used a fresh checkout of its commit and left the tree unchanged (candidate tree %s)", code(short(strings.TrimPrefix(d.Candidate.Tree, "sha256:"))))
+	}
+	return "no failed, focused, zero-test, timed-out, missing or skipped test"
+}
+
+func readFrom(r discovery.ReadFrom) string {
+	switch r {
+	case discovery.ReadFromBase:
+		return "read from the base commit"
+	case discovery.ReadFromWorkingTree:
+		return "new in the change, read from the candidate"
+	}
+	return "absent"
+}
+
+// checkRows renders one row per manifest check (and per recorded check the
+// manifest does not list, which the verdict already fails).
+func checkRows(run *Run, reasons []verdict.Finding) []string {
+	d := &run.Delivery
+	type runs struct{ base, cand *evidence.CheckRun }
+	byID := map[string]*runs{}
+	var order []string
+	for i := range d.Checks {
+		c := &d.Checks[i]
+		if c.Executor != verdict.Orchestrator {
+			continue
+		}
+		r := byID[c.CheckID]
+		if r == nil {
+			r = &runs{}
+			byID[c.CheckID] = r
+		}
+		if c.Phase == verdict.Candidate {
+			r.cand = c
+		} else {
+			r.base = c
+		}
+	}
+	missing := map[string]int{}
+	for _, f := range reasons {
+		if f.Rule == "outcome.preservation.missing" {
+			missing[f.Check] += len(f.IDs)
+		}
+	}
+	remote := map[string]verdict.Conclusion{}
+	for _, r := range d.Remote {
+		remote[r.Context] = r.Conclusion
+	}
+	var rows []string
+	seen := map[string]bool{}
+	specs := map[string]discovery.Check{}
+	for _, c := range d.Manifest.Checks {
+		if !seen[c.ID] {
+			seen[c.ID] = true
+			specs[c.ID] = c
+			order = append(order, c.ID)
+		}
+	}
+	for _, c := range d.Checks {
+		if !seen[c.CheckID] {
+			seen[c.CheckID] = true
+			order = append(order, c.CheckID)
+		}
+	}
+	for _, id := range order {
+		spec, listed := specs[id]
+		r := byID[id]
+		if r == nil {
+			r = &runs{}
+		}
+		by := "not in the manifest"
+		if listed {
+			var src []string
+			for _, s := range spec.Sources {
+				src = append(src, string(s))
+			}
+			by = strings.Join(src, ", ")
+			if !spec.Required {
+				by += " (advisory)"
+			}
+		}
+		status, coverage, tests, dur := "", "–", "–", "–"
+		switch {
+		case r.cand != nil:
+			status = runStatus(r.cand)
+			coverage = string(r.cand.Coverage)
+			tests = counts(r.cand)
+			dur = duration(r.cand.DurationMS)
+			if r.base != nil {
+				tests += " (base " + counts(r.base) + ")"
+				dur += " (base " + duration(r.base.DurationMS) + ")"
+			}
+		case listed && !spec.Runnable() && spec.HasSource(discovery.SourceGitHub):
+			if c, ok := remote[id]; ok {
+				status = "remote: " + string(c)
+				if c == verdict.Success {
+					status = "✅ " + status
+				} else {
+					status = "❌ " + status
+				}
+			} else if slices.Contains(d.PendingContexts, id) {
+				status = "⏳ remote: pending"
+			} else {
+				status = "❌ remote: no result"
+			}
+		case listed && !spec.Runnable():
+			status = "❌ no runnable command"
+		case listed && !spec.Required:
+			status = "not run"
+		default:
+			status = "❌ no result"
+		}
+		miss := "–"
+		if spec.Report != nil || missing[id] > 0 {
+			miss = fmt.Sprint(missing[id])
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", code(id), text(by), status, coverage, tests, miss, dur))
+	}
+	return rows
+}
+
+// runStatus is a candidate run's status cell: failed whenever the verdict
+// would not count it as passed.
+func runStatus(c *evidence.CheckRun) string {
+	switch {
+	case c.TimedOut:
+		return "❌ timed out"
+	case c.TreeBefore != c.TreeAfter:
+		return "❌ tree moved"
+	case c.Status != verdict.Passed || len(c.Findings) > 0:
+		return fmt.Sprintf("❌ failed (exit %d)", c.ExitCode)
+	}
+	return "✅ passed"
+}
+
+func counts(c *evidence.CheckRun) string {
+	if c.Report == nil || c.Report.Inventory == nil {
+		return "–"
+	}
+	inv := c.Report.Inventory
+	return fmt.Sprintf("%d / %d / %d", len(inv.Passed), len(inv.Failed), len(inv.Skipped))
+}
+
+func duration(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	if d >= time.Second {
+		d = d.Round(100 * time.Millisecond)
+	}
+	return d.String()
+}
+
+// findingRow is one row of the findings table.
+func findingRow(f verdict.Finding) string {
+	name := code(f.Rule)
+	if f.Code != "" {
+		name = fmt.Sprintf("[%s](%s#%s)", f.Code, errorsDoc, strings.ToLower(string(f.Code)))
+	}
+	where := ""
+	if f.File != "" {
+		loc := f.File
+		if f.Line > 0 {
+			loc += fmt.Sprintf(":%d", f.Line)
+		}
+		where = code(loc)
+	}
+	what := text(f.Message)
+	if len(f.IDs) > 0 {
+		ids := make([]string, 0, min(len(f.IDs), maxIDs))
+		for i, id := range f.IDs {
+			if i == maxIDs {
+				break
+			}
+			ids = append(ids, code(string(id)))
+		}
+		what += ": " + strings.Join(ids, ", ")
+		if len(f.IDs) > maxIDs {
+			what += fmt.Sprintf(" and %d more (see the evidence bundle)", len(f.IDs)-maxIDs)
+		}
+	}
+	fix := text(f.Hint)
+	if fix == "" && f.Code != "" {
+		fix = fmt.Sprintf("see [%s](%s#%s)", f.Code, errorsDoc, strings.ToLower(string(f.Code)))
+	}
+	check := ""
+	if f.Check != "" {
+		check = code(f.Check)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %s |", name, check, where, what, fix)
+}
+
+// notesOf lists what did not decide anything but a reader should know.
+func notesOf(d *evidence.Delivery) []string {
+	var out []string
+	for _, p := range d.Manifest.IgnoredProposals {
+		out = append(out, fmt.Sprintf("agent proposal %q ignored: %s", p.ID, p.Reason))
+	}
+	for _, c := range d.Manifest.Conflicts {
+		out = append(out, fmt.Sprintf("check %q is defined by both policies (%s): the %s definition won", c.ID, strings.Join(c.Fields, ", "), c.Winner))
+	}
+	for _, n := range d.Manifest.NotTriggered {
+		out = append(out, fmt.Sprintf("check %q not required: no changed path matches %s", n.ID, strings.Join(n.Paths, ", ")))
+	}
+	out = append(out, d.Verdict.Notes...)
+	return out
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,19 @@
+package rmerr
+
+// Codes of the GitHub Action (internal/actions and the shell steps of
+// action.yml, which print them in their messages); docs/errors.md lists each
+// with cause and fix.
+const (
+	// ActionsRuntime: runmill could not write a GitHub Actions runtime file
+	// (GITHUB_OUTPUT, GITHUB_STEP_SUMMARY) or refused an output value
+	// outside its grammar.
+	ActionsRuntime Code = "RM-ACTIONS-001"
+	// ActionsPreflight: the runner cannot run runmill (no passwordless sudo,
+	// no containerd, not Linux); printed by action/preflight.sh.
+	ActionsPreflight Code = "RM-ACTIONS-002"
+	// ActionsInput: an input of the action is invalid or missing (no base or
+	// candidate outside a pull_request event, policy and policy-file both
+	// set, parallel not a number, runmill-version not a version); printed
+	// by the action's shell steps.
+	ActionsInput Code = "RM-ACTIONS-003"
+)
