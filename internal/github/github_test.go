@@ -185,8 +185,8 @@ func TestReconcile(t *testing.T) {
 		if !reflect.DeepEqual(got, c.want) {
 			t.Fatalf("got  %+v\nwant %+v", got, c.want)
 		}
-		if !reflect.DeepEqual(clock.waited, c.waited) {
-			t.Errorf("waited %v; want %v", clock.waited, c.waited)
+		if !reflect.DeepEqual(clock.Waited(), c.waited) {
+			t.Errorf("waited %v; want %v", clock.Waited(), c.waited)
 		}
 		// What reconciliation produces is what the verdict judges; the
 		// excluded job is runmill itself, so it is not a requirement of the
