@@ -66,7 +66,10 @@ type Options struct {
 
 // Client talks to one GitHub API.
 type Client struct {
-	gh          *gh.Client
+	gh *gh.Client
+	// blob fetches what the API redirects to (artifact archives on blob
+	// storage): same transport and retries, never the token.
+	blob        *http.Client
 	clock       Clock
 	retryWindow time.Duration
 }
@@ -117,6 +120,8 @@ func New(opts Options) (*Client, error) {
 	// clock (it refuses further requests until the real reset time, which an
 	// injected clock cannot advance).
 	hc.Transport = &retryTransport{base: base2, clock: c.clock}
+	blob := hc
+	c.blob = &blob
 	c.gh = gh.NewClient(&hc).WithAuthToken(opts.Token)
 	c.gh.BaseURL = u
 	return c, nil

@@ -54,6 +54,15 @@ type Server struct {
 	want []Exchange
 	// Requests counts every request the server received.
 	requests int
+	subst    []string // old, new pairs applied to recorded answers
+}
+
+// Replace substitutes new for every old in the recorded answers served from
+// now on: fixtures say {head} where a test's real commit id belongs.
+func (f *Server) Replace(old, new string) {
+	f.mu.Lock()
+	f.subst = append(f.subst, old, new)
+	f.mu.Unlock()
 }
 
 // Testdata is the directory of recorded answers.
@@ -170,6 +179,9 @@ func (f *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			f.t.Errorf("reading fixture: %v", err)
 			return
+		}
+		if len(f.subst) > 0 {
+			b = []byte(strings.NewReplacer(f.subst...).Replace(string(b)))
 		}
 		_, _ = w.Write(b)
 	}
