@@ -30,8 +30,16 @@ func exitCode(cmd string, err error) int {
 		return exitAnswer
 	}
 	switch rmerr.CodeOf(err) {
-	case rmerr.Usage, rmerr.NotImplemented, rmerr.PolicyInvalid, rmerr.PolicyProposals, rmerr.GitRevision:
+	case rmerr.Usage, rmerr.NotImplemented, rmerr.PolicyInvalid, rmerr.PolicyProposals, rmerr.GitRevision, rmerr.GitHubOptions:
 		return exitUsage
+	case rmerr.GitHubArtifact, rmerr.GitHubNotConsulted:
+		return exitAnswer
+	case rmerr.GitHubAPI:
+		if cmd == "evidence download" {
+			// The evidence could not be fetched: a negative answer about
+			// this run, not a usage error.
+			return exitAnswer
+		}
 	case rmerr.VerifyManifest, rmerr.VerifyNoRunnable, rmerr.VerifyTreeMoved, rmerr.VerifySkipped,
 		rmerr.VerifyDependencies, rmerr.CINeverScheduled:
 		return exitAnswer

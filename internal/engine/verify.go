@@ -42,7 +42,10 @@ type VerifyOptions struct {
 	Version string
 	// SigningKey signs the statements; nil writes them unsigned.
 	SigningKey *evidence.SigningKey
-	Now        func() time.Time
+	// GitHub consults GitHub (required contexts, pull request facts,
+	// remote reconciliation); nil makes no GitHub call at all.
+	GitHub *GitHubOptions
+	Now    func() time.Time
 }
 
 // Run is the outcome of Verify: the run's directory and its records.
@@ -83,9 +86,22 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(progress, "runmill: "+format+"\n", args...) }
 
+	var gh *githubFacts
+	if o.GitHub != nil {
+		if gh, err = observeGitHub(ctx, o.GitHub); err != nil {
+			return nil, err
+		}
+		gh.apply(&o.Discover, o.GitHub.Exclude)
+	}
 	m, op, err := discover(ctx, o.Discover)
 	if err != nil {
 		return nil, err
+	}
+	if gh == nil {
+		logf("GitHub sources not consulted (no token): required contexts and remote checks are not part of this verdict")
+	}
+	for _, u := range m.GitHub.Unknown {
+		logf("GitHub %s: required contexts UNKNOWN (%s)", u.Name, u.Reason)
 	}
 	var budgets policy.Budgets
 	var hostPaths []string
@@ -142,8 +158,11 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	e := &executor{sb: sb, checkouts: checkouts, store: store{dir: filepath.Join(run.Dir, "artifacts")}, logf: logf,
 		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: event,
 		ledger: &ledger{}}
-	cand := evidence.TerminalCandidate{Repository: evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
-		PullRequest: o.PullRequest, Head: m.Candidate, Base: m.Base}
+	repository := evidence.Repository{Name: repoName(o.Repository, repo.Dir)}
+	if gh != nil {
+		repository = gh.repo
+	}
+	cand := evidence.TerminalCandidate{Repository: repository, PullRequest: o.PullRequest, Head: m.Candidate, Base: m.Base}
 	// A run that cannot reach a verdict still ends with a terminal
 	// statement (outcome no-verdict): spec — signed at the end of every run.
 	closeSandbox := func() []evidence.CleanupResource { return closeAndObserve(sb) }
@@ -220,12 +239,14 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	d.RunmillVersion, d.RunID = o.Version, run.ID
 	d.Manifest = *m
 	d.Candidate = evidence.Candidate{
-		Repository:  evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
+		Repository:  repository,
 		PullRequest: o.PullRequest,
 		Head:        m.Candidate, Base: m.Base, MergeBase: mergeBase,
 	}
 	d.Sandbox = probeJSON
-	d.Checks, d.Remote, d.PendingContexts, d.Failures, d.Reviews = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}, []evidence.Review{}
+	d.Checks, d.Remote, d.PendingContexts, d.Failures = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}
+	d.Reviews = gh.reviews()
+	d.Failures = append(d.Failures, githubFindings(m, op != nil && op.Doc.GitHub.Required, gh)...)
 
 	wg.Wait()
 	sc := <-scanned
@@ -240,6 +261,14 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	for _, recs := range records {
 		d.Checks = append(d.Checks, recs...)
 	}
+	// Remote reconciliation comes after the local checks: they took time
+	// the remote ones used to finish.
+	if o.GitHub != nil {
+		if err := reconcile(ctx, o.GitHub, d, logf); err != nil {
+			return nil, err
+		}
+		event("github.reconciled", map[string]any{"remote": len(d.Remote), "pending": len(d.PendingContexts)})
+	}
 	v := evidence.Decide(d)
 	event("verdict", map[string]any{"merge_ready": v.MergeReady})
 	d.IssuedAt = o.Now().UTC().Format(time.RFC3339Nano)
@@ -250,6 +279,9 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	outcome := "not-merge-ready"
 	if v.MergeReady {
 		outcome = "merge-ready"
+	}
+	if o.GitHub != nil {
+		publishCheckRun(ctx, o.GitHub, d, logf)
 	}
 	if err := checkouts.Wait(ctx); err != nil {
 		return nil, err

@@ -103,4 +103,3 @@ func (c *Client) DownloadArtifact(ctx context.Context, owner, repo string, id in
 	}
 	return n, nil
 }
-

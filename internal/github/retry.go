@@ -34,6 +34,9 @@ const (
 type retryTransport struct {
 	base  http.RoundTripper
 	clock Clock
+	// record is told of every attempt ("GET /repos/…", no query: queries
+	// carry pagination and blob signatures, not what was touched).
+	record func(string)
 }
 
 // RetriesExhaustedError is returned instead of the last rate-limited or 5xx
@@ -57,6 +60,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	backoff := firstBackoff
 	for attempt := 1; ; attempt++ {
+		if t.record != nil {
+			t.record(req.Method + " " + req.URL.Scheme + "://" + req.URL.Host + req.URL.EscapedPath())
+		}
 		resp, err := t.base.RoundTrip(req)
 		if err != nil {
 			return nil, err
