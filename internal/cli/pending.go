@@ -10,7 +10,6 @@ import (
 // interface is complete and scripts get a clear, coded answer.
 func init() {
 	for _, c := range []struct{ name, usage, summary string }{
-		{"evidence download", "--repo OWNER/NAME --run-id N [--out DIR] [--verify …]", "fetch the evidence artifact of a workflow run"},
 		{"doctor", "[--check NAME]", "check the environment (containerd, sandbox probe, dependencies)"},
 		{"init", "", "write a starter .runmill/checks.yaml and an operator policy template"},
 	} {
