@@ -40,7 +40,9 @@ GITHUB_API_URL. The download's redirect to blob storage never carries it.
 Exit: 0 downloaded (and valid) · 1 no usable artifact, download failed, or
 invalid bundle · 2 usage.`,
 	}
-	c.run = func(ctx context.Context, s IO, args []string) error { return evidenceDownload(ctx, c, s, args, os.Getenv) }
+	c.run = func(ctx context.Context, s IO, args []string) error {
+		return evidenceDownload(ctx, c, s, args, os.Getenv)
+	}
 	register(c)
 }
 

@@ -187,7 +187,8 @@ func printRun(w io.Writer, r *engine.Run) {
 			fmt.Fprintf(w, "  %-14s %s%s %s\n", code, f.Check, loc, msg)
 		}
 	}
-	fmt.Fprintf(w, "\nEvidence: %s\n", r.Dir)
+	fmt.Fprintf(w, "\nGitHub: %s\n", githubLine(d))
+	fmt.Fprintf(w, "Evidence: %s\n", r.Dir)
 	if r.BundlePath == "" {
 		fmt.Fprintln(w, "(unsigned: pass --signing-key to sign it)")
 	}
@@ -196,6 +197,23 @@ func printRun(w io.Writer, r *engine.Run) {
 func short(s string) string {
 	if len(s) > 12 {
 		return s[:12]
+	}
+	return s
+}
+
+// githubLine says what the GitHub sources contributed, and plainly when
+// they were not consulted: absence is never presented as "none required".
+func githubLine(d *evidence.Delivery) string {
+	g := d.Manifest.GitHub
+	if !g.Consulted {
+		return "NOT consulted (no token): required contexts and remote checks are not part of this verdict"
+	}
+	s := fmt.Sprintf("consulted: %d required contexts, %d reconciled, %d pending", len(g.Contexts), len(d.Remote), len(d.PendingContexts))
+	for _, u := range g.Unknown {
+		s += fmt.Sprintf("; %s UNKNOWN (%s)", u.Name, u.Reason)
+	}
+	if len(g.Excluded) > 0 {
+		s += fmt.Sprintf("; own job excluded: %s", strings.Join(g.Excluded, ", "))
 	}
 	return s
 }
