@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/runmill/verify/internal/github"
 	"github.com/runmill/verify/pkg/discovery"
@@ -227,7 +228,11 @@ func publishCheckRun(ctx context.Context, g *GitHubOptions, d *evidence.Delivery
 	// The Checks API caps a summary at 65 535 characters.
 	r.Summary = b.String()
 	if len(r.Summary) > 60_000 {
-		r.Summary = r.Summary[:60_000] + "\n… truncated; the full list is in the evidence bundle\n"
+		cut := 60_000
+		for cut > 0 && !utf8.RuneStart(r.Summary[cut]) {
+			cut--
+		}
+		r.Summary = r.Summary[:cut] + "\n… truncated; the full list is in the evidence bundle\n"
 	}
 	id, err := g.Client.CreateCheckRun(ctx, g.Owner, g.Repo, r)
 	if err != nil {
