@@ -23,8 +23,9 @@ type githubFlags struct {
 	branch   string
 	job      string
 	off      bool
-	checkRun string
-	verify   bool // the command is verify (check runs, job exclusion defaults)
+	checkRun     bool
+	checkRunName string
+	verify       bool // the command is verify (check runs, job exclusion defaults)
 }
 
 func (g *githubFlags) register(fs *flag.FlagSet) {
@@ -35,7 +36,8 @@ func (g *githubFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.job, "github-job", "", "runmill's own required check (its job's check-run `NAME`), excluded from reconciliation (default $GITHUB_JOB)")
 	fs.BoolVar(&g.off, "no-github", false, "do not consult GitHub even with a token (the evidence says so)")
 	if g.verify {
-		fs.StringVar(&g.checkRun, "check-run", "", "also create a check run `NAME` with annotations (needs checks: write; off by default)")
+		fs.BoolVar(&g.checkRun, "check-run", false, "also create a check run with the verdict and annotations (needs checks: write; off by default: fork pull requests get read-only tokens)")
+		fs.StringVar(&g.checkRunName, "check-run-name", DefaultCheckRunName, "the check run's `NAME` (must not be a required context)")
 	}
 }
 
@@ -88,12 +90,19 @@ func (g *githubFlags) options(fs *flag.FlagSet, getenv func(string) string, noti
 	if err != nil {
 		return nil, err
 	}
-	o := &engine.GitHubOptions{Client: c, Owner: owner, Repo: name, PullRequest: g.pr, Branch: g.branch, CheckRun: g.checkRun}
+	o := &engine.GitHubOptions{Client: c, Owner: owner, Repo: name, PullRequest: g.pr, Branch: g.branch}
+	if g.checkRun {
+		o.CheckRun = g.checkRunName
+	}
 	if g.job != "" {
 		o.Exclude = []string{g.job}
 	}
 	return o, nil
 }
+
+// DefaultCheckRunName names the optional check run. It differs from the
+// job's own check so the two are never confused in branch protection.
+const DefaultCheckRunName = "runmill evidence"
 
 // maxEventBytes bounds the event file read: GitHub caps webhook payloads at
 // 25 MB.

@@ -85,3 +85,24 @@ func TestGitHubFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRunFlag: off by default; --check-run turns it on under its
+// default name, --check-run-name renames it.
+func TestCheckRunFlag(t *testing.T) {
+	env := map[string]string{"GITHUB_REPOSITORY": "acme/widget", "GITHUB_TOKEN": "t"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{{nil, ""}, {[]string{"--check-run"}, DefaultCheckRunName}, {[]string{"--check-run", "--check-run-name", "evidence"}, "evidence"}, {[]string{"--check-run=false"}, ""}} {
+		g := githubFlags{verify: true}
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		g.register(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		o, err := g.options(fs, func(k string) string { return env[k] }, io.Discard)
+		if err != nil || o.CheckRun != tc.want {
+			t.Errorf("%v: check run %q, %v; want %q", tc.args, o.CheckRun, err, tc.want)
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 func init() {
 	c := &command{
 		name:    "verify",
-		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run NAME] [--no-github] [--json]",
+		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json]",
 		summary: "run the whole pipeline and write the run's evidence",
 		long: `Resolves the required checks (Discovery), runs each in a fresh detached checkout
 inside a containerd task (network off, checkout read-only), at the base first when
