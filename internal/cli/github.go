@@ -17,12 +17,12 @@ import (
 // GitHub. Defaults come from the variables GitHub Actions sets, so a
 // workflow step needs none of them.
 type githubFlags struct {
-	token    string
-	repo     string
-	pr       int64
-	branch   string
-	job      string
-	off      bool
+	token        string
+	repo         string
+	pr           int64
+	branch       string
+	job          string
+	off          bool
 	checkRun     bool
 	checkRunName string
 	verify       bool // the command is verify (check runs, job exclusion defaults)
