@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/runmill/verify/internal/github"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -203,7 +206,7 @@ func reconcile(ctx context.Context, g *GitHubOptions, d *evidence.Delivery, logf
 // publishCheckRun creates the optional check run. A refusal (a fork's
 // read-only token) is logged, not fatal: the check run is a convenience, the
 // job's own conclusion is the required check.
-func publishCheckRun(ctx context.Context, g *GitHubOptions, d *evidence.Delivery, logf func(string, ...any)) {
+func publishCheckRun(ctx context.Context, g *GitHubOptions, runDir string, d *evidence.Delivery, logf func(string, ...any)) {
 	if g.CheckRun == "" {
 		return
 	}
@@ -225,6 +228,7 @@ func publishCheckRun(ctx context.Context, g *GitHubOptions, d *evidence.Delivery
 				Level: "failure", Title: code + " " + f.Check, Message: f.Message + "\n" + f.Hint})
 		}
 	}
+	r.Annotations = append(r.Annotations, failedTestAnnotations(runDir, d)...)
 	// The Checks API caps a summary at 65 535 characters.
 	r.Summary = b.String()
 	if len(r.Summary) > 60_000 {
@@ -240,4 +244,39 @@ func publishCheckRun(ctx context.Context, g *GitHubOptions, d *evidence.Delivery
 		return
 	}
 	logf("check run %q (id %d): %s, %d annotations", g.CheckRun, id, r.Conclusion, len(r.Annotations))
+}
+
+// maxTestAnnotations bounds the failed-test annotations of one check run
+// (each 50 cost a request); the summary and the bundle list every failure.
+const maxTestAnnotations = 500
+
+// failedTestAnnotations annotates the failed tests of the candidate runs at
+// the file and line their report gives. The evidence keeps test ids only, so
+// the reports are read again from the run's content-addressed store.
+func failedTestAnnotations(runDir string, d *evidence.Delivery) []github.Annotation {
+	var out []github.Annotation
+	for _, c := range d.Checks {
+		rep := c.Report
+		if c.Phase != verdict.Candidate || rep == nil || rep.Inventory == nil || len(rep.Inventory.Failed) == 0 {
+			continue
+		}
+		f, err := os.Open(filepath.Join(runDir, "artifacts", filepath.FromSlash(rep.Artifact)))
+		if err != nil {
+			continue
+		}
+		inv, err := report.Parse(f, rep.Format, report.Options{Identity: rep.Identity})
+		f.Close()
+		if err != nil {
+			continue
+		}
+		for _, t := range inv.Tests {
+			if t.Status != report.Failed || t.File == "" || len(out) >= maxTestAnnotations {
+				continue
+			}
+			line := max(t.Line, 1)
+			out = append(out, github.Annotation{Path: t.File, StartLine: line, EndLine: line, Level: "failure",
+				Title: fmt.Sprintf("%s: %s failed", c.CheckID, t.ID), Message: cmp.Or(t.Message, "the test failed")})
+		}
+	}
+	return out
 }

@@ -198,3 +198,55 @@ func TestGitHubRequiredButNotConsulted(t *testing.T) {
 		t.Fatalf("403 with github.required:\n%s", strings.Join(rules(run), "\n"))
 	}
 }
+
+// TestCheckRunAnnotatesFailedTests: with --check-run, a failed run's check
+// run carries an annotation at the file and line the JUnit report gives
+// for each failed test, and the conclusion failure. Outside a pull request
+// the repository is read for its id and the branch for its contexts.
+func TestCheckRunAnnotatesFailedTests(t *testing.T) {
+	const junit = `<testsuite name="shop" tests="2" failures="1">` +
+		`<testcase classname="shop" name="total" file="tests/total_test.go" line="12"><failure message="want 250, got 0">boom</failure></testcase>` +
+		`<testcase classname="shop" name="zero" file="tests/zero_test.go" line="3"/></testsuite>`
+	pol := "checks:\n  - id: unit\n    run: cat tests/report.xml > reports/unit.xml; exit 1\n    report: {path: reports/unit.xml, format: junit}\n"
+	r, base := shopRepo(t, pol)
+	r.Write("tests/report.xml", junit)
+	base = r.Commit("report")
+	r.Checkout("pr", true)
+	r.Write("tests/discount.t", "x\n")
+	cand := r.Commit("pr")
+
+	f := githubtest.New(t)
+	f.Expect("/repos/acme/widget", "", 200, "repository.json")
+	f.Expect("/repos/acme/widget/branches/main", "", 200, "branch_unprotected.json")
+	f.Expect("/repos/acme/widget/rules/branches/main", "per_page=100&page=1", 200, "rules_empty.json")
+	f.Add(githubtest.Exchange{Method: http.MethodPost, Path: "/repos/acme/widget/check-runs", Status: 201, File: "check_run_created.json",
+		Check: func(t testing.TB, body []byte) {
+			var b struct {
+				HeadSHA    string `json:"head_sha"`
+				Conclusion string `json:"conclusion"`
+				Output     struct {
+					Annotations []struct {
+						Path      string `json:"path"`
+						StartLine int    `json:"start_line"`
+						Level     string `json:"annotation_level"`
+						Message   string `json:"message"`
+					} `json:"annotations"`
+				} `json:"output"`
+			}
+			if err := json.Unmarshal(body, &b); err != nil {
+				t.Errorf("check run body: %v", err)
+				return
+			}
+			a := b.Output.Annotations
+			if b.HeadSHA != cand || b.Conclusion != "failure" || len(a) != 1 || a[0].Path != "tests/total_test.go" || a[0].StartLine != 12 ||
+				a[0].Level != "failure" || a[0].Message != "want 250, got 0" {
+				t.Errorf("check run body %s", body)
+			}
+		}})
+	gh := githubOptions(t, f, 0)
+	gh.Branch, gh.CheckRun = "main", "runmill evidence"
+	run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.GitHub = gh })
+	if run.MergeReady() || run.Delivery.Candidate.Repository.ID != 702187311 {
+		t.Fatalf("merge-ready %v, repository %+v", run.MergeReady(), run.Delivery.Candidate.Repository)
+	}
+}

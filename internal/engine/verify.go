@@ -281,7 +281,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 		outcome = "merge-ready"
 	}
 	if o.GitHub != nil {
-		publishCheckRun(ctx, o.GitHub, d, logf)
+		publishCheckRun(ctx, o.GitHub, run.Dir, d, logf)
 	}
 	if err := checkouts.Wait(ctx); err != nil {
 		return nil, err
