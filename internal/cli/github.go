@@ -32,7 +32,7 @@ func (g *githubFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.token, "github-token", "", "GitHub token (default $GITHUB_TOKEN; prefer the variable: flags show in ps); without one no GitHub call is made")
 	fs.StringVar(&g.repo, "github-repo", "", "repository `OWNER/NAME` (default $GITHUB_REPOSITORY)")
 	fs.Int64Var(&g.pr, "pr", 0, "pull request `N` (default: the pull_request event in $GITHUB_EVENT_PATH)")
-	fs.StringVar(&g.branch, "github-branch", "", "base `BRANCH` whose protection applies outside a pull request (default $GITHUB_BASE_REF)")
+	fs.StringVar(&g.branch, "github-branch", "", "base `BRANCH` whose protection applies outside a pull request (default $GITHUB_BASE_REF, else the branch of $GITHUB_REF)")
 	fs.StringVar(&g.job, "github-job", "", "runmill's own required check (its job's check-run `NAME`), excluded from reconciliation (default $GITHUB_JOB)")
 	fs.BoolVar(&g.off, "no-github", false, "do not consult GitHub even with a token (the evidence says so)")
 	if g.verify {
@@ -82,6 +82,10 @@ func (g *githubFlags) options(fs *flag.FlagSet, getenv func(string) string, noti
 	}
 	if g.branch == "" {
 		g.branch = getenv("GITHUB_BASE_REF")
+	}
+	if g.branch == "" && strings.HasPrefix(getenv("GITHUB_REF"), "refs/heads/") {
+		// A push: the branch pushed to is the one whose protection applies.
+		g.branch = strings.TrimPrefix(getenv("GITHUB_REF"), "refs/heads/")
 	}
 	if g.job == "" {
 		g.job = getenv("GITHUB_JOB")

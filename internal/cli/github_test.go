@@ -37,12 +37,14 @@ func TestGitHubFlags(t *testing.T) {
 		on      bool
 		pr      int64
 		exclude string
+		branch  string
 		notice  string
 		err     rmerr.Code
 	}{
 		{name: "actions pull_request", env: actions, on: true, pr: 42, exclude: "verify"},
 		{name: "flags win", env: actions, args: []string{"--pr", "7", "--github-job", "runmill", "--github-repo", "acme/other"}, on: true, pr: 7, exclude: "runmill"},
-		{name: "push event has no pull request", env: with(actions, "GITHUB_EVENT_PATH", "testdata/github/push_event.json"), on: true, exclude: "verify"},
+		{name: "push event has no pull request", env: with(actions, "GITHUB_EVENT_PATH", "testdata/github/push_event.json", "GITHUB_REF", "refs/heads/main"), on: true, exclude: "verify", branch: "main"},
+		{name: "pull request base ref", env: with(actions, "GITHUB_BASE_REF", "release", "GITHUB_REF", "refs/pull/42/merge"), on: true, pr: 42, exclude: "verify", branch: "release"},
 		{name: "no token", env: with(actions, "GITHUB_TOKEN", ""), pr: 42, notice: "no GitHub token"},
 		{name: "turned off", env: actions, args: []string{"--no-github"}, pr: 42, notice: "--no-github"},
 		{name: "token alone in a local shell", env: map[string]string{"GITHUB_TOKEN": "ghs_secret"}, notice: "no repository is named"},
@@ -72,6 +74,9 @@ func TestGitHubFlags(t *testing.T) {
 			}
 			if (o != nil) != tc.on || g.pr != tc.pr {
 				t.Fatalf("consulted %v pr %d; want %v %d", o != nil, g.pr, tc.on, tc.pr)
+			}
+			if o != nil && o.Branch != tc.branch {
+				t.Fatalf("branch %q; want %q", o.Branch, tc.branch)
 			}
 			if o != nil && (tc.exclude == "" && len(o.Exclude) != 0 || tc.exclude != "" && (len(o.Exclude) != 1 || o.Exclude[0] != tc.exclude)) {
 				t.Fatalf("exclude %v; want %q", o.Exclude, tc.exclude)
