@@ -206,7 +206,7 @@ func short(s string) string {
 func githubLine(d *evidence.Delivery) string {
 	g := d.Manifest.GitHub
 	if !g.Consulted {
-		return "NOT consulted (no token): required contexts and remote checks are not part of this verdict"
+		return "NOT consulted (no token, or --no-github): required contexts and remote checks are not part of this verdict"
 	}
 	s := fmt.Sprintf("consulted: %d required contexts, %d reconciled, %d pending", len(g.Contexts), len(d.Remote), len(d.PendingContexts))
 	for _, u := range g.Unknown {

@@ -145,7 +145,7 @@ func githubFindings(m *discovery.Manifest, required bool, f *githubFacts) []verd
 	switch {
 	case required && !m.GitHub.Consulted:
 		out = append(out, verdict.Finding{Code: rmerr.GitHubNotConsulted, Rule: RuleGitHubNotConsulted,
-			Message: "the operator policy requires the GitHub sources, but this run did not consult them (no token)",
+			Message: "the operator policy requires the GitHub sources, but this run did not consult them (no token, or --no-github)",
 			Hint:    "pass --github-token (or GITHUB_TOKEN) with contents: read, checks: read and statuses: read, or drop github.required from the operator policy"})
 	case required && len(m.GitHub.Unknown) > 0:
 		for _, u := range m.GitHub.Unknown {
