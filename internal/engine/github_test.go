@@ -250,3 +250,27 @@ func TestCheckRunAnnotatesFailedTests(t *testing.T) {
 		t.Fatalf("merge-ready %v, repository %+v", run.MergeReady(), run.Delivery.Candidate.Repository)
 	}
 }
+
+// TestExpectRefusesRevisionsThePullRequestDoesNotName: a verifier host that
+// names a candidate other than the pull request's head has two different
+// observations; expect says so instead of choosing one.
+func TestExpectRefusesRevisionsThePullRequestDoesNotName(t *testing.T) {
+	r, base := shopRepo(t, tapPolicy)
+	r.Checkout("pr", true)
+	r.Write("tests/discount.t", "x\n")
+	cand := r.Commit("pr")
+	f := githubtest.New(t)
+	f.Replace("{head}", cand)
+	f.Replace("{base}", base)
+	f.Replace("{old}", base)
+	f.Expect("/repos/acme/widget/pulls/42", "", 200, "pull_request.json")
+	f.Expect("/repos/acme/widget/pulls/42/reviews", "per_page=100", 200, "pull_reviews_page2.json")
+	f.Expect("/repos/acme/widget/branches/main", "", 200, "branch_unprotected.json")
+	f.Expect("/repos/acme/widget/rules/branches/main", "per_page=100&page=1", 200, "rules_empty.json")
+	_, err := engine.Expect(context.Background(), engine.ExpectOptions{
+		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Candidate: base}, StateDir: t.TempDir(), PullRequest: 42,
+		GitHub: githubOptions(t, f, 42)})
+	if rmerr.CodeOf(err) != rmerr.GitHubOptions || !strings.Contains(err.Error(), "pull request #42 says "+cand) {
+		t.Fatalf("err = %v; want RM-GITHUB-001 naming the pull request's head", err)
+	}
+}
