@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/github"
@@ -23,6 +24,7 @@ type githubFlags struct {
 	branch       string
 	job          string
 	off          bool
+	wait         time.Duration
 	checkRun     bool
 	checkRunName string
 	verify       bool // the command is verify (check runs, job exclusion defaults)
@@ -36,6 +38,7 @@ func (g *githubFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.job, "github-job", "", "runmill's own required check (its job's check-run `NAME`), excluded from reconciliation (default $GITHUB_JOB)")
 	fs.BoolVar(&g.off, "no-github", false, "do not consult GitHub even with a token (the evidence says so)")
 	if g.verify {
+		fs.DurationVar(&g.wait, "github-wait", github.DefaultMaxWait, "how long to wait for required remote checks that are scheduled but still running (a context never scheduled fails after 10m regardless)")
 		fs.BoolVar(&g.checkRun, "check-run", false, "also create a check run with the verdict and annotations (needs checks: write; off by default: fork pull requests get read-only tokens)")
 		fs.StringVar(&g.checkRunName, "check-run-name", DefaultCheckRunName, "the check run's `NAME` (must not be a required context)")
 	}
@@ -94,7 +97,11 @@ func (g *githubFlags) options(fs *flag.FlagSet, getenv func(string) string, noti
 	if err != nil {
 		return nil, err
 	}
-	o := &engine.GitHubOptions{Client: c, Owner: owner, Repo: name, PullRequest: g.pr, Branch: g.branch}
+	if g.wait < github.DefaultWindow && g.verify {
+		return nil, rmerr.New(rmerr.Usage, "--github-wait %s is shorter than the 10-minute scheduling window", g.wait).InField("--github-wait").
+			WithHint("use at least 10m")
+	}
+	o := &engine.GitHubOptions{Client: c, Owner: owner, Repo: name, PullRequest: g.pr, Branch: g.branch, MaxWait: g.wait}
 	if g.checkRun {
 		o.CheckRun = g.checkRunName
 	}

@@ -50,6 +50,7 @@ func TestGitHubFlags(t *testing.T) {
 		{name: "token alone in a local shell", env: map[string]string{"GITHUB_TOKEN": "ghs_secret"}, notice: "no repository is named"},
 		{name: "token flag without a repository", env: map[string]string{}, args: []string{"--github-token", "t"}, err: rmerr.GitHubOptions},
 		{name: "bad repository", env: with(actions, "GITHUB_REPOSITORY", "widget"), err: rmerr.GitHubOptions},
+		{name: "wait shorter than the window", env: actions, args: []string{"--github-wait", "5m"}, err: rmerr.Usage},
 		{name: "bad API URL", env: with(actions, "GITHUB_API_URL", "ftp://x"), err: rmerr.GitHubOptions},
 		{name: "missing event file", env: with(actions, "GITHUB_EVENT_PATH", "testdata/github/nope.json"), err: rmerr.Usage},
 	} {

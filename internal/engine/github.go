@@ -32,9 +32,10 @@ type GitHubOptions struct {
 	// Exclude names runmill's own job (its check-run name): it is itself a
 	// required context, and its result is the verdict being taken.
 	Exclude []string
-	// Window and PollInterval of remote reconciliation (spec § Remote
-	// checks: 10 minutes); the package defaults when zero.
-	Window, PollInterval time.Duration
+	// Window, PollInterval and MaxWait of remote reconciliation (spec §
+	// Remote checks: 10 minutes to be scheduled; scheduled runs are waited
+	// for up to MaxWait); the package defaults when zero.
+	Window, PollInterval, MaxWait time.Duration
 	// CheckRun, when not empty, names a check run created on the candidate
 	// with the verdict and line annotations (needs checks: write; off by
 	// default because fork pull requests get read-only tokens).
@@ -182,7 +183,7 @@ func reconcile(ctx context.Context, g *GitHubOptions, d *evidence.Delivery, logf
 		return nil
 	}
 	r, err := g.Client.Reconciler(github.ReconcileOptions{Owner: g.Owner, Repo: g.Repo, Exclude: g.Exclude,
-		Window: g.Window, PollInterval: g.PollInterval})
+		Window: g.Window, PollInterval: g.PollInterval, MaxWait: g.MaxWait})
 	if err != nil {
 		return err
 	}
