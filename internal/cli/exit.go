@@ -31,8 +31,16 @@ func exitCode(cmd string, err error) int {
 	}
 	switch rmerr.CodeOf(err) {
 	case rmerr.Usage, rmerr.NotImplemented, rmerr.PolicyInvalid, rmerr.PolicyProposals, rmerr.GitRevision,
-		rmerr.InitExists, rmerr.InitNothing:
+		rmerr.InitExists, rmerr.InitNothing, rmerr.GitHubOptions:
 		return exitUsage
+	case rmerr.GitHubArtifact, rmerr.GitHubNotConsulted:
+		return exitAnswer
+	case rmerr.GitHubAPI:
+		if cmd == "evidence download" {
+			// The evidence could not be fetched: a negative answer about
+			// this run, not a usage error.
+			return exitAnswer
+		}
 	case rmerr.VerifyManifest, rmerr.VerifyNoRunnable, rmerr.VerifyTreeMoved, rmerr.VerifySkipped,
 		rmerr.VerifyDependencies, rmerr.CINeverScheduled:
 		return exitAnswer

@@ -10,7 +10,7 @@ import (
 func init() {
 	c := &command{
 		name:    "evidence expect",
-		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--pr N] [--github-repo OWNER/NAME] [--terminal] [--out DIR]",
+		usage:   "--repo DIR [--base REV --candidate REV] [--policy FILE] [--pr N] [--github-repo OWNER/NAME] [--github-job NAME] [--terminal] [--out DIR]",
 		summary: "write an expectations document from independent observation",
 		long: `Observes the candidate for itself — git for head, base and merge base, Discovery over
 the BASE policy for the required checks and policy digests, a fresh checkout for the
@@ -18,20 +18,25 @@ candidate tree — and prints a runmill.asf-evidence-expectations/v1 document (w
 --terminal, runmill.asf-terminal-evidence-expectations/v1). It never reads a bundle:
 this is how a verifier host gets facts to hold a bundle to.
 
+With a GitHub token (GITHUB_TOKEN) and --github-repo it asks the API itself for the
+repository's numeric id, the pull request's head, base and approvals (--pr), and the
+contexts the base branch requires (excluding --github-job, runmill's own check);
+--base and --candidate then default to the pull request's, and must equal them when
+given.
+
 Exit: 0 · 2 usage or configuration error.`,
 	}
 	c.run = func(ctx context.Context, s IO, args []string) error {
 		var o engine.ExpectOptions
 		var out string
 		var terminal bool
-		var pr int64
+		gf := githubFlags{}
 		fs := newFlags(c, s)
+		gf.register(fs)
 		fs.StringVar(&o.Discover.RepoDir, "repo", "", "repository `DIR`")
 		fs.StringVar(&o.Discover.Base, "base", "", "base revision")
 		fs.StringVar(&o.Discover.Candidate, "candidate", "", "candidate revision")
 		fs.StringVar(&o.Discover.PolicyFile, "policy", "", "operator policy `FILE`")
-		fs.Int64Var(&pr, "pr", 0, "pull request number (0: none)")
-		fs.StringVar(&o.Repository, "github-repo", "", "repository name as the bundle records it (`OWNER/NAME`)")
 		fs.BoolVar(&terminal, "terminal", false, "write terminal-bundle expectations")
 		fs.StringVar(&out, "out", "", "state `DIR` for the fresh checkout")
 		pos, err := parse(fs, args)
@@ -41,10 +46,19 @@ Exit: 0 · 2 usage or configuration error.`,
 		if err := noPositional(fs, pos); err != nil {
 			return err
 		}
-		if err := required(fs, "repo", "base", "candidate"); err != nil {
+		if o.GitHub, err = gf.options(fs, os.Getenv, s.Err); err != nil {
 			return err
 		}
-		o.PullRequest = pr
+		o.Repository, o.PullRequest = gf.repo, gf.pr
+		// With a pull request observed on GitHub, its head and base are the
+		// candidate and base unless given.
+		need := []string{"repo", "base", "candidate"}
+		if o.GitHub != nil && o.GitHub.PullRequest > 0 {
+			need = need[:1]
+		}
+		if err := required(fs, need...); err != nil {
+			return err
+		}
 		o.StateDir = engine.StateDir(out, os.Getenv)
 		var doc []byte
 		if terminal {

@@ -18,12 +18,20 @@ import (
 func init() {
 	c := &command{
 		name:    "verify",
-		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--json] [--github-actions]",
+		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions]",
 		summary: "run the whole pipeline and write the run's evidence",
 		long: `Resolves the required checks (Discovery), runs each in a fresh detached checkout
 inside a containerd task (network off, checkout read-only), at the base first when
 it declares a report, applies the Outcome and Coverage rules and writes the run's
 evidence under --out (default $RUNMILL_STATE_DIR, else /var/lib/runmill as root).
+
+With a GitHub token (GITHUB_TOKEN) and a repository (GITHUB_REPOSITORY) it also
+reads the pull request (GITHUB_EVENT_PATH's pull_request, or --pr), the contexts the
+base branch requires (branch protection and rulesets; a refusal is recorded as
+unknown), and after the local checks reconciles the remote checks on the candidate
+(10 minutes at most, runmill's own job --github-job excluded). Without a token no
+GitHub call is made and the evidence says the GitHub sources were not consulted.
+The token never enters a sandbox and is never printed.
 
 Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-config error ·
 3 no verdict could be produced (sandbox, git, disk).`,
@@ -32,7 +40,9 @@ Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-con
 		var o engine.VerifyOptions
 		var out, keyFile string
 		var asJSON, ghActions bool
+		gf := githubFlags{verify: true}
 		fs := newFlags(c, s)
+		gf.register(fs)
 		fs.StringVar(&o.Discover.RepoDir, "repo", "", "repository `DIR`")
 		fs.StringVar(&o.Discover.Base, "base", "", "base revision")
 		fs.StringVar(&o.Discover.Candidate, "candidate", "", "candidate revision")
@@ -42,7 +52,6 @@ Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-con
 		fs.StringVar(&keyFile, "signing-key", "", "Ed25519 PKCS#8 PEM `FILE` (or RUNMILL_SIGNING_KEY); unsigned without")
 		fs.StringVar(&o.ContainerdAddress, "containerd-address", "", "containerd socket `ADDR` (default: the system socket, else a private daemon)")
 		fs.IntVar(&o.Parallel, "parallel", 0, "concurrent check runs (0: number of CPUs)")
-		fs.StringVar(&o.Repository, "github-repo", "", "repository name recorded in the evidence (`OWNER/NAME`)")
 		fs.BoolVar(&asJSON, "json", false, "print the run's record as JSON on stdout")
 		fs.BoolVar(&ghActions, "github-actions", false, "also write the step outputs, job summary and annotations of a GitHub Actions step (action.yml sets it)")
 		pos, err := parse(fs, args)
@@ -55,6 +64,10 @@ Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-con
 		if err := required(fs, "repo", "base", "candidate"); err != nil {
 			return err
 		}
+		if o.GitHub, err = gf.options(fs, os.Getenv, s.Err); err != nil {
+			return err
+		}
+		o.Repository, o.PullRequest = gf.repo, gf.pr
 		o.Discover.Stdin = s.In
 		o.StateDir = engine.StateDir(out, os.Getenv)
 		o.Progress = s.Err
@@ -178,7 +191,8 @@ func printRun(w io.Writer, r *engine.Run) {
 			fmt.Fprintf(w, "  %-14s %s%s %s\n", code, f.Check, loc, msg)
 		}
 	}
-	fmt.Fprintf(w, "\nEvidence: %s\n", r.Dir)
+	fmt.Fprintf(w, "\nGitHub: %s\n", githubLine(d))
+	fmt.Fprintf(w, "Evidence: %s\n", r.Dir)
 	if r.BundlePath == "" {
 		fmt.Fprintln(w, "(unsigned: pass --signing-key to sign it)")
 	}
@@ -187,6 +201,23 @@ func printRun(w io.Writer, r *engine.Run) {
 func short(s string) string {
 	if len(s) > 12 {
 		return s[:12]
+	}
+	return s
+}
+
+// githubLine says what the GitHub sources contributed, and plainly when
+// they were not consulted: absence is never presented as "none required".
+func githubLine(d *evidence.Delivery) string {
+	g := d.Manifest.GitHub
+	if !g.Consulted {
+		return "NOT consulted (no token, or --no-github): required contexts and remote checks are not part of this verdict"
+	}
+	s := fmt.Sprintf("consulted: %d required contexts, %d reconciled, %d pending", len(g.Contexts), len(d.Remote), len(d.PendingContexts))
+	for _, u := range g.Unknown {
+		s += fmt.Sprintf("; %s UNKNOWN (%s)", u.Name, u.Reason)
+	}
+	if len(g.Excluded) > 0 {
+		s += fmt.Sprintf("; own job excluded: %s", strings.Join(g.Excluded, ", "))
 	}
 	return s
 }

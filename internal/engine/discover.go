@@ -25,6 +25,8 @@ type DiscoverOptions struct {
 	Stdin           io.Reader
 	GitHubContexts  []string
 	GitHubConsulted bool
+	GitHubUnknown   []discovery.UnknownSource
+	GitHubExcluded  []string
 }
 
 // Discover resolves the manifest for one change.
@@ -40,7 +42,8 @@ func discover(ctx context.Context, o DiscoverOptions) (*discovery.Manifest, *dis
 	if err != nil {
 		return nil, nil, err
 	}
-	in := discovery.Input{GitHub: discovery.GitHub{Consulted: o.GitHubConsulted, Contexts: o.GitHubContexts}}
+	in := discovery.Input{GitHub: discovery.GitHub{Consulted: o.GitHubConsulted, Contexts: o.GitHubContexts,
+		Unknown: o.GitHubUnknown, Excluded: o.GitHubExcluded}}
 	if in.Base, err = repo.ResolveCommit(ctx, o.Base, "--base"); err != nil {
 		return nil, nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/runmill/verify/internal/checkout"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/treehash"
 )
 
@@ -15,6 +16,45 @@ type ExpectOptions struct {
 	StateDir    string          // for the fresh checkout that measures the candidate tree
 	Repository  string          // "owner/name"; the directory's base name when empty
 	PullRequest int64
+	// GitHub, when set, observes the repository id, the pull request's head,
+	// base and reviews and the required contexts from the API — the same
+	// observation Verify makes, made again by the verifier host.
+	GitHub *GitHubOptions
+}
+
+// expectGitHub observes GitHub for Expect and fills o's revisions from the
+// pull request where the caller gave none; a revision the caller gave must
+// be the one the pull request names.
+func expectGitHub(ctx context.Context, o *ExpectOptions, repo *git.Repo) (*githubFacts, error) {
+	if o.GitHub == nil {
+		return nil, nil
+	}
+	f, err := observeGitHub(ctx, o.GitHub)
+	if err != nil {
+		return nil, err
+	}
+	if f.pr != nil {
+		for _, r := range []struct {
+			flag string
+			rev  *string
+			want string
+		}{{"--candidate", &o.Discover.Candidate, f.pr.Head}, {"--base", &o.Discover.Base, f.pr.Base}} {
+			if *r.rev == "" {
+				*r.rev = r.want
+				continue
+			}
+			got, err := repo.ResolveCommit(ctx, *r.rev, r.flag)
+			if err != nil {
+				return nil, err
+			}
+			if got != r.want {
+				return nil, rmerr.New(rmerr.GitHubOptions, "%s %s is %s, but pull request #%d says %s", r.flag, *r.rev, got, f.pr.Number, r.want).
+					WithHint("leave %s out to take it from the pull request, or fetch the pull request's current commits", r.flag)
+			}
+		}
+	}
+	f.apply(&o.Discover, o.GitHub.Exclude)
+	return f, nil
 }
 
 // Expect builds a delivery expectations document from independent
@@ -23,11 +63,15 @@ type ExpectOptions struct {
 // bundle (spec § Portable signed-bundle verification).
 func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error) {
 	o.Discover.ProposalsFile = ""
-	m, _, err := discover(ctx, o.Discover)
+	repo, err := git.Open(ctx, o.Discover.RepoDir)
 	if err != nil {
 		return nil, err
 	}
-	repo, err := git.Open(ctx, o.Discover.RepoDir)
+	gh, err := expectGitHub(ctx, &o, repo)
+	if err != nil {
+		return nil, err
+	}
+	m, _, err := discover(ctx, o.Discover)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +103,10 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 		CandidateTree:  tree.String(),
 		Policy:         evidence.PolicyExpectation{ReadFrom: m.ReadFrom},
 		RequiredChecks: []string{},
-		Reviews:        evidence.ReviewExpectation{Approvals: []evidence.Approval{}},
+		Reviews:        evidence.ReviewExpectation{Approvals: gh.approvals()},
+	}
+	if gh != nil {
+		e.Repository = gh.repo
 	}
 	if m.Policies.Repository != nil {
 		e.Policy.RepositoryDigest = m.Policies.Repository.Digest
@@ -81,6 +128,10 @@ func ExpectTerminal(ctx context.Context, o ExpectOptions) (*evidence.TerminalExp
 	if err != nil {
 		return nil, err
 	}
+	gh, err := expectGitHub(ctx, &o, repo)
+	if err != nil {
+		return nil, err
+	}
 	head, err := repo.ResolveCommit(ctx, o.Discover.Candidate, "--candidate")
 	if err != nil {
 		return nil, err
@@ -89,9 +140,13 @@ func ExpectTerminal(ctx context.Context, o ExpectOptions) (*evidence.TerminalExp
 	if err != nil {
 		return nil, err
 	}
+	name := evidence.Repository{Name: repoName(o.Repository, repo.Dir)}
+	if gh != nil {
+		name = gh.repo
+	}
 	return &evidence.TerminalExpectations{
 		Schema:      evidence.TerminalExpectationsSchema,
-		Repository:  evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
+		Repository:  name,
 		PullRequest: o.PullRequest,
 		Head:        head, Base: base,
 	}, nil

@@ -148,6 +148,9 @@ func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *eviden
 		hexd := filepath.Base(p)
 		t.SideEffects = append(t.SideEffects, evidence.SideEffect{Kind: "artifact", Target: "sha256/" + hexd, Digest: "sha256:" + hexd})
 	}
+	if o.GitHub != nil && o.GitHub.Client != nil {
+		t.SideEffects = append(t.SideEffects, apiCalls(o.GitHub.Client.Calls())...)
+	}
 	sortSideEffects(t.SideEffects)
 	st := evidence.NewTerminalStatement(t)
 	payload, err := evidence.Marshal(st)
@@ -209,4 +212,22 @@ func mountPoints() (map[string]bool, error) {
 		out[p] = true
 	}
 	return out, err
+}
+
+// apiCalls folds the GitHub requests of a run into one side effect per
+// endpoint, with how often it was called (polling repeats the same two).
+func apiCalls(calls []string) []evidence.SideEffect {
+	n := map[string]int{}
+	var order []string
+	for _, c := range calls {
+		if n[c] == 0 {
+			order = append(order, c)
+		}
+		n[c]++
+	}
+	out := make([]evidence.SideEffect, 0, len(order))
+	for _, c := range order {
+		out = append(out, evidence.SideEffect{Kind: "api-call", Target: c, Detail: fmt.Sprintf("%d request(s)", n[c])})
+	}
+	return out
 }

@@ -45,7 +45,10 @@ type VerifyOptions struct {
 	Version string
 	// SigningKey signs the statements; nil writes them unsigned.
 	SigningKey *evidence.SigningKey
-	Now        func() time.Time
+	// GitHub consults GitHub (required contexts, pull request facts,
+	// remote reconciliation); nil makes no GitHub call at all.
+	GitHub *GitHubOptions
+	Now    func() time.Time
 }
 
 // Run is the outcome of Verify: the run's directory and its records.
@@ -102,6 +105,14 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 		}
 	}()
 
+	var gh *githubFacts
+	if o.GitHub != nil {
+		if gh, err = observeGitHub(ctx, o.GitHub); err != nil {
+			return nil, err
+		}
+		gh.apply(&o.Discover, o.GitHub.Exclude)
+	}
+
 	m, op, err := discover(ctx, o.Discover)
 	if err != nil {
 		connTaken = true
@@ -109,6 +120,12 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 			logf("%v", terr)
 		}
 		return nil, err
+	}
+	if gh == nil {
+		logf("GitHub sources not consulted (no token, or --no-github): required contexts and remote checks are not part of this verdict")
+	}
+	for _, u := range m.GitHub.Unknown {
+		logf("GitHub %s: required contexts UNKNOWN (%s)", u.Name, u.Reason)
 	}
 	var budgets policy.Budgets
 	var hostPaths []string
@@ -179,8 +196,11 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	e := &executor{sb: sb, checkouts: checkouts, store: store{dir: filepath.Join(run.Dir, "artifacts")}, logf: logf,
 		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: event,
 		ledger: &ledger{}}
-	cand := evidence.TerminalCandidate{Repository: evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
-		PullRequest: o.PullRequest, Head: m.Candidate, Base: m.Base}
+	repository := evidence.Repository{Name: repoName(o.Repository, repo.Dir)}
+	if gh != nil {
+		repository = gh.repo
+	}
+	cand := evidence.TerminalCandidate{Repository: repository, PullRequest: o.PullRequest, Head: m.Candidate, Base: m.Base}
 	// A run that cannot reach a verdict still ends with a terminal
 	// statement (outcome no-verdict): spec — signed at the end of every run.
 	closeSandbox := func() []evidence.CleanupResource { return closeAndObserve(sb) }
@@ -257,12 +277,14 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	d.RunmillVersion, d.RunID = o.Version, run.ID
 	d.Manifest = *m
 	d.Candidate = evidence.Candidate{
-		Repository:  evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
+		Repository:  repository,
 		PullRequest: o.PullRequest,
 		Head:        m.Candidate, Base: m.Base, MergeBase: mergeBase,
 	}
 	d.Sandbox = probeJSON
-	d.Checks, d.Remote, d.PendingContexts, d.Failures, d.Reviews = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}, []evidence.Review{}
+	d.Checks, d.Remote, d.PendingContexts, d.Failures = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}
+	d.Reviews = gh.reviews()
+	d.Failures = append(d.Failures, githubFindings(m, op != nil && op.Doc.GitHub.Required, gh)...)
 
 	wg.Wait()
 	sc := <-scanned
@@ -278,11 +300,19 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 		d.Checks = append(d.Checks, recs...)
 	}
 	// Every check run is over: the checkouts and the commits' written
-	// trees go (in the background of the evidence writing), and the
+	// trees go (meanwhile: reconciliation, the evidence), and the
 	// terminal statement then looks for them.
 	closedC := make(chan error, 1)
 	go func() { closedC <- checkouts.Close(context.WithoutCancel(ctx)) }()
 	e.ledger.addCheckoutRoot(checkouts.Dir())
+	// Remote reconciliation comes after the local checks: they took time
+	// the remote ones used to finish.
+	if o.GitHub != nil {
+		if err := reconcile(ctx, o.GitHub, d, logf); err != nil {
+			return nil, err
+		}
+		event("github.reconciled", map[string]any{"remote": len(d.Remote), "pending": len(d.PendingContexts)})
+	}
 	v := evidence.Decide(d)
 	event("verdict", map[string]any{"merge_ready": v.MergeReady})
 	d.IssuedAt = o.Now().UTC().Format(time.RFC3339Nano)
@@ -296,6 +326,9 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	outcome := "not-merge-ready"
 	if v.MergeReady {
 		outcome = "merge-ready"
+	}
+	if o.GitHub != nil {
+		publishCheckRun(ctx, o.GitHub, run.Dir, d, logf)
 	}
 	if err := writeTerminal(ctx, run, o, &chain, e.ledger, sb, closeSandbox, outcome, digest, cand); err != nil {
 		return nil, err

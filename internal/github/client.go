@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	gh "github.com/google/go-github/v62/github"
@@ -66,9 +68,29 @@ type Options struct {
 
 // Client talks to one GitHub API.
 type Client struct {
-	gh          *gh.Client
+	gh *gh.Client
+	// blob fetches what the API redirects to (artifact archives on blob
+	// storage): same transport and retries, never the token.
+	blob        *http.Client
 	clock       Clock
 	retryWindow time.Duration
+
+	mu    sync.Mutex
+	calls []string
+}
+
+// Calls lists every HTTP request the client made, retries included, in
+// order: the side-effect ledger of a run records them.
+func (c *Client) Calls() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.calls)
+}
+
+func (c *Client) record(call string) {
+	c.mu.Lock()
+	c.calls = append(c.calls, call)
+	c.mu.Unlock()
 }
 
 // New returns a Client, or an RM-GITHUB-001 error for options that cannot
@@ -116,7 +138,9 @@ func New(opts Options) (*Client, error) {
 	// ever seeing a rate-limit answer it would remember against the wall
 	// clock (it refuses further requests until the real reset time, which an
 	// injected clock cannot advance).
-	hc.Transport = &retryTransport{base: base2, clock: c.clock}
+	hc.Transport = &retryTransport{base: base2, clock: c.clock, record: c.record}
+	blob := hc
+	c.blob = &blob
 	c.gh = gh.NewClient(&hc).WithAuthToken(opts.Token)
 	c.gh.BaseURL = u
 	return c, nil

@@ -185,8 +185,8 @@ func TestReconcile(t *testing.T) {
 		if !reflect.DeepEqual(got, c.want) {
 			t.Fatalf("got  %+v\nwant %+v", got, c.want)
 		}
-		if !reflect.DeepEqual(clock.waited, c.waited) {
-			t.Errorf("waited %v; want %v", clock.waited, c.waited)
+		if !reflect.DeepEqual(clock.Waited(), c.waited) {
+			t.Errorf("waited %v; want %v", clock.Waited(), c.waited)
 		}
 		// What reconciliation produces is what the verdict judges; the
 		// excluded job is runmill itself, so it is not a requirement of the
@@ -275,6 +275,8 @@ func TestNeverScheduled(t *testing.T) {
 		{0, "check_runs_empty.json", []string{"build", "integration"}, false},
 		{9*time.Minute + 59*time.Second, "check_runs_in_progress.json", []string{"build", "integration"}, false},
 		{time.Second, "check_runs_in_progress.json", []string{"build"}, true},
+		// Scheduled only after the window: the escalation stands.
+		{time.Minute, "check_runs_integration_late.json", []string{"build"}, true},
 	} {
 		clock.Advance(step.advance)
 		f.observe(step.runs, "statuses_empty.json")
@@ -337,6 +339,30 @@ func TestWait(t *testing.T) {
 			want: github.Result{Pending: []string{}, Findings: []verdict.Finding{}, Excluded: []string{"runmill"},
 				Remote: []verdict.RemoteResult{{Context: "build", Conclusion: verdict.Success}, {Context: "lint", Conclusion: verdict.Success}}},
 			elapsed: time.Minute,
+		},
+		// Spec § Remote checks makes only the never-scheduled case a failure
+		// at 10 minutes; a scheduled run is waited for past it.
+		"running past the window is waited for": {
+			required: []string{"build", "lint", "runmill"},
+			setup: func(f *fakeGitHub) {
+				for range 22 { // 0s … 630s
+					f.observe("check_runs_in_progress.json", "statuses_empty.json")
+				}
+				f.observe("check_runs_completed.json", "statuses_empty.json")
+			},
+			want: github.Result{Pending: []string{}, Findings: []verdict.Finding{}, Excluded: []string{"runmill"},
+				Remote: []verdict.RemoteResult{{Context: "build", Conclusion: verdict.Success}, {Context: "lint", Conclusion: verdict.Success}}},
+			elapsed: 11 * time.Minute,
+		},
+		"still running at the maximum wait stays pending": {
+			required: []string{"build", "lint", "runmill"},
+			setup: func(f *fakeGitHub) {
+				for range 61 { // 0s … 1800s
+					f.observe("check_runs_in_progress.json", "statuses_empty.json")
+				}
+			},
+			want:    github.Result{Remote: []verdict.RemoteResult{}, Pending: []string{"build", "lint"}, Findings: []verdict.Finding{}, Excluded: []string{"runmill"}},
+			elapsed: github.DefaultMaxWait,
 		},
 		"never scheduled escalates at 10 minutes": {
 			required: []string{"integration"},

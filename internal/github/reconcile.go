@@ -18,6 +18,11 @@ import (
 const (
 	DefaultWindow       = 10 * time.Minute
 	DefaultPollInterval = 30 * time.Second
+	// DefaultMaxWait bounds how long Wait waits for contexts that were
+	// scheduled but are still queued or running. The spec makes only the
+	// never-scheduled case a failure at 10 minutes; a scheduled run is worth
+	// waiting for, since GitHub will not re-run runmill when it finishes.
+	DefaultMaxWait = 30 * time.Minute
 )
 
 // RuleNeverScheduled is the Finding.Rule of an RM-CI-002 escalation.
@@ -36,6 +41,10 @@ type ReconcileOptions struct {
 	// PollInterval is Wait's pause between reconciliations;
 	// DefaultPollInterval when zero.
 	PollInterval time.Duration
+	// MaxWait is how long after the first observation Wait keeps waiting
+	// for scheduled contexts that have not concluded; DefaultMaxWait when
+	// zero, and never less than Window.
+	MaxWait time.Duration
 }
 
 // Reconciler reconciles one repository's remote checks over time. It
@@ -46,6 +55,10 @@ type Reconciler struct {
 
 	mu    sync.Mutex
 	first map[string]time.Time // head SHA → first observation
+	// escalated remembers RM-CI-002 per head SHA and context: a context
+	// that shows up after the window (while Wait still waits for others)
+	// was still never scheduled in time, and the finding stands.
+	escalated map[string]map[string]bool
 }
 
 // Reconciler returns a Reconciler, or an RM-GITHUB-001 error for impossible
@@ -54,8 +67,11 @@ func (c *Client) Reconciler(opts ReconcileOptions) (*Reconciler, error) {
 	if opts.Owner == "" || opts.Repo == "" {
 		return nil, rmerr.New(rmerr.GitHubOptions, "reconciliation needs the repository owner and name")
 	}
-	if opts.Window < 0 || opts.PollInterval < 0 {
-		return nil, rmerr.New(rmerr.GitHubOptions, "negative window %s or poll interval %s", opts.Window, opts.PollInterval)
+	if opts.Window < 0 || opts.PollInterval < 0 || opts.MaxWait < 0 {
+		return nil, rmerr.New(rmerr.GitHubOptions, "negative window %s, poll interval %s or maximum wait %s", opts.Window, opts.PollInterval, opts.MaxWait)
+	}
+	if opts.MaxWait == 0 {
+		opts.MaxWait = DefaultMaxWait
 	}
 	if opts.Window == 0 {
 		opts.Window = DefaultWindow
@@ -63,8 +79,9 @@ func (c *Client) Reconciler(opts ReconcileOptions) (*Reconciler, error) {
 	if opts.PollInterval == 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
+	opts.MaxWait = max(opts.MaxWait, opts.Window)
 	opts.Exclude = slices.Clone(opts.Exclude)
-	return &Reconciler{c: c, opts: opts, first: map[string]time.Time{}}, nil
+	return &Reconciler{c: c, opts: opts, first: map[string]time.Time{}, escalated: map[string]map[string]bool{}}, nil
 }
 
 // Result is one reconciliation of the required contexts.
@@ -148,8 +165,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, required []string, headSHA s
 				producers = append(producers, p)
 			}
 		}
+		r.mu.Lock()
+		late := r.escalated[headSHA][name] || (len(producers) == 0 && !now.Before(start.Add(r.opts.Window)))
+		if late {
+			if r.escalated[headSHA] == nil {
+				r.escalated[headSHA] = map[string]bool{}
+			}
+			r.escalated[headSHA][name] = true
+		}
+		r.mu.Unlock()
 		switch {
-		case len(producers) == 0 && !now.Before(start.Add(r.opts.Window)):
+		case late:
 			res.Findings = append(res.Findings, verdict.Finding{
 				Code: rmerr.CINeverScheduled, Rule: RuleNeverScheduled, Check: name,
 				Message: fmt.Sprintf("required context %q was never scheduled on %s within %s", name, headSHA, r.opts.Window),
@@ -168,11 +194,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, required []string, headSHA s
 	return res, nil
 }
 
-// Wait reconciles until no required context is pending or the window since
-// the first observation of headSHA has ended, pausing PollInterval on the
-// injected clock between observations. At the window's end, contexts never
-// scheduled have become RM-CI-002 findings; runs still queued or in progress
-// stay Pending, which the verdict reads as not merge-ready.
+// Wait reconciles until no required context is pending, pausing
+// PollInterval on the injected clock between observations. At the window's
+// end (10 minutes after the first observation of headSHA) contexts never
+// scheduled become RM-CI-002 findings; contexts that were scheduled and are
+// still queued or running are waited for until MaxWait, then stay Pending,
+// which the verdict reads as not merge-ready.
 func (r *Reconciler) Wait(ctx context.Context, required []string, headSHA string) (Result, error) {
 	for {
 		res, err := r.Reconcile(ctx, required, headSHA)
@@ -180,8 +207,15 @@ func (r *Reconciler) Wait(ctx context.Context, required []string, headSHA string
 			return res, err
 		}
 		r.mu.Lock()
-		end := r.first[headSHA].Add(r.opts.Window)
+		first := r.first[headSHA]
 		r.mu.Unlock()
+		// Before the window ends a pending context may be unscheduled, so
+		// the next observation must come no later than the window's end;
+		// after it, every pending context is a scheduled one.
+		end := first.Add(r.opts.Window)
+		if !r.c.clock.Now().Before(end) {
+			end = first.Add(r.opts.MaxWait)
+		}
 		left := end.Sub(r.c.clock.Now())
 		if left <= 0 {
 			return res, nil

@@ -27,11 +27,16 @@ const (
 // retryTransport retries rate-limited (403/429 with Retry-After or
 // X-RateLimit-Remaining: 0, or a secondary-rate-limit message) and 5xx
 // answers with backoff on the injected clock, until the request context's
-// retry deadline. Every request this package makes is a GET without a body,
-// so resending is safe.
+// retry deadline. A GET is always safe to resend. A write (the optional check
+// run) is resent only after a rate-limit answer, which GitHub gives before
+// doing anything; after a 5xx it may have been applied, and a second check run
+// would be worse than a missing one.
 type retryTransport struct {
 	base  http.RoundTripper
 	clock Clock
+	// record is told of every attempt ("GET /repos/…", no query: queries
+	// carry pagination and blob signatures, not what was touched).
+	record func(string)
 }
 
 // RetriesExhaustedError is returned instead of the last rate-limited or 5xx
@@ -55,13 +60,31 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	backoff := firstBackoff
 	for attempt := 1; ; attempt++ {
+		if t.record != nil {
+			t.record(req.Method + " " + req.URL.Scheme + "://" + req.URL.Host + req.URL.EscapedPath())
+		}
 		resp, err := t.base.RoundTrip(req)
 		if err != nil {
 			return nil, err
 		}
+		write := req.Method != http.MethodGet && req.Method != http.MethodHead
+		if write && resp.StatusCode >= 500 {
+			return resp, nil
+		}
 		wait, reason, retry := t.classify(resp, &backoff)
 		if !retry {
 			return resp, nil
+		}
+		if write {
+			if req.GetBody == nil {
+				return nil, &RetriesExhaustedError{Status: resp.StatusCode, Attempts: attempt, Reason: reason + "; the request body cannot be resent"}
+			}
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			req = req.Clone(ctx)
+			req.Body = body
 		}
 		// The first attempt always happens; a retry only when it fits the
 		// window (a wait past it would be waiting on a decision already due).

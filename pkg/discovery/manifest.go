@@ -91,6 +91,19 @@ type Policies struct {
 type GitHub struct {
 	Consulted bool     `json:"consulted"`
 	Contexts  []string `json:"contexts"`
+	// Unknown lists the sources (branch protection, rulesets) that refused
+	// to answer: the contexts they require are unknown, never none.
+	Unknown []UnknownSource `json:"unknown,omitempty"`
+	// Excluded are required contexts left out because they are runmill's
+	// own job: its verdict is what that context reports, so it cannot be
+	// one of the verdict's inputs.
+	Excluded []string `json:"excluded,omitempty"`
+}
+
+// UnknownSource is a GitHub source whose required contexts are unknown.
+type UnknownSource struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }
 
 // NotTriggered is a configured check whose changed-path rule matched nothing.

@@ -3,6 +3,7 @@ package discovery
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 
 	"github.com/runmill/verify/pkg/pathglob"
@@ -64,11 +65,12 @@ func Resolve(in Input) (*Manifest, error) {
 		Autonomy:           policy.PROnly,
 		FailOnSkippedCheck: true,
 		ChangedPaths:       len(in.ChangedPaths),
-		GitHub:             GitHub{Consulted: in.GitHub.Consulted, Contexts: append([]string{}, in.GitHub.Contexts...)},
-		Checks:             []Check{},
-		NotTriggered:       []NotTriggered{},
-		IgnoredProposals:   []IgnoredProposal{},
-		Conflicts:          []Conflict{},
+		GitHub: GitHub{Consulted: in.GitHub.Consulted, Contexts: append([]string{}, in.GitHub.Contexts...),
+			Unknown: slices.Clone(in.GitHub.Unknown), Excluded: slices.Clone(in.GitHub.Excluded)},
+		Checks:           []Check{},
+		NotTriggered:     []NotTriggered{},
+		IgnoredProposals: []IgnoredProposal{},
+		Conflicts:        []Conflict{},
 	}
 	defs := map[string]*def{}
 	var order []string

@@ -17,6 +17,16 @@ type Operator struct {
 	Budgets      Budgets      `yaml:"budgets" json:"budgets"`
 	Risk         Risk         `yaml:"risk" json:"risk"`
 	Sandbox      Sandbox      `yaml:"sandbox" json:"sandbox"`
+	GitHub       GitHub       `yaml:"github,omitempty" json:"github,omitempty"`
+}
+
+// GitHub says whether the GitHub sources (the contexts branch protection and
+// rulesets require, and remote reconciliation) must be consulted.
+type GitHub struct {
+	// Required makes a run that did not consult them — no token, or an
+	// endpoint that refused so the required contexts are unknown — fail with
+	// RM-GITHUB-003 instead of passing on local checks alone.
+	Required bool `yaml:"required,omitempty" json:"required,omitempty"`
 }
 
 // Sandbox configures where checks run.

@@ -237,6 +237,9 @@ risk: {high_risk_paths: ["infra/**"]}
 			[]finding{{4, "verification.commands[1].id", "duplicate"}}},
 		{"bad parallel", "budgets: {parallel: -1}\n", []finding{{1, "budgets.parallel", "out of range"}}},
 		{"host paths", "sandbox: {host_paths: [/opt/node, /usr/local/go]}\n", nil},
+		{"github required", "github: {required: true}\n", nil},
+		{"github unknown key", "github:\n  requried: true\n", []finding{{2, "", "field requried not found in github (allowed: required)"}}},
+		{"github wrong type", "github: {required: sometimes}\n", []finding{{1, "", "cannot unmarshal"}}},
 		{"relative host path", "sandbox:\n  host_paths: [opt/node, /]\n", []finding{{2, "sandbox.host_paths[0]", "must be absolute"}, {2, "sandbox.host_paths[1]", "not /"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { run(t, tc.src, tc.want) })
@@ -255,3 +258,14 @@ func TestValidReportPath(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestOperatorGitHubRequired: github.required defaults to false and is read
+// when set.
+func TestOperatorGitHubRequired(t *testing.T) {
+	for src, want := range map[string]bool{"autonomy: pr-only\n": false, "github: {required: true}\n": true, "github: {required: false}\n": false} {
+		doc, err := policy.ParseOperator([]byte(src), "policy.yaml")
+		if err != nil || doc.Value.GitHub.Required != want {
+			t.Errorf("%q: required = %v, %v; want %v", src, doc.Value.GitHub.Required, err, want)
+		}
+	}
+}

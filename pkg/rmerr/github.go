@@ -14,3 +14,15 @@ const (
 	// refusal on an endpoint reconciliation cannot do without).
 	GitHubAPI Code = "RM-GITHUB-002"
 )
+
+// Codes of the GitHub sources in a verification and of evidence download.
+const (
+	// GitHubNotConsulted: the operator policy requires the GitHub sources
+	// (github: {required: true}) but the run did not consult them (no
+	// token) or an endpoint refused, so the required contexts are unknown.
+	GitHubNotConsulted Code = "RM-GITHUB-003"
+	// GitHubArtifact: a workflow run's evidence artifact cannot be used:
+	// absent, expired, over the size cap, or an archive that is unsafe to
+	// unpack (path traversal, links, too many or too large members).
+	GitHubArtifact Code = "RM-GITHUB-004"
+)
