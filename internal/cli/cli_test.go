@@ -106,10 +106,3 @@ func TestManifestCommand(t *testing.T) {
 		t.Fatalf("missing base: exit %d stderr %q", code, errOut)
 	}
 }
-
-func TestPendingCommandsSaySo(t *testing.T) {
-	code, _, errOut := runCLI(t, "", "evidence", "download")
-	if code != 2 || !strings.Contains(errOut, "RM-USAGE-002") || !strings.Contains(errOut, "not built yet") {
-		t.Fatalf("exit %d stderr %q", code, errOut)
-	}
-}

@@ -30,7 +30,7 @@ func exitCode(cmd string, err error) int {
 		return exitAnswer
 	}
 	switch rmerr.CodeOf(err) {
-	case rmerr.Usage, rmerr.NotImplemented, rmerr.PolicyInvalid, rmerr.PolicyProposals, rmerr.GitRevision,
+	case rmerr.Usage, rmerr.PolicyInvalid, rmerr.PolicyProposals, rmerr.GitRevision,
 		rmerr.InitExists, rmerr.InitNothing, rmerr.GitHubOptions:
 		return exitUsage
 	case rmerr.GitHubArtifact, rmerr.GitHubNotConsulted:

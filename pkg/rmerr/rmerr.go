@@ -54,8 +54,6 @@ const (
 
 	// Usage: the command line is wrong.
 	Usage Code = "RM-USAGE-001"
-	// NotImplemented: the command exists in the interface but is not built yet.
-	NotImplemented Code = "RM-USAGE-002"
 )
 
 // Error is a coded, located, actionable error.
