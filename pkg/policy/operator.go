@@ -17,6 +17,32 @@ type Operator struct {
 	Budgets      Budgets      `yaml:"budgets" json:"budgets"`
 	Risk         Risk         `yaml:"risk" json:"risk"`
 	Sandbox      Sandbox      `yaml:"sandbox" json:"sandbox"`
+	// Dependencies configures the operator-declared preparation strategies
+	// that need operator input (docs/dependencies.md).
+	Dependencies Dependencies `yaml:"dependencies,omitempty" json:"dependencies,omitempty"`
+}
+
+// Dependencies is the operator's side of prepared dependencies. npm needs
+// nothing here: its input is the source checkout where the operator ran
+// npm ci.
+type Dependencies struct {
+	GoModules GoModules `yaml:"go_modules,omitempty" json:"go_modules,omitempty"`
+}
+
+// GoModules configures dependencies: go-modules.
+type GoModules struct {
+	// ModuleCache is the module cache the operator filled with
+	// `go mod download` outside verification (absolute). Empty means the
+	// host's `go env GOMODCACHE`.
+	ModuleCache string `yaml:"module_cache,omitempty" json:"module_cache,omitempty"`
+	// BuildCache is an optional prepared Go build cache (a GOCACHE
+	// directory, absolute), offered read-only to every go-modules check so
+	// a check run compiles only what it changes.
+	BuildCache string `yaml:"build_cache,omitempty" json:"build_cache,omitempty"`
+	// AllowAdditions lets the candidate's go.sum add lines to the base's
+	// (never change or remove one); each added module must be in the
+	// module cache too.
+	AllowAdditions bool `yaml:"allow_additions,omitempty" json:"allow_additions,omitempty"`
 }
 
 // Sandbox configures where checks run.
