@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
@@ -36,6 +37,10 @@ type executor struct {
 	gateErr error
 	// ledger feeds the terminal statement.
 	ledger *ledger
+	// deps are the run's prepared dependencies, set before depsReady
+	// closes (nil when no check declares any).
+	deps      *deps.Prepared
+	depsReady chan struct{}
 }
 
 // check runs one check: at the base first when it declares a report (spec §
@@ -92,15 +97,25 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		return rec, nil, err
 	}
 	defer co.Remove()
-	before, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
+	finding := func(rule, code, format string, args ...any) {
+		rec.Findings = append(rec.Findings, verdict.Finding{Code: rmerr.Code(code), Check: c.ID, Rule: rule, Message: fmt.Sprintf(format, args...)})
+	}
+	// Prepared dependencies: a read-only view in the checkout, excluded
+	// from the tree hash; a refusal fails the check without running it.
+	view, depsOK := &deps.View{}, true
+	if c.Dependencies != "" {
+		if view, depsOK, err = e.attachDeps(ctx, c, co.Dir, finding); err != nil {
+			return rec, nil, err
+		}
+		rec.Notes = append(rec.Notes, view.Notes...)
+	}
+	hashOpts := treehash.Options{Exclude: view.Exclude}
+	before, _, err := treehash.Sum(ctx, co.Dir, hashOpts)
 	if err != nil {
 		return rec, nil, err
 	}
 	rec.TreeBefore = before.String()
 
-	finding := func(rule, code, format string, args ...any) {
-		rec.Findings = append(rec.Findings, verdict.Finding{Code: rmerr.Code(code), Check: c.ID, Rule: rule, Message: fmt.Sprintf(format, args...)})
-	}
 	var reportPath string
 	var created []string
 	reportOK := false
@@ -122,15 +137,16 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		Observer:   zs,
 		Command:    c.Command,
 		Dir:        co.Dir,
-		Env:        baseEnv(),
-		ReadOnly:   co.ReadOnlyPaths(),
+		Env:        withEnv(baseEnv(), view.Env),
+		ReadOnly:   append(co.ReadOnlyPaths(), view.ReadOnly...),
+		GoCache:    view.GoCache,
 		ReportFile: reportPath,
 		Timeout:    timeout,
 		HostPaths:  e.hostPaths,
 		MaxOutput:  e.maxOutput,
 	}
 	var res sandbox.Result
-	ran := c.Report == nil || reportPath != ""
+	ran := (c.Report == nil || reportPath != "") && depsOK
 	if e.gate != nil {
 		select {
 		case <-e.gate:
@@ -189,7 +205,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 			os.Remove(created[i])
 		}
 	}
-	after, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
+	after, _, err := treehash.Sum(ctx, co.Dir, hashOpts)
 	if err != nil {
 		// A tree the check made unhashable (a FIFO, a socket) moved.
 		rec.TreeAfter = "sha256:" + strings.Repeat("0", 64)
@@ -237,6 +253,51 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	}
 	e.event("checkout.removed", map[string]any{"check": c.ID, "phase": string(phase)})
 	return rec, inv, nil
+}
+
+// attachDeps waits for the run's preparation and attaches the check's
+// strategy to the checkout at dir. A refusal (RM-VERIFY-005) becomes a
+// finding and ok=false; anything else is a run error.
+func (e *executor) attachDeps(ctx context.Context, c discovery.Check, dir string, finding func(rule, code, format string, args ...any)) (*deps.View, bool, error) {
+	select {
+	case <-e.depsReady:
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	v, err := e.deps.Attach(ctx, c.Dependencies, dir)
+	if err == nil {
+		return v, true, nil
+	}
+	if rmerr.CodeOf(err) != rmerr.VerifyDependencies {
+		return nil, false, err
+	}
+	var msgs []string
+	for _, x := range flatten(err) {
+		msg := x.Error()
+		if re, ok := x.(*rmerr.Error); ok && re.Err == nil {
+			msg = re.Msg
+			if re.Hint != "" {
+				msg += "; fix: " + re.Hint
+			}
+		}
+		msgs = append(msgs, msg)
+	}
+	finding(ruleDependencies, string(rmerr.VerifyDependencies), "%s", strings.Join(msgs, "; "))
+	return &deps.View{}, false, nil
+}
+
+// ruleDependencies is the rule of an RM-VERIFY-005 finding.
+const ruleDependencies = "dependencies.unprepared"
+
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, x := range j.Unwrap() {
+			out = append(out, flatten(x)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // output stores a captured stream's kept bytes.
