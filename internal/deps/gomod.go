@@ -449,6 +449,12 @@ func (g *goPrepared) attach(ctx context.Context, dir string) (*View, error) {
 	if g.build != nil {
 		v.ReadOnly = append(v.ReadOnly, g.gocache)
 		v.GoCache = g.gocache
+		// The module index is the one build-cache write the go command
+		// does not tolerate failing (a miss for a module at a new
+		// GOMODCACHE path ends in "setup failed"); without it go reads
+		// the module's files directly. Compile and link misses are
+		// rebuilt and kept in the private work directory.
+		v.Env = append(v.Env, "GODEBUG=goindex=0")
 		v.Notes = append(v.Notes, g.build.Note())
 	}
 	return v, nil

@@ -180,7 +180,7 @@ func TestVerifyGoModules(t *testing.T) {
 			start := time.Now()
 			run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.Discover.PolicyFile = pol })
 			if !run.MergeReady() {
-				t.Fatalf("not merge-ready:\n%s", strings.Join(rules(run), "\n"))
+				t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))
 			}
 			var checkMS []int64
 			for _, c := range run.Delivery.Checks {
@@ -212,7 +212,11 @@ func TestVerifyGoModules(t *testing.T) {
 func outputs(run *engine.Run) string {
 	var b strings.Builder
 	for _, c := range run.Delivery.Checks {
-		for _, o := range []struct{ name, addr string }{{"stdout", c.Stdout.Artifact}, {"stderr", c.Stderr.Artifact}} {
+		outs := []struct{ name, addr string }{{"stdout", c.Stdout.Artifact}, {"stderr", c.Stderr.Artifact}}
+		if c.Report != nil {
+			outs = append(outs, struct{ name, addr string }{"report", c.Report.Artifact})
+		}
+		for _, o := range outs {
 			data, _ := os.ReadFile(filepath.Join(run.Dir, "artifacts", o.addr))
 			b.WriteString(c.CheckID + " " + string(c.Phase) + " " + o.name + ":\n" + string(data) + "\n")
 		}
