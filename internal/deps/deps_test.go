@@ -267,3 +267,39 @@ func TestGoModules(t *testing.T) {
 		wantRefusal(t, err, "was mutated")
 	})
 }
+
+// CheckSource is the doctor's proof: it reads, and says what is wrong.
+func TestCheckSource(t *testing.T) {
+	r, base := npmRepo(t)
+	repo, err := git.Open(context.Background(), r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(base string, strategies ...string) error {
+		state := t.TempDir()
+		err := deps.CheckSource(context.Background(), repo, deps.Options{SourceDir: r.Dir, StateDir: state, Base: base}, strategies)
+		if ents, _ := os.ReadDir(state); len(ents) != 0 {
+			t.Errorf("CheckSource wrote into the state directory: %v", ents)
+		}
+		return err
+	}
+	if err := check(base, deps.NPM); err != nil {
+		t.Fatalf("ready source refused: %v", err)
+	}
+	// The base moved on: the source checkout is behind it.
+	r.Checkout("next", true)
+	r.Write("test/more.test.js", "it('more', () => {});\n")
+	next := r.Commit("next")
+	r.Git("checkout", "-q", "main")
+	wantRefusal(t, check(next, deps.NPM), "behind the base")
+	// A local commit: ahead.
+	r.Write("README", "x\n")
+	r.Commit("local")
+	wantRefusal(t, check(base, deps.NPM), "ahead of the base")
+	// Diverged, and the install removed.
+	r.Remove("node_modules")
+	err = check(next, deps.NPM)
+	wantRefusal(t, err, "diverged from the base")
+	wantRefusal(t, err, "no install")
+	wantRefusal(t, check(base, "pip"), "unknown dependency strategy")
+}

@@ -86,8 +86,48 @@ var hostNode = func(ctx context.Context) (nodeRuntime, error) {
 	return r, nil
 }
 
+// npmInstall is a validated install in the source checkout.
+type npmInstall struct {
+	nodeModules string            // its node_modules
+	inputs      map[string]string // the content key's inputs
+	lock        []byte            // package-lock.json at the base
+	deps        string            // package.json's dependency fields at the base
+}
+
 // prepareNPM is spec § 3 steps 3 and 4 for the source checkout o.SourceDir.
 func prepareNPM(ctx context.Context, repo *git.Repo, o Options) (*npmPrepared, error) {
+	in, err := validateNPM(ctx, repo, o)
+	if err != nil {
+		return nil, err
+	}
+	nm := in.nodeModules
+	tree, r, err := entry(ctx, o.StateDir, NPM, in.inputs, func(dst string) error {
+		before, _, err := hashTree(ctx, nm)
+		if err != nil {
+			return refuse(NPM, "hashing %s: %v", nm, err)
+		}
+		if err := mirror(ctx, nm, dst, copyFile); err != nil {
+			return refuse(NPM, "importing %s: %v", nm, err)
+		}
+		after, _, err := hashTree(ctx, dst)
+		if err != nil {
+			return err
+		}
+		if before != after {
+			return refuse(NPM, "%s changed while it was imported", nm)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &npmPrepared{receipt: r, tree: tree, lock: in.lock, deps: in.deps}, nil
+}
+
+// validateNPM is spec § 3 step 3: the source checkout's package.json,
+// package-lock.json, installed inventory, platform, architecture and Node
+// ABI against the base. It reads; it copies nothing and runs no npm.
+func validateNPM(ctx context.Context, repo *git.Repo, o Options) (*npmInstall, error) {
 	basePkg, err := readAt(ctx, repo, o.Base, packageJSON)
 	if err != nil {
 		return nil, err
@@ -152,34 +192,14 @@ func prepareNPM(ctx context.Context, repo *git.Repo, o Options) (*npmPrepared, e
 		return nil, err
 	}
 
+	if err := checkLinks(nm); err != nil {
+		return nil, err
+	}
 	inputs := map[string]string{
 		packageJSON: sha256Hex(basePkg), packageLock: sha256Hex(baseLock), hiddenLockfile: sha256Hex(hiddenBytes),
 		"platform": rt.Platform, "arch": rt.Arch, "node_abi": rt.ABI,
 	}
-	tree, r, err := entry(ctx, o.StateDir, NPM, inputs, func(dst string) error {
-		if err := checkLinks(nm); err != nil {
-			return err
-		}
-		before, _, err := hashTree(ctx, nm)
-		if err != nil {
-			return refuse(NPM, "hashing %s: %v", nm, err)
-		}
-		if err := mirror(ctx, nm, dst, copyFile); err != nil {
-			return refuse(NPM, "importing %s: %v", nm, err)
-		}
-		after, _, err := hashTree(ctx, dst)
-		if err != nil {
-			return err
-		}
-		if before != after {
-			return refuse(NPM, "%s changed while it was imported", nm)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &npmPrepared{receipt: r, tree: tree, lock: baseLock, deps: deps}, nil
+	return &npmInstall{nodeModules: nm, inputs: inputs, lock: baseLock, deps: deps}, nil
 }
 
 // compareInstall checks the installed inventory against the lockfile (the
