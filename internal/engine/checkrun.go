@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -119,7 +120,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	var reportPath string
 	var created []string
 	reportOK := false
-	if c.Report != nil {
+	if c.Report != nil && depsOK {
 		reportPath, created, err = prepareReport(co.Dir, c.Report.Path)
 		if err != nil {
 			finding("report.unusable", string(rmerr.SandboxSpec), "declared report %s: %v", c.Report.Path, err)
@@ -138,7 +139,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		Command:    c.Command,
 		Dir:        co.Dir,
 		Env:        withEnv(baseEnv(), view.Env),
-		ReadOnly:   append(co.ReadOnlyPaths(), view.ReadOnly...),
+		ReadOnly:   slices.Concat(co.ReadOnlyPaths(), view.ReadOnly),
 		GoCache:    view.GoCache,
 		ReportFile: reportPath,
 		Timeout:    timeout,
