@@ -42,7 +42,6 @@ type lockPackage struct {
 	Integrity string          `json:"integrity"`
 	Link      bool            `json:"link"`
 	Optional  bool            `json:"optional"`
-	DevOpt    bool            `json:"devOptional"`
 	OS        json.RawMessage `json:"os"`
 	CPU       json.RawMessage `json:"cpu"`
 }

@@ -221,6 +221,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	probe, perr := e.probe(ctx, o.StateDir, hostPaths)
 	if perr != nil {
 		wg.Wait()
+		<-e.depsReady // an import in progress finishes before the run returns
 		<-scanned
 		return nil, perr
 	}
@@ -239,6 +240,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	d.Checks, d.Remote, d.PendingContexts, d.Failures, d.Reviews = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}, []evidence.Review{}
 
 	wg.Wait()
+	<-e.depsReady
 	sc := <-scanned
 	if firstErr != nil {
 		return nil, firstErr
