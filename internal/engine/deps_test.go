@@ -62,8 +62,10 @@ func candidate(t *testing.T, r *gittest.Repo, name string, change func()) string
 	r.Checkout("main", false)
 	r.Checkout(name, true)
 	change()
+	// Only what the change wrote: the installed node_modules stays out
+	// (a test that un-ignores it must not commit it).
 	r.Git("add", "-u")
-	r.Git("add", "test", "tests")
+	r.Git("add", "test")
 	r.Git("commit", "-q", "--allow-empty", "-m", name)
 	id := r.Git("rev-parse", "HEAD")
 	// The source checkout stays at the base, as the operator keeps it.
@@ -137,6 +139,35 @@ func TestVerifyNPM(t *testing.T) {
 				t.Fatalf("merge-ready %v\n%s", run.MergeReady(), strings.Join(rules(run), "\n"))
 			}
 		})
+	}
+}
+
+// vitest 3 brings platform-specific native packages (rollup, esbuild): the
+// lockfile lists every platform's, the install holds this one's.
+func TestVerifyNPMVitest(t *testing.T) {
+	depstest.Need(t, "node", "npm")
+	r := gittest.New(t)
+	depstest.WriteVitest(t, r)
+	r.Write(".runmill/checks.yaml", `checks:
+  - id: unit
+    run: npm test
+    dependencies: npm
+    report: {path: reports/unit.xml, format: junit}
+    timeout: 180s
+`)
+	base := r.Commit("base")
+	depstest.NPMCI(t, r.Dir)
+	cand := candidate(t, r, "adds-a-test", func() {
+		r.Write("test/total.test.js", "import { it, expect } from 'vitest';\nit('totals', () => expect(1).toBe(1));\n")
+	})
+	run := verify(t, r, base, cand, nil)
+	if !run.MergeReady() {
+		t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))
+	}
+	for _, c := range run.Delivery.Checks {
+		if c.Coverage != verdict.Proven || c.Report == nil || c.Report.Inventory == nil || len(c.Report.Inventory.Passed) < 2 {
+			t.Errorf("%s (%s): coverage %s, report %+v", c.CheckID, c.Phase, c.Coverage, c.Report)
+		}
 	}
 }
 

@@ -41,15 +41,28 @@ func testdata(t testing.TB) string {
 // mocha test and a .gitignore with node_modules/) into the repository.
 func WriteNPM(t testing.TB, r *gittest.Repo) {
 	t.Helper()
-	src := filepath.Join(testdata(t), "npm-mocha")
-	for _, f := range []string{"package.json", "package-lock.json", "test/cart.test.js"} {
+	writeNPM(t, r, "npm-mocha", "test/cart.test.js")
+}
+
+// WriteVitest writes the vitest sample: vitest 3 with its platform-specific
+// optional packages (rollup and esbuild binaries for every platform in the
+// lockfile, this platform's installed).
+func WriteVitest(t testing.TB, r *gittest.Repo) {
+	t.Helper()
+	writeNPM(t, r, "npm-vitest", "test/cart.test.js")
+}
+
+func writeNPM(t testing.TB, r *gittest.Repo, sample string, files ...string) {
+	t.Helper()
+	src := filepath.Join(testdata(t), sample)
+	for _, f := range append([]string{"package.json", "package-lock.json"}, files...) {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			t.Fatal(err)
 		}
 		r.Write(f, string(b))
 	}
-	b, err := os.ReadFile(filepath.Join(src, "gitignore"))
+	b, err := os.ReadFile(filepath.Join(testdata(t), "npm-mocha", "gitignore"))
 	if err != nil {
 		t.Fatal(err)
 	}
