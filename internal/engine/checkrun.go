@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
@@ -38,6 +40,10 @@ type executor struct {
 	gateErr error
 	// ledger feeds the terminal statement.
 	ledger *ledger
+	// deps are the run's prepared dependencies, set before depsReady
+	// closes (nil when no check declares any).
+	deps      *deps.Prepared
+	depsReady chan struct{}
 	// trees holds the first "before" hash of each commit's checkouts: every
 	// fresh checkout of one commit must hash the same (sameTree).
 	treesMu sync.Mutex
@@ -119,14 +125,24 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		return rec, nil, err
 	}
 	defer co.Remove()
-
 	finding := func(rule, code, format string, args ...any) {
 		rec.Findings = append(rec.Findings, verdict.Finding{Code: rmerr.Code(code), Check: c.ID, Rule: rule, Message: fmt.Sprintf(format, args...)})
 	}
+	// Prepared dependencies: a read-only view in the checkout, excluded
+	// from the tree hash; a refusal fails the check without running it.
+	view, depsOK := &deps.View{}, true
+	if c.Dependencies != "" {
+		if view, depsOK, err = e.attachDeps(ctx, c, co.Dir, finding); err != nil {
+			return rec, nil, err
+		}
+		rec.Notes = append(rec.Notes, view.Notes...)
+	}
+	hashOpts := treehash.Options{Exclude: view.Exclude}
+
 	var reportPath string
 	var created []string
 	reportOK := false
-	if c.Report != nil {
+	if c.Report != nil && depsOK {
 		reportPath, created, err = prepareReport(co.Dir, c.Report.Path)
 		if err != nil {
 			finding("report.unusable", string(rmerr.SandboxSpec), "declared report %s: %v", c.Report.Path, err)
@@ -137,14 +153,14 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	// fixed cost); the command starts only once both are done. It leaves
 	// out what runmill just added for the report, which it removes again
 	// before the "after" hash.
-	var added []string
+	added := slices.Clone(view.Exclude)
 	if reportPath != "" {
 		top := reportPath
 		if len(created) > 0 {
 			top = created[0]
 		}
 		rel, _ := filepath.Rel(co.Dir, top)
-		added = []string{filepath.ToSlash(rel)}
+		added = append(added, filepath.ToSlash(rel))
 	}
 	type hashed struct {
 		d   treehash.Digest
@@ -166,8 +182,9 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		Observer:   zs,
 		Command:    c.Command,
 		Dir:        co.Dir,
-		Env:        baseEnv(e.hostPaths),
-		ReadOnly:   co.ReadOnlyPaths(),
+		Env:        withEnv(baseEnv(e.hostPaths), view.Env),
+		ReadOnly:   slices.Concat(co.ReadOnlyPaths(), view.ReadOnly),
+		GoCache:    view.GoCache,
 		ReportFile: reportPath,
 		Timeout:    timeout,
 		HostPaths:  e.hostPaths,
@@ -175,7 +192,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		Image:      c.Image,
 	}
 	var res sandbox.Result
-	ran := c.Report == nil || reportPath != ""
+	ran := (c.Report == nil || reportPath != "") && depsOK
 	var task *sandbox.Task
 	if ran {
 		// Creating the task runs no check code (runc waits before the
@@ -260,7 +277,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 			os.Remove(created[i])
 		}
 	}
-	after, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
+	after, _, err := treehash.Sum(ctx, co.Dir, hashOpts)
 	if err != nil {
 		// A tree the check made unhashable (a FIFO, a socket) moved.
 		rec.TreeAfter = "sha256:" + strings.Repeat("0", 64)
@@ -308,6 +325,51 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	}
 	e.event("checkout.removed", map[string]any{"check": c.ID, "phase": string(phase)})
 	return rec, inv, nil
+}
+
+// attachDeps waits for the run's preparation and attaches the check's
+// strategy to the checkout at dir. A refusal (RM-VERIFY-005) becomes a
+// finding and ok=false; anything else is a run error.
+func (e *executor) attachDeps(ctx context.Context, c discovery.Check, dir string, finding func(rule, code, format string, args ...any)) (*deps.View, bool, error) {
+	select {
+	case <-e.depsReady:
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	v, err := e.deps.Attach(ctx, c.Dependencies, dir)
+	if err == nil {
+		return v, true, nil
+	}
+	if rmerr.CodeOf(err) != rmerr.VerifyDependencies {
+		return nil, false, err
+	}
+	var msgs []string
+	for _, x := range flatten(err) {
+		msg := x.Error()
+		if re, ok := x.(*rmerr.Error); ok && re.Err == nil {
+			msg = re.Msg
+			if re.Hint != "" {
+				msg += "; fix: " + re.Hint
+			}
+		}
+		msgs = append(msgs, msg)
+	}
+	finding(ruleDependencies, string(rmerr.VerifyDependencies), "%s", strings.Join(msgs, "; "))
+	return &deps.View{}, false, nil
+}
+
+// ruleDependencies is the rule of an RM-VERIFY-005 finding.
+const ruleDependencies = "dependencies.unprepared"
+
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, x := range j.Unwrap() {
+			out = append(out, flatten(x)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // output stores a captured stream's kept bytes.

@@ -12,10 +12,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
@@ -213,6 +215,14 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 		}
 	}()
 
+	// Prepared dependencies (spec § 3) are validated and imported or
+	// verified while the probe runs; checks that declare them wait here.
+	e.depsReady = make(chan struct{})
+	go func() {
+		defer close(e.depsReady)
+		e.deps = prepareDeps(ctx, repo, m, op, o.StateDir, logf, event)
+	}()
+
 	// Focus markers and the candidate tree come from one fresh checkout of
 	// the candidate; it needs no sandbox, so it runs while the probe does.
 	type scan struct {
@@ -267,6 +277,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	probe, perr := e.probe(ctx, o.StateDir, hostPaths, imagesOf(m))
 	if perr != nil {
 		wg.Wait()
+		<-e.depsReady // an import in progress finishes before the run returns
 		<-scanned
 		return nil, perr
 	}
@@ -287,6 +298,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	d.Failures = append(d.Failures, githubFindings(m, op != nil && op.Doc.GitHub.Required, gh)...)
 
 	wg.Wait()
+	<-e.depsReady
 	sc := <-scanned
 	if firstErr != nil {
 		return nil, firstErr
@@ -477,6 +489,47 @@ func repoName(flag, dir string) string {
 		return flag
 	}
 	return filepath.Base(dir)
+}
+
+// prepareDeps runs deps.Prepare for the strategies the manifest's runnable
+// checks declare. A refusal is not a run error: each check of that strategy
+// records it (RM-VERIFY-005) and fails without running.
+func prepareDeps(ctx context.Context, repo *git.Repo, m *discovery.Manifest, op *discovery.OperatorPolicy, stateDir string, logf func(string, ...any), event func(string, any)) *deps.Prepared {
+	var strategies []string
+	for _, c := range m.Checks {
+		if c.Runnable() && c.Dependencies != "" {
+			strategies = append(strategies, c.Dependencies)
+		}
+	}
+	if len(strategies) == 0 {
+		return nil
+	}
+	do := deps.Options{SourceDir: repo.Dir, StateDir: stateDir, Base: m.Base, Candidate: m.Candidate}
+	if op != nil {
+		g := op.Doc.Dependencies.GoModules
+		do.Go = deps.GoOptions{ModuleCache: g.ModuleCache, BuildCache: g.BuildCache, AllowAdditions: g.AllowAdditions}
+	}
+	start := time.Now()
+	p, err := deps.Prepare(ctx, repo, do, strategies)
+	if err != nil {
+		logf("prepared dependencies refused: %v", err)
+	}
+	for _, r := range p.Receipts() {
+		logf("%s (%s)", r.Note(), time.Since(start).Round(time.Millisecond))
+		event("dependencies.prepared", map[string]any{"strategy": r.Strategy, "key": r.Key, "fingerprint": r.Fingerprint, "reused": r.Reused})
+	}
+	return p
+}
+
+// withEnv returns env with each of add replacing the entry of its name.
+func withEnv(env, add []string) []string {
+	out := slices.Clone(env)
+	for _, kv := range add {
+		k, _, _ := strings.Cut(kv, "=")
+		out = slices.DeleteFunc(out, func(x string) bool { return strings.HasPrefix(x, k+"=") })
+		out = append(out, kv)
+	}
+	return out
 }
 
 // baseEnv is the allow-listed environment every check gets. Nothing is

@@ -286,3 +286,17 @@ func (r *Repo) TrackedFiles(ctx context.Context, commit string) ([]string, error
 	}
 	return files, nil
 }
+
+// Ignored reports whether path (relative to the work tree; a trailing '/'
+// names a directory) is ignored by the work tree's ignore rules.
+func (r *Repo) Ignored(ctx context.Context, path string) (bool, error) {
+	_, err := r.run(ctx, nil, "check-ignore", "-q", "--no-index", "--", path)
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		return false, nil
+	}
+	return false, rmerr.Wrap(rmerr.GitRepository, err, "checking whether %s is ignored", path)
+}

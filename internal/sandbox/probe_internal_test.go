@@ -62,7 +62,7 @@ func fixtureProbe(t *testing.T) (*probeSetup, string) {
 		t.Fatal(err)
 	}
 	out := strings.NewReplacer("@PROBEDIR@", fixtureProbeDir, "@SOCKET@", fixtureSocket, "@WORKDIR@", "/state/sandbox").Replace(string(b))
-	env, errs := buildEnv(nil)
+	env, errs := buildEnv(nil, "")
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

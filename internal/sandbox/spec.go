@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -60,6 +61,12 @@ type Spec struct {
 	// MaxOutput caps the bytes kept per stream (all bytes are still hashed
 	// and counted). DefaultMaxOutput when zero.
 	MaxOutput int64
+	// GoCache is a prepared Go build cache (absolute host path) used as
+	// GOCACHE instead of the private, empty one in TMPDIR, so a check
+	// compiles only what it changes. It must also be listed in ReadOnly:
+	// the go command tolerates a cache it cannot write (it builds what it
+	// misses and keeps the result in TMPDIR's work directory only).
+	GoCache string
 	// Observer, when set, sees every byte of stdout and stderr as it
 	// arrives (both streams, concurrently: it must be safe for concurrent
 	// use). Scanners that must read the whole output, such as zero-test
@@ -206,7 +213,14 @@ func (sp Spec) validate() (*plan, error) {
 		bad("limits.memory", "memory limit %d bytes is below 16 MiB; nothing starts in that", l.MemoryBytes)
 	}
 
-	env, envErrs := buildEnv(p.Env)
+	if p.GoCache != "" {
+		if err := checkBindPath(p.GoCache); err != nil {
+			bad("go_cache", "%v", err)
+		} else if !slices.Contains(p.ReadOnly, p.GoCache) {
+			bad("go_cache", "go build cache %s must be bound read-only (list it in ReadOnly)", p.GoCache)
+		}
+	}
+	env, envErrs := buildEnv(p.Env, p.GoCache)
 	errs = append(errs, envErrs...)
 	p.env = env
 
@@ -294,7 +308,7 @@ func checkBindPath(p string) error {
 }
 
 // buildEnv checks the caller's environment and adds what the sandbox owns.
-func buildEnv(in []string) ([]string, rmerr.List) {
+func buildEnv(in []string, goCache string) ([]string, rmerr.List) {
 	var errs rmerr.List
 	seen := map[string]bool{}
 	out := make([]string, 0, len(in)+len(SandboxEnvKeys)+1)
@@ -321,7 +335,7 @@ func buildEnv(in []string) ([]string, rmerr.List) {
 	out = append(out,
 		"TMPDIR="+TmpPath,
 		"HOME="+TmpPath,
-		"GOCACHE="+TmpPath+"/.cache/go-build",
+		"GOCACHE="+cmp.Or(goCache, TmpPath+"/.cache/go-build"),
 		"npm_config_cache="+TmpPath+"/.npm",
 		"XDG_CACHE_HOME="+TmpPath+"/.cache",
 	)

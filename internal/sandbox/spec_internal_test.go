@@ -88,6 +88,8 @@ func TestValidate(t *testing.T) {
 		"tiny memory":          {Spec{Command: "true", Limits: Limits{MemoryBytes: 1 << 20}}, "limits.memory"},
 		"missing host path":    {Spec{Command: "true", HostPaths: []string{filepath.Join(dir, "nope")}}, "host_paths[0]"},
 		"relative image":       {Spec{Command: "true", Image: "img.tar"}, "image"},
+		"relative go cache":    {Spec{Command: "true", GoCache: "cache"}, "go_cache"},
+		"go cache not bound":   {Spec{Command: "true", GoCache: dir}, "go_cache"},
 	}
 	for name, tt := range refused {
 		_, err := tt.spec.validate()
@@ -114,6 +116,11 @@ func TestValidate(t *testing.T) {
 	wantEnv := []string{"PATH=/custom", "CI=true", "TMPDIR=/tmp", "HOME=/tmp", "GOCACHE=/tmp/.cache/go-build", "npm_config_cache=/tmp/.npm", "XDG_CACHE_HOME=/tmp/.cache"}
 	if !slices.Equal(p.env, wantEnv) {
 		t.Errorf("env = %q, want %q", p.env, wantEnv)
+	}
+	// A prepared build cache replaces the private GOCACHE.
+	p, err = Spec{Command: "true", ReadOnly: []string{dir}, GoCache: dir}.validate()
+	if err != nil || !slices.Contains(p.env, "GOCACHE="+dir) || slices.Contains(p.env, "GOCACHE=/tmp/.cache/go-build") {
+		t.Errorf("GoCache: %v, env %q", err, p.env)
 	}
 	for _, b := range p.hostBinds {
 		if b.Destination == "/bin" && b.Source != "/bin" {

@@ -18,6 +18,9 @@ type Operator struct {
 	Risk         Risk         `yaml:"risk" json:"risk"`
 	Sandbox      Sandbox      `yaml:"sandbox" json:"sandbox"`
 	GitHub       GitHub       `yaml:"github,omitempty" json:"github,omitempty"`
+	// Dependencies configures the operator-declared preparation strategies
+	// that need operator input (docs/dependencies.md).
+	Dependencies Dependencies `yaml:"dependencies,omitempty" json:"dependencies,omitempty"`
 }
 
 // GitHub says whether the GitHub sources (the contexts branch protection and
@@ -27,6 +30,29 @@ type GitHub struct {
 	// endpoint that refused so the required contexts are unknown — fail with
 	// RM-GITHUB-003 instead of passing on local checks alone.
 	Required bool `yaml:"required,omitempty" json:"required,omitempty"`
+}
+
+// Dependencies is the operator's side of prepared dependencies. npm needs
+// nothing here: its input is the source checkout where the operator ran
+// npm ci.
+type Dependencies struct {
+	GoModules GoModules `yaml:"go_modules,omitempty" json:"go_modules,omitempty"`
+}
+
+// GoModules configures dependencies: go-modules.
+type GoModules struct {
+	// ModuleCache is the module cache the operator filled with
+	// `go mod download` outside verification (absolute). Empty means the
+	// host's `go env GOMODCACHE`.
+	ModuleCache string `yaml:"module_cache,omitempty" json:"module_cache,omitempty"`
+	// BuildCache is an optional prepared Go build cache (a GOCACHE
+	// directory, absolute), offered read-only to every go-modules check so
+	// a check run compiles only what it changes.
+	BuildCache string `yaml:"build_cache,omitempty" json:"build_cache,omitempty"`
+	// AllowAdditions lets the candidate's go.sum add lines to the base's
+	// (never change or remove one); each added module must be in the
+	// module cache too.
+	AllowAdditions bool `yaml:"allow_additions,omitempty" json:"allow_additions,omitempty"`
 }
 
 // Sandbox configures where checks run.

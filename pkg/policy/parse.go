@@ -134,6 +134,12 @@ func ParseOperator(data []byte, file string) (Document[Operator], error) {
 			bad(fmt.Sprintf("sandbox.host_paths[%d]", j), "give absolute toolchain directories such as /opt/node; never / itself", "host path %q must be absolute, without .., and not /", p)
 		}
 	}
+	for _, fp := range [][2]string{{"dependencies.go_modules.module_cache", op.Dependencies.GoModules.ModuleCache}, {"dependencies.go_modules.build_cache", op.Dependencies.GoModules.BuildCache}} {
+		f, p := fp[0], fp[1]
+		if p != "" && (!strings.HasPrefix(p, "/") || strings.Contains(p, "..") || p == "/") {
+			bad(f, "give the absolute directory the operator prepared outside verification", "%q must be absolute, without .., and not /", p)
+		}
+	}
 	if op.Budgets.MaxOutputBytes < 0 {
 		bad("budgets.max_output_bytes", "use a positive byte count", "must not be negative")
 	}
@@ -357,13 +363,15 @@ func cleanYAML(s string) string {
 		"in type policy.ReportSpec", "in report (allowed: path, format, identity)",
 		"in type policy.DeclaredSkip", "in a declared skip (allowed: test_id, cause)",
 		"in type policy.Repository", "at the top level (allowed: checks)",
-		"in type policy.Operator", "at the top level (allowed: autonomy, verification, budgets, risk, sandbox, github)",
+		"in type policy.Operator", "at the top level (allowed: autonomy, verification, budgets, risk, sandbox, github, dependencies)",
 		"in type policy.GitHub", "in github (allowed: required)",
 		"in type policy.Verification", "in verification (allowed: commands, fail_on_skipped_check, path_rules)",
 		"in type policy.PathRule", "in a path rule (allowed: paths, checks)",
 		"in type policy.Budgets", "in budgets (allowed: run_timeout, check_timeout, max_output_bytes, parallel)",
 		"in type policy.Risk", "in risk (allowed: high_risk_paths)",
 		"in type policy.Sandbox", "in sandbox (allowed: host_paths)",
+		"in type policy.Dependencies", "in dependencies (allowed: go_modules)",
+		"in type policy.GoModules", "in dependencies.go_modules (allowed: module_cache, build_cache, allow_additions)",
 		"yaml: ", "",
 	)
 	return r.Replace(s)

@@ -241,6 +241,10 @@ risk: {high_risk_paths: ["infra/**"]}
 		{"github unknown key", "github:\n  requried: true\n", []finding{{2, "", "field requried not found in github (allowed: required)"}}},
 		{"github wrong type", "github: {required: sometimes}\n", []finding{{1, "", "cannot unmarshal"}}},
 		{"relative host path", "sandbox:\n  host_paths: [opt/node, /]\n", []finding{{2, "sandbox.host_paths[0]", "must be absolute"}, {2, "sandbox.host_paths[1]", "not /"}}},
+		{"go modules", "dependencies:\n  go_modules: {module_cache: /var/gomod, build_cache: /var/gobuild, allow_additions: true}\n", nil},
+		{"relative module cache", "dependencies:\n  go_modules:\n    module_cache: gomod\n    build_cache: /a/../b\n",
+			[]finding{{3, "dependencies.go_modules.module_cache", "must be absolute"}, {4, "dependencies.go_modules.build_cache", "must be absolute"}}},
+		{"unknown go modules key", "dependencies:\n  go_modules: {proxy: x}\n", []finding{{2, "", "field proxy not found in dependencies.go_modules"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { run(t, tc.src, tc.want) })
 	}

@@ -1,0 +1,150 @@
+package deps
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/runmill/verify/pkg/treehash"
+)
+
+// ReceiptSchema names the receipt format.
+const ReceiptSchema = "runmill.deps-receipt/v1"
+
+// cacheDir is where the content-keyed entries of one strategy live.
+func cacheDir(stateDir, strategy string) string {
+	return filepath.Join(stateDir, "deps", strategy)
+}
+
+// contentKey is SHA-256 over the strategy and its inputs, length-prefixed
+// so the byte stream parses one way.
+func contentKey(strategy string, inputs map[string]string) string {
+	h := sha256.New()
+	put := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
+	put(ReceiptSchema)
+	put(strategy)
+	for _, k := range slices.Sorted(maps.Keys(inputs)) {
+		put(k)
+		put(inputs[k])
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// entry returns the cached tree for inputs: verified byte for byte when it
+// exists (a mismatch removes the entry and fails), imported from src
+// otherwise. src is hashed before and after the copy is hashed, so an
+// install that changes while it is imported is refused rather than cached
+// half-old, half-new.
+func entry(ctx context.Context, stateDir, strategy string, inputs map[string]string, fill func(tree string) error) (string, Receipt, error) {
+	key := contentKey(strategy, inputs)
+	dir := filepath.Join(cacheDir(stateDir, strategy), key[len("sha256:"):])
+	tree := filepath.Join(dir, "tree")
+	if _, err := os.Lstat(dir); err == nil {
+		r, err := reuse(ctx, dir, strategy, key, inputs)
+		return tree, r, err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", Receipt{}, err
+	}
+	tmp := filepath.Join(filepath.Dir(dir), ".import-"+randomHex())
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return "", Receipt{}, err
+	}
+	defer removeTree(tmp) // a no-op once renamed
+	if err := fill(filepath.Join(tmp, "tree")); err != nil {
+		return "", Receipt{}, err
+	}
+	sum, st, err := treehash.Sum(ctx, filepath.Join(tmp, "tree"), treehash.Options{})
+	if err != nil {
+		return "", Receipt{}, err
+	}
+	r := Receipt{Schema: ReceiptSchema, Strategy: strategy, Key: key, Inputs: inputs, Fingerprint: sum.String(),
+		Files: st.Files, Dirs: st.Dirs, Symlinks: st.Symlinks, Bytes: st.Bytes}
+	b, _ := json.MarshalIndent(r, "", "  ")
+	if err := os.WriteFile(filepath.Join(tmp, "receipt.json"), append(b, '\n'), 0o444); err != nil {
+		return "", Receipt{}, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		// Another run imported the same key first: use (and verify) its entry.
+		if _, serr := os.Lstat(dir); serr == nil {
+			r, err := reuse(ctx, dir, strategy, key, inputs)
+			return tree, r, err
+		}
+		return "", Receipt{}, err
+	}
+	return tree, r, nil
+}
+
+// maxReceipt bounds the receipt read back from disk.
+const maxReceipt = 1 << 20
+
+// reuse checks the receipt of an existing entry and re-hashes every byte of
+// its tree (spec § 3 step 4: "reuse verifies the receipt and every cached
+// byte"). A mutated entry is removed so the next run imports afresh.
+func reuse(ctx context.Context, dir, strategy, key string, inputs map[string]string) (Receipt, error) {
+	r, err := func() (Receipt, error) {
+		f, err := os.Open(filepath.Join(dir, "receipt.json"))
+		if err != nil {
+			return Receipt{}, fmt.Errorf("its receipt is unreadable: %w", err)
+		}
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxReceipt+1))
+		if err != nil || len(b) > maxReceipt {
+			return Receipt{}, fmt.Errorf("its receipt is unreadable or too large")
+		}
+		var r Receipt
+		if err := json.Unmarshal(b, &r); err != nil {
+			return Receipt{}, fmt.Errorf("its receipt is malformed: %w", err)
+		}
+		if r.Schema != ReceiptSchema || r.Strategy != strategy || r.Key != key || !maps.Equal(r.Inputs, inputs) || contentKey(r.Strategy, r.Inputs) != key {
+			return Receipt{}, errors.New("its receipt does not describe this key")
+		}
+		sum, st, err := treehash.Sum(ctx, filepath.Join(dir, "tree"), treehash.Options{})
+		if err != nil {
+			return Receipt{}, fmt.Errorf("hashing it failed: %w", err)
+		}
+		if sum.String() != r.Fingerprint || st.Files != r.Files || st.Dirs != r.Dirs || st.Symlinks != r.Symlinks || st.Bytes != r.Bytes {
+			return Receipt{}, fmt.Errorf("its tree hashes to %s (%d files, %d bytes), the receipt says %s (%d files, %d bytes)",
+				sum, st.Files, st.Bytes, r.Fingerprint, r.Files, r.Bytes)
+		}
+		r.Reused = true
+		return r, nil
+	}()
+	if ctx.Err() != nil {
+		return Receipt{}, ctx.Err()
+	}
+	if err != nil {
+		rmErr := removeTree(dir)
+		e := refuse(strategy, "the cache entry %s was mutated: %v; it has been removed", dir, err)
+		if rmErr != nil {
+			e = refuse(strategy, "the cache entry %s was mutated: %v; removing it failed too (%v): delete it by hand", dir, err, rmErr)
+		}
+		return Receipt{}, e
+	}
+	return r, nil
+}
+
+func randomHex() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// hashTree is the fingerprint of a cached or source tree.
+func hashTree(ctx context.Context, dir string) (treehash.Digest, treehash.Stats, error) {
+	return treehash.Sum(ctx, dir, treehash.Options{})
+}

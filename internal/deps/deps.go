@@ -1,0 +1,209 @@
+// Package deps provides prepared dependencies to verification without a
+// package manager or a network inside it (spec § 3, "Dependencies without a
+// networked verification bootstrap").
+//
+// The engine uses it in two steps:
+//
+//	p, err := deps.Prepare(ctx, repo, deps.Options{...}, []string{deps.NPM})  // once, before any check
+//	v, err := p.Attach(ctx, deps.NPM, checkoutDir)                          // per check run
+//	// sandbox: bind v.ReadOnly read-only at the same paths, add v.Env,
+//	// use v.GoCache as the read-only GOCACHE, hash the tree without v.Exclude
+//
+// Prepare validates the operator's install against the trusted base and
+// imports it into a machine-local, content-keyed cache under
+// StateDir/deps (a receipt and a full tree fingerprint per entry); reuse
+// re-hashes every cached byte. Attach checks the commit checked out in
+// checkoutDir (candidate lockfile unchanged, node_modules ignored and not
+// tracked) and gives it a hard-linked view of the cached tree.
+//
+// Every refusal is RM-VERIFY-005 and says what to do.
+package deps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// The declared strategies (policy: dependencies).
+const (
+	NPM       = "npm"
+	GoModules = "go-modules"
+)
+
+// Strategies lists every strategy runmill knows, for messages.
+var Strategies = []string{NPM, GoModules}
+
+// Options say where the install is and where runmill keeps its cache.
+type Options struct {
+	// SourceDir is the operator's source checkout, where npm ci ran.
+	SourceDir string
+	// StateDir is runmill's machine-local state; the cache lives in
+	// StateDir/deps and views are hard-linked from it, so checkouts must be
+	// on the same filesystem.
+	StateDir string
+	// Base is the trusted base commit (full id); Candidate the commit
+	// under verification.
+	Base, Candidate string
+	// Go configures go-modules.
+	Go GoOptions
+}
+
+// GoOptions are the operator's go-modules settings (policy.GoModules).
+type GoOptions struct {
+	// ModuleCache is the operator-prepared module cache; `go env
+	// GOMODCACHE` when empty.
+	ModuleCache string
+	// BuildCache is an optional operator-prepared GOCACHE.
+	BuildCache string
+	// AllowAdditions accepts a candidate go.sum that only adds lines.
+	AllowAdditions bool
+}
+
+// Prepared holds the validated, cached dependencies of one run.
+type Prepared struct {
+	npm *npmPrepared
+	gom *goPrepared
+	// errs are the refusals of Prepare by strategy: a check of a strategy
+	// that failed gets its error from Attach, the others still run.
+	errs map[string]error
+}
+
+// Receipt describes one cache entry a run uses; it is recorded in the
+// cache beside the tree and summarised in every check run's notes.
+type Receipt struct {
+	Schema   string `json:"schema"`
+	Strategy string `json:"strategy"`
+	// Key is the content key: SHA-256 over the inputs that decide the
+	// tree (lockfiles, platform…); the entry's directory name.
+	Key    string            `json:"key"`
+	Inputs map[string]string `json:"inputs"`
+	// Fingerprint is the treehash of the cached tree (every byte, the
+	// exec bit and every symlink target).
+	Fingerprint string `json:"fingerprint"`
+	Files       int    `json:"files"`
+	Dirs        int    `json:"dirs"`
+	Symlinks    int    `json:"symlinks"`
+	Bytes       int64  `json:"bytes"`
+	// Reused is false when this run imported the entry.
+	Reused bool `json:"-"`
+}
+
+// Note is the one-line summary recorded in a check run's notes.
+func (r Receipt) Note() string {
+	how := "imported"
+	if r.Reused {
+		how = "reused, every byte verified"
+	}
+	return fmt.Sprintf("prepared dependencies %s: cache %s, tree %s (%d files, %d bytes), %s", r.Strategy, r.Key, r.Fingerprint, r.Files, r.Bytes, how)
+}
+
+// Prepare validates and imports (or reuses) the dependencies of the given
+// strategies. Unknown strategies are refused: runmill does not guess one.
+// The error joins every strategy's refusal; the Prepared is usable either
+// way (Attach repeats a strategy's refusal for its checks).
+func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string) (*Prepared, error) {
+	p := &Prepared{errs: map[string]error{}}
+	var errs []error
+	for _, s := range uniq(strategies) {
+		var err error
+		switch s {
+		case NPM:
+			p.npm, err = prepareNPM(ctx, repo, o)
+		case GoModules:
+			p.gom, err = prepareGo(ctx, repo, o)
+		default:
+			err = unknown(s)
+		}
+		if err != nil {
+			p.errs[s] = err
+			errs = append(errs, err)
+		}
+	}
+	return p, errors.Join(errs...)
+}
+
+// Receipts are the cache entries this run uses, by strategy.
+func (p *Prepared) Receipts() []Receipt {
+	var out []Receipt
+	if p.npm != nil {
+		out = append(out, p.npm.receipt)
+	}
+	if p.gom != nil {
+		out = append(out, p.gom.receipt)
+		if p.gom.build != nil {
+			out = append(out, *p.gom.build)
+		}
+	}
+	return out
+}
+
+// View is what one check run needs from its strategy.
+type View struct {
+	// ReadOnly are host paths to bind read-only at the same path.
+	ReadOnly []string
+	// Env are variables to set (replacing the engine's default of the
+	// same name).
+	Env []string
+	// GoCache is a prepared read-only GOCACHE ("" for the sandbox's
+	// private, empty one).
+	GoCache string
+	// Exclude are checkout-relative paths the tree hash leaves out: the
+	// prepared-dependency mount (DESIGN.md § Tree hash).
+	Exclude []string
+	// Notes summarise the receipts for the check run's record.
+	Notes []string
+}
+
+// Attach gives the checkout at dir (a fresh detached checkout of the base
+// or the candidate) what strategy needs, after checking that commit's side
+// of the rules. The view lives inside dir and goes with it.
+func (p *Prepared) Attach(ctx context.Context, strategy, dir string) (*View, error) {
+	if p != nil && p.errs[strategy] != nil {
+		return nil, p.errs[strategy]
+	}
+	switch strategy {
+	case "":
+		return &View{}, nil
+	case NPM:
+		if p == nil || p.npm == nil {
+			return nil, fmt.Errorf("deps: npm was not prepared")
+		}
+		return p.npm.attach(ctx, dir)
+	case GoModules:
+		if p == nil || p.gom == nil {
+			return nil, fmt.Errorf("deps: go-modules was not prepared")
+		}
+		return p.gom.attach(ctx, dir)
+	}
+	return nil, unknown(strategy)
+}
+
+func unknown(s string) error {
+	return rmerr.New(rmerr.VerifyDependencies, "unknown dependency strategy %q", s).InField("dependencies").
+		WithHint("declare one of %s; runmill does not guess a preparation strategy for other package managers", strings.Join(Strategies, ", "))
+}
+
+// refuse is the RM-VERIFY-005 of one strategy with its fix.
+func refuse(strategy, format string, args ...any) *rmerr.Error {
+	e := rmerr.New(rmerr.VerifyDependencies, "%s: "+format, append([]any{strategy}, args...)...)
+	switch strategy {
+	case NPM:
+		return e.WithHint("update the source checkout to the base, run npm ci there, and start a fresh run")
+	case GoModules:
+		return e.WithHint("run go mod download for the base outside verification (into the declared module cache), and start a fresh run")
+	}
+	return e
+}
+
+func uniq(in []string) []string {
+	out := slices.Clone(in)
+	sort.Strings(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,305 @@
+package deps_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/runmill/verify/internal/deps"
+	"github.com/runmill/verify/internal/deps/depstest"
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// npmRepo is a committed npm sample with npm ci run in its work tree.
+func npmRepo(t *testing.T) (*gittest.Repo, string) {
+	t.Helper()
+	depstest.Need(t, "node", "npm", "git")
+	r := gittest.New(t)
+	depstest.WriteNPM(t, r)
+	base := r.Commit("base")
+	depstest.NPMCI(t, r.Dir)
+	return r, base
+}
+
+func prepare(t *testing.T, r *gittest.Repo, state, base, cand string, strategy string, g deps.GoOptions) (*deps.Prepared, error) {
+	t.Helper()
+	repo, err := git.Open(context.Background(), r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return deps.Prepare(context.Background(), repo, deps.Options{SourceDir: r.Dir, StateDir: state, Base: base, Candidate: cand, Go: g}, []string{strategy})
+}
+
+// checkout is a detached work tree of commit (git worktree), like the
+// engine's fresh checkouts.
+func checkout(t *testing.T, r *gittest.Repo, commit string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "co")
+	r.Git("worktree", "add", "-q", "--detach", dir, commit)
+	return dir
+}
+
+func wantRefusal(t *testing.T, err error, contains string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error; want RM-VERIFY-005 mentioning %q", contains)
+	}
+	if rmerr.CodeOf(err) != rmerr.VerifyDependencies || !strings.Contains(err.Error(), contains) {
+		t.Fatalf("got %v; want RM-VERIFY-005 mentioning %q", err, contains)
+	}
+}
+
+func TestNPMImportReuseAndView(t *testing.T) {
+	r, base := npmRepo(t)
+	state := t.TempDir()
+	p, err := prepare(t, r, state, base, base, deps.NPM, deps.GoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := p.Receipts()
+	if len(rc) != 1 || rc[0].Reused || rc[0].Files < 100 || !strings.HasPrefix(rc[0].Fingerprint, "sha256:") {
+		t.Fatalf("first prepare: %+v", rc)
+	}
+	p2, err := prepare(t, r, state, base, base, deps.NPM, deps.GoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc2 := p2.Receipts(); !rc2[0].Reused || rc2[0].Key != rc[0].Key || rc2[0].Fingerprint != rc[0].Fingerprint {
+		t.Fatalf("second prepare did not reuse the entry: %+v", rc2)
+	}
+
+	co := checkout(t, r, base)
+	v, err := p2.Attach(context.Background(), deps.NPM, co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.ReadOnly) != 1 || v.ReadOnly[0] != filepath.Join(co, "node_modules") || len(v.Exclude) != 1 || v.Exclude[0] != "node_modules" {
+		t.Fatalf("view: %+v", v)
+	}
+	// The view's files are the cache's inodes (hard links), not copies.
+	cached := filepath.Join(state, "deps", "npm", strings.TrimPrefix(rc[0].Key, "sha256:"), "tree", "mocha", "package.json")
+	a, err := os.Stat(cached)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.Stat(filepath.Join(co, "node_modules", "mocha", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(a, b) {
+		t.Fatal("the view's file is not a hard link to the cached one")
+	}
+	if a.Mode().Perm()&0o222 != 0 {
+		t.Fatalf("cached file is writable: %v", a.Mode())
+	}
+	if _, err := os.Lstat(filepath.Join(co, "node_modules", ".bin", "mocha")); err != nil {
+		t.Fatalf("the view lost the .bin symlink: %v", err)
+	}
+}
+
+// Each refusal of the spec, produced by really changing the thing.
+func TestNPMRefusals(t *testing.T) {
+	t.Run("missing install", func(t *testing.T) {
+		depstest.Need(t, "node", "git")
+		r := gittest.New(t)
+		depstest.WriteNPM(t, r)
+		base := r.Commit("base")
+		_, err := prepare(t, r, t.TempDir(), base, base, deps.NPM, deps.GoOptions{})
+		wantRefusal(t, err, "no install")
+	})
+	t.Run("stale local lockfile", func(t *testing.T) {
+		r, _ := npmRepo(t)
+		// The base moves on (a dependency bump) while the source checkout keeps its install.
+		lock, _ := os.ReadFile(filepath.Join(r.Dir, "package-lock.json"))
+		r.Git("checkout", "-q", "-b", "next")
+		r.Write("package-lock.json", strings.Replace(string(lock), `"version": "1.0.0"`, `"version": "1.0.1"`, 1))
+		newBase := r.Commit("bump")
+		r.Git("checkout", "-q", "main")
+		_, err := prepare(t, r, t.TempDir(), newBase, newBase, deps.NPM, deps.GoOptions{})
+		wantRefusal(t, err, "package-lock.json in the source checkout")
+	})
+	t.Run("installed inventory differs", func(t *testing.T) {
+		r, base := npmRepo(t)
+		// A hand-edited install: a package's installed version changes.
+		p := filepath.Join(r.Dir, "node_modules", "he", "package.json")
+		b, _ := os.ReadFile(p)
+		os.WriteFile(p, []byte(strings.Replace(string(b), `"version": "1.2.0"`, `"version": "9.9.9"`, 1)), 0o644)
+		_, err := prepare(t, r, t.TempDir(), base, base, deps.NPM, deps.GoOptions{})
+		wantRefusal(t, err, "node_modules/he/package.json says 9.9.9")
+	})
+	t.Run("workspace link", func(t *testing.T) {
+		r, _ := npmRepo(t)
+		// A real npm workspace: npm install writes the link into the lockfile.
+		pkg, _ := os.ReadFile(filepath.Join(r.Dir, "package.json"))
+		r.Write("package.json", strings.Replace(string(pkg), `"private":true,`, `"private":true,"workspaces":["packages/*"],`, 1))
+		r.Write("packages/util/package.json", `{"name":"util","version":"1.0.0"}`)
+		depstest.Run(t, r.Dir, nil, "npm", "install", "--no-audit", "--no-fund")
+		base := r.Commit("workspaces")
+		_, err := prepare(t, r, t.TempDir(), base, base, deps.NPM, deps.GoOptions{})
+		wantRefusal(t, err, "workspace")
+	})
+	t.Run("candidate lockfile changed", func(t *testing.T) {
+		r, base := npmRepo(t)
+		p, err := prepare(t, r, t.TempDir(), base, base, deps.NPM, deps.GoOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Git("checkout", "-q", "-b", "cand")
+		lock, _ := os.ReadFile(filepath.Join(r.Dir, "package-lock.json"))
+		r.Write("package-lock.json", strings.Replace(string(lock), `"version": "1.0.0"`, `"version": "1.0.2"`, 1))
+		cand := r.Commit("edit the lockfile")
+		_, err = p.Attach(context.Background(), deps.NPM, checkout(t, r, cand))
+		wantRefusal(t, err, "package-lock.json changed in the candidate")
+	})
+	t.Run("unignored node_modules", func(t *testing.T) {
+		r, base := npmRepo(t)
+		p, err := prepare(t, r, t.TempDir(), base, base, deps.NPM, deps.GoOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Git("checkout", "-q", "-b", "cand")
+		r.Write(".gitignore", "reports/\n")
+		r.Git("add", ".gitignore")
+		r.Git("commit", "-q", "-m", "un-ignore node_modules")
+		_, err = p.Attach(context.Background(), deps.NPM, checkout(t, r, r.Git("rev-parse", "HEAD")))
+		wantRefusal(t, err, "node_modules/ is not ignored")
+		// Committing the install as well: the commit tracks node_modules.
+		cand := r.Commit("commit node_modules")
+		_, err = p.Attach(context.Background(), deps.NPM, checkout(t, r, cand))
+		wantRefusal(t, err, "the commit tracks node_modules")
+	})
+	t.Run("mutated cache", func(t *testing.T) {
+		r, base := npmRepo(t)
+		state := t.TempDir()
+		p, err := prepare(t, r, state, base, base, deps.NPM, deps.GoOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := strings.TrimPrefix(p.Receipts()[0].Key, "sha256:")
+		victim := filepath.Join(state, "deps", "npm", key, "tree", "mocha", "lib", "cli", "cli.js")
+		if err := os.Remove(victim); err != nil {
+			t.Fatal(err)
+		}
+		_, err = prepare(t, r, state, base, base, deps.NPM, deps.GoOptions{})
+		wantRefusal(t, err, "was mutated")
+		// The mutated entry is gone; the next run imports afresh.
+		p3, err := prepare(t, r, state, base, base, deps.NPM, deps.GoOptions{})
+		if err != nil || p3.Receipts()[0].Reused {
+			t.Fatalf("after removal: %v %+v", err, p3.Receipts())
+		}
+	})
+	t.Run("other package manager", func(t *testing.T) {
+		r := gittest.New(t)
+		base := r.Commit("empty")
+		_, err := prepare(t, r, t.TempDir(), base, base, "yarn", deps.GoOptions{})
+		wantRefusal(t, err, "npm, go-modules")
+	})
+}
+
+func TestGoModules(t *testing.T) {
+	depstest.Need(t, "go", "git")
+	r := gittest.New(t)
+	depstest.WriteGo(t, r)
+	base := r.Commit("base")
+	modcache := t.TempDir()
+	depstest.GoModDownload(t, r.Dir, modcache)
+	state := t.TempDir()
+	g := deps.GoOptions{ModuleCache: modcache}
+	p, err := prepare(t, r, state, base, base, deps.GoModules, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.Attach(context.Background(), deps.GoModules, checkout(t, r, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := v.ReadOnly[0]
+	for _, want := range []string{"GOMODCACHE=" + tree, "GOFLAGS=-mod=readonly", "GOPROXY=off"} {
+		if !strings.Contains(strings.Join(v.Env, "\n"), want) {
+			t.Errorf("env %v lacks %s", v.Env, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tree, "github.com", "google", "go-cmp@v0.6.0", "cmp", "compare.go")); err != nil {
+		t.Fatalf("module not in the prepared cache: %v", err)
+	}
+	if p2, err := prepare(t, r, state, base, base, deps.GoModules, g); err != nil || !p2.Receipts()[0].Reused {
+		t.Fatalf("reuse: %v", err)
+	}
+
+	t.Run("go.sum changed in the candidate", func(t *testing.T) {
+		r.Git("checkout", "-q", "-b", "add")
+		sum, _ := os.ReadFile(filepath.Join(r.Dir, "go.sum"))
+		r.Write("go.sum", string(sum)+"golang.org/x/text v0.3.0/go.mod h1:NqM8EUOU14njkJ3fqMW+pc6Ldnwhi/IjpwHt7yyuwOQ=\n")
+		cand := r.Commit("add a line")
+		r.Git("checkout", "-q", "main")
+		_, err := prepare(t, r, t.TempDir(), base, cand, deps.GoModules, g)
+		wantRefusal(t, err, "allows no additions")
+		// Allowed additions must still be in the module cache.
+		_, err = prepare(t, r, t.TempDir(), base, cand, deps.GoModules, deps.GoOptions{ModuleCache: modcache, AllowAdditions: true})
+		wantRefusal(t, err, "golang.org/x/text@v0.3.0: go.mod is not in the module cache")
+	})
+	t.Run("module missing", func(t *testing.T) {
+		_, err := prepare(t, r, t.TempDir(), base, base, deps.GoModules, deps.GoOptions{ModuleCache: t.TempDir()})
+		wantRefusal(t, err, "github.com/google/go-cmp@v0.6.0 is not in the module cache")
+	})
+	t.Run("module tampered", func(t *testing.T) {
+		f := filepath.Join(modcache, "github.com", "google", "go-cmp@v0.6.0", "cmp", "compare.go")
+		b, _ := os.ReadFile(f)
+		if err := os.WriteFile(f, append(b, "\n// tampered\n"...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer os.WriteFile(f, b, 0o644)
+		_, err := prepare(t, r, t.TempDir(), base, base, deps.GoModules, g)
+		wantRefusal(t, err, "github.com/google/go-cmp@v0.6.0 hashes to")
+	})
+	t.Run("mutated cache", func(t *testing.T) {
+		key := strings.TrimPrefix(p.Receipts()[0].Key, "sha256:")
+		f := filepath.Join(state, "deps", "go-modules", key, "tree", "github.com", "google", "go-cmp@v0.6.0", "cmp", "path.go")
+		os.Chmod(f, 0o644)
+		if err := os.WriteFile(f, []byte("package cmp\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := prepare(t, r, state, base, base, deps.GoModules, g)
+		wantRefusal(t, err, "was mutated")
+	})
+}
+
+// CheckSource is the doctor's proof: it reads, and says what is wrong.
+func TestCheckSource(t *testing.T) {
+	r, base := npmRepo(t)
+	repo, err := git.Open(context.Background(), r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(base string, strategies ...string) error {
+		state := t.TempDir()
+		err := deps.CheckSource(context.Background(), repo, deps.Options{SourceDir: r.Dir, StateDir: state, Base: base}, strategies)
+		if ents, _ := os.ReadDir(state); len(ents) != 0 {
+			t.Errorf("CheckSource wrote into the state directory: %v", ents)
+		}
+		return err
+	}
+	if err := check(base, deps.NPM); err != nil {
+		t.Fatalf("ready source refused: %v", err)
+	}
+	// The base moved on: the source checkout is behind it.
+	r.Checkout("next", true)
+	r.Write("test/more.test.js", "it('more', () => {});\n")
+	next := r.Commit("next")
+	r.Git("checkout", "-q", "main")
+	wantRefusal(t, check(next, deps.NPM), "behind the base")
+	// A local commit: ahead.
+	r.Write("README", "x\n")
+	r.Commit("local")
+	wantRefusal(t, check(base, deps.NPM), "ahead of the base")
+	// Diverged, and the install removed.
+	r.Remove("node_modules")
+	err = check(next, deps.NPM)
+	wantRefusal(t, err, "diverged from the base")
+	wantRefusal(t, err, "no install")
+	wantRefusal(t, check(base, "pip"), "unknown dependency strategy")
+}

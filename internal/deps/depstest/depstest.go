@@ -1,0 +1,113 @@
+// Package depstest builds the real sample projects of the prepared
+// dependency tests: an npm project (mocha with a JUnit reporter, installed
+// with npm ci from the npm registry) and a Go module with a third-party
+// dependency (downloaded from the module proxy).
+package depstest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/runmill/verify/internal/gittest"
+)
+
+// Need skips when tool is missing, and fails with CI=true.
+func Need(t testing.TB, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("CI=true and %s is not installed: %v", tool, err)
+			}
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+}
+
+// testdata is this package's sibling testdata directory.
+func testdata(t testing.TB) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no caller")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "testdata")
+}
+
+// WriteNPM writes the npm sample (package.json, its committed lockfile, a
+// mocha test and a .gitignore with node_modules/) into the repository.
+func WriteNPM(t testing.TB, r *gittest.Repo) {
+	t.Helper()
+	writeNPM(t, r, "npm-mocha", "test/cart.test.js")
+}
+
+// WriteVitest writes the vitest sample: vitest 3 with its platform-specific
+// optional packages (rollup and esbuild binaries for every platform in the
+// lockfile, this platform's installed).
+func WriteVitest(t testing.TB, r *gittest.Repo) {
+	t.Helper()
+	writeNPM(t, r, "npm-vitest", "test/cart.test.js")
+}
+
+func writeNPM(t testing.TB, r *gittest.Repo, sample string, files ...string) {
+	t.Helper()
+	src := filepath.Join(testdata(t), sample)
+	for _, f := range append([]string{"package.json", "package-lock.json"}, files...) {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Write(f, string(b))
+	}
+	b, err := os.ReadFile(filepath.Join(testdata(t), "npm-mocha", "gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Write(".gitignore", string(b))
+}
+
+// NPMCI runs npm ci in dir, as the operator does (spec § 3 step 1).
+func NPMCI(t testing.TB, dir string) {
+	t.Helper()
+	Need(t, "node", "npm")
+	Run(t, dir, nil, "npm", "ci", "--no-audit", "--no-fund")
+}
+
+// WriteGo writes the Go sample (go.mod requiring github.com/google/go-cmp,
+// its go.sum and a test) into the repository.
+func WriteGo(t testing.TB, r *gittest.Repo) {
+	t.Helper()
+	src := filepath.Join(testdata(t), "go-cmp")
+	for _, f := range []string{"go.mod", "go.sum", "rmgo.go", "diff_test.go"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Write(f, string(b))
+	}
+}
+
+// GoModDownload fills modcache with dir's modules from the module proxy,
+// as the operator does outside verification. -modcacherw lets the test's
+// temp dir be removed.
+func GoModDownload(t testing.TB, dir, modcache string) {
+	t.Helper()
+	Need(t, "go")
+	Run(t, dir, []string{"GOMODCACHE=" + modcache, "GOFLAGS=-modcacherw"}, "go", "mod", "download")
+}
+
+// Run runs a command in dir with extra environment and fails the test on error.
+func Run(t testing.TB, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}

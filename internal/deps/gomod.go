@@ -1,0 +1,480 @@
+package deps
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/runmill/verify/internal/git"
+)
+
+// goSumLine is one line of go.sum: "<module> <version>[/go.mod] h1:<base64>".
+type goSumLine struct {
+	Module, Version string
+	GoMod           bool // the line hashes the module's go.mod only
+	Hash            string
+}
+
+func (l goSumLine) String() string {
+	v := l.Version
+	if l.GoMod {
+		v += "/go.mod"
+	}
+	return l.Module + " " + v + " " + l.Hash
+}
+
+// parseGoSum parses go.sum strictly: every non-empty line has three
+// fields, a module path and version without spaces, and an h1 hash (the
+// only algorithm the go command writes).
+func parseGoSum(b []byte) ([]goSumLine, error) {
+	if !utf8.Valid(b) {
+		return nil, errors.New("go.sum is not UTF-8")
+	}
+	var out []goSumLine
+	for i, raw := range strings.Split(string(b), "\n") {
+		line := strings.TrimSpace(raw)
+		if line == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("go.sum line %d: want \"module version hash\", got %q", i+1, line)
+		}
+		l := goSumLine{Module: f[0], Version: f[1], Hash: f[2]}
+		if v, ok := strings.CutSuffix(l.Version, "/go.mod"); ok {
+			l.Version, l.GoMod = v, true
+		}
+		if !validModulePart(l.Module) || !validModulePart(l.Version) || !strings.HasPrefix(l.Version, "v") {
+			return nil, fmt.Errorf("go.sum line %d: invalid module or version in %q", i+1, line)
+		}
+		sum, ok := strings.CutPrefix(l.Hash, "h1:")
+		if d, err := base64.StdEncoding.DecodeString(sum); !ok || err != nil || len(d) != sha256.Size {
+			return nil, fmt.Errorf("go.sum line %d: %q is not an h1 hash", i+1, l.Hash)
+		}
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return slices.CompactFunc(out, func(a, b goSumLine) bool { return a == b }), nil
+}
+
+// validModulePart refuses what could escape the module cache when joined
+// into a path.
+func validModulePart(s string) bool {
+	if s == "" || strings.HasPrefix(s, "/") || strings.HasPrefix(s, "-") || strings.Contains(s, "\\") {
+		return false
+	}
+	for _, part := range strings.Split(s, "/") {
+		if part == "" || part == "." || part == ".." {
+			return false
+		}
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '!' {
+			return false
+		}
+	}
+	return true
+}
+
+// escapePath is the module cache's case encoding: an upper-case letter
+// becomes '!' and its lower case (golang.org/x/mod/module.EscapePath).
+func escapePath(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if 'A' <= r && r <= 'Z' {
+			b.WriteByte('!')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// hash1 is the go command's "h1:" hash (golang.org/x/mod/sumdb/dirhash
+// Hash1): SHA-256 over the sorted lines "<sha256 hex>  <name>\n".
+func hash1(names []string, open func(name string) (io.ReadCloser, error)) (string, error) {
+	names = slices.Clone(names)
+	sort.Strings(names)
+	h := sha256.New()
+	for _, name := range names {
+		if strings.Contains(name, "\n") {
+			return "", errors.New("dirhash: filenames with newlines are not supported")
+		}
+		r, err := open(name)
+		if err != nil {
+			return "", err
+		}
+		hf := sha256.New()
+		_, err = io.Copy(hf, r)
+		r.Close()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%x  %s\n", hf.Sum(nil), name)
+	}
+	return "h1:" + base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashDir is dirhash.HashDir(dir, prefix, Hash1).
+func hashDir(dir, prefix string) (string, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[prefix+"/"+filepath.ToSlash(rel)] = p
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	return hash1(names, func(n string) (io.ReadCloser, error) { return os.Open(files[n]) })
+}
+
+// hashGoMod is the "/go.mod" line's hash of one file.
+func hashGoMod(file string) (string, error) {
+	return hash1([]string{"go.mod"}, func(string) (io.ReadCloser, error) { return os.Open(file) })
+}
+
+type goPrepared struct {
+	receipt Receipt
+	tree    string      // the cached module cache (GOMODCACHE)
+	base    []goSumLine // go.sum at the base
+	all     []goSumLine // what the cache holds: base, plus the candidate's additions when allowed
+	allow   bool        // AllowAdditions
+	build   *Receipt    // the prepared build cache, when declared
+	gocache string      // its cached tree
+}
+
+// hostGoModCache is `go env GOMODCACHE` of the host (no network, no module
+// download: go env only reads configuration).
+var hostGoModCache = func(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMODCACHE: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// moduleCache is the declared module cache, or the host's.
+func moduleCache(ctx context.Context, g GoOptions) (string, error) {
+	modcache := g.ModuleCache
+	if modcache == "" {
+		var err error
+		if modcache, err = hostGoModCache(ctx); err != nil {
+			return "", refuse(GoModules, "no module cache declared (dependencies.go_modules.module_cache) and %v", err)
+		}
+	}
+	if !filepath.IsAbs(modcache) {
+		return "", refuse(GoModules, "module cache %q is not absolute", modcache)
+	}
+	return modcache, nil
+}
+
+func readGoSum(ctx context.Context, repo *git.Repo, commit string) ([]goSumLine, error) {
+	if e, err := repo.Stat(ctx, commit, "go.mod"); err != nil {
+		return nil, err
+	} else if e.Kind != git.Blob && e.Kind != git.Executable {
+		return nil, refuse(GoModules, "%s has no go.mod at the repository root", short(commit))
+	}
+	e, err := repo.Stat(ctx, commit, "go.sum")
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind == git.Missing {
+		return nil, nil // a module without dependencies
+	}
+	if e.Kind != git.Blob && e.Kind != git.Executable {
+		return nil, refuse(GoModules, "go.sum at %s is a %s", short(commit), e.Kind)
+	}
+	b, err := repo.ReadBlob(ctx, e, maxManifest)
+	if err != nil {
+		return nil, err
+	}
+	lines, err := parseGoSum(b)
+	if err != nil {
+		return nil, refuse(GoModules, "go.sum at %s: %v", short(commit), err)
+	}
+	return lines, nil
+}
+
+// sumAllowed checks a go.sum against the base's: equal, or (when additions
+// are allowed) a superset.
+func sumAllowed(base, got []goSumLine, allow bool) error {
+	if slices.Equal(base, got) {
+		return nil
+	}
+	have := map[goSumLine]bool{}
+	for _, l := range got {
+		have[l] = true
+	}
+	for _, l := range base {
+		if !have[l] {
+			return refuse(GoModules, "go.sum changed in the candidate: the base's line %q is missing or changed", l.String())
+		}
+	}
+	if !allow {
+		return refuse(GoModules, "go.sum changed in the candidate (%d lines added); the operator allows no additions (dependencies.go_modules.allow_additions)", len(got)-len(base))
+	}
+	return nil
+}
+
+// prepareGo verifies every go.sum module in the operator's module cache and
+// imports them into runmill's cache.
+func prepareGo(ctx context.Context, repo *git.Repo, o Options) (*goPrepared, error) {
+	base, err := readGoSum(ctx, repo, o.Base)
+	if err != nil {
+		return nil, err
+	}
+	cand, err := readGoSum(ctx, repo, o.Candidate)
+	if err != nil {
+		return nil, err
+	}
+	if err := sumAllowed(base, cand, o.Go.AllowAdditions); err != nil {
+		return nil, err
+	}
+	all := cand // a superset of base (or equal)
+	modcache, err := moduleCache(ctx, o.Go)
+	if err != nil {
+		return nil, err
+	}
+	var sum bytes.Buffer
+	for _, l := range all {
+		sum.WriteString(l.String() + "\n")
+	}
+	inputs := map[string]string{"go.sum": sha256Hex(sum.Bytes())}
+	tree, r, err := entry(ctx, o.StateDir, GoModules, inputs, func(dst string) error {
+		return importModules(ctx, modcache, dst, all)
+	})
+	if err != nil {
+		return nil, err
+	}
+	g := &goPrepared{receipt: r, tree: tree, base: base, all: all, allow: o.Go.AllowAdditions}
+	if o.Go.BuildCache != "" {
+		br, btree, err := prepareBuildCache(ctx, o.StateDir, o.Go.BuildCache)
+		if err != nil {
+			return nil, err
+		}
+		g.build, g.gocache = &br, btree
+	}
+	return g, nil
+}
+
+// importModules copies the modules of lines from modcache to dst after
+// checking each against its go.sum hash: the go.mod files under
+// cache/download, and the extracted module trees with their .ziphash
+// (the go command treats a tree without one as a partial download).
+// With dst "" it only checks.
+func importModules(ctx context.Context, modcache, dst string, lines []goSumLine) error {
+	if dst != "" {
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			return err
+		}
+	}
+	var findings []string
+	for _, l := range lines {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		mod, ver := escapePath(l.Module), escapePath(l.Version)
+		dl := filepath.Join("cache", "download", filepath.FromSlash(mod), "@v")
+		if l.GoMod {
+			rel := filepath.Join(dl, ver+".mod")
+			got, err := hashGoMod(filepath.Join(modcache, rel))
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				findings = append(findings, fmt.Sprintf("%s@%s: go.mod is not in the module cache", l.Module, l.Version))
+				continue
+			case err != nil:
+				findings = append(findings, fmt.Sprintf("%s@%s: %v", l.Module, l.Version, err))
+				continue
+			case got != l.Hash:
+				findings = append(findings, fmt.Sprintf("%s@%s: go.mod hashes to %s, go.sum says %s", l.Module, l.Version, got, l.Hash))
+				continue
+			}
+			if dst == "" {
+				continue
+			}
+			if err := copyInto(modcache, dst, rel); err != nil {
+				return err
+			}
+			// .info is metadata the go command reads for version queries.
+			if err := copyInto(modcache, dst, filepath.Join(dl, ver+".info")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			continue
+		}
+		rel := filepath.FromSlash(mod) + "@" + ver
+		got, err := hashDir(filepath.Join(modcache, rel), l.Module+"@"+l.Version)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			findings = append(findings, fmt.Sprintf("%s@%s is not in the module cache", l.Module, l.Version))
+			continue
+		case err != nil:
+			findings = append(findings, fmt.Sprintf("%s@%s: %v", l.Module, l.Version, err))
+			continue
+		case got != l.Hash:
+			findings = append(findings, fmt.Sprintf("%s@%s hashes to %s, go.sum says %s", l.Module, l.Version, got, l.Hash))
+			continue
+		}
+		zh := filepath.Join(dl, ver+".ziphash")
+		if b, err := os.ReadFile(filepath.Join(modcache, zh)); err != nil || strings.TrimSpace(string(b)) != l.Hash {
+			findings = append(findings, fmt.Sprintf("%s@%s: its .ziphash is missing or disagrees with go.sum (a partial download)", l.Module, l.Version))
+			continue
+		}
+		if dst == "" {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+			return err
+		}
+		if err := mirror(ctx, filepath.Join(modcache, rel), filepath.Join(dst, rel), copyFile); err != nil {
+			return err
+		}
+		if err := copyInto(modcache, dst, zh); err != nil {
+			return err
+		}
+	}
+	if len(findings) > 0 {
+		const show = 10
+		more := ""
+		if len(findings) > show {
+			more = fmt.Sprintf(" (and %d more)", len(findings)-show)
+			findings = findings[:show]
+		}
+		return refuse(GoModules, "the module cache %s does not hold go.sum's modules: %s%s", modcache, strings.Join(findings, "; "), more)
+	}
+	return nil
+}
+
+// copyInto copies the file rel from one root to the other, making parents.
+func copyInto(from, to, rel string) error {
+	src := filepath.Join(from, rel)
+	st, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	dst := filepath.Join(to, rel)
+	if _, err := os.Lstat(dst); err == nil {
+		return nil // the same go.mod named by two lines
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return copyFile(src, dst, st.Mode())
+}
+
+// prepareBuildCache imports the operator's GOCACHE. Its key is a listing
+// of names, sizes and modification times — cheap to compute each run; any
+// change makes a new entry — and reuse verifies every cached byte.
+func prepareBuildCache(ctx context.Context, stateDir, src string) (Receipt, string, error) {
+	if !filepath.IsAbs(src) {
+		return Receipt{}, "", refuse(GoModules, "build cache %q is not absolute", src)
+	}
+	h := sha256.New()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		fmt.Fprintf(h, "%q %s %d %d\n", rel, info.Mode().Type(), info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		return Receipt{}, "", refuse(GoModules, "reading the build cache %s: %v", src, err)
+	}
+	inputs := map[string]string{"listing": "sha256:" + hex.EncodeToString(h.Sum(nil))}
+	tree, r, err := entry(ctx, stateDir, "go-build", inputs, func(dst string) error {
+		before, _, err := hashTree(ctx, src)
+		if err != nil {
+			return refuse(GoModules, "hashing the build cache %s: %v", src, err)
+		}
+		if err := mirror(ctx, src, dst, copyFile); err != nil {
+			return refuse(GoModules, "importing the build cache %s: %v", src, err)
+		}
+		after, _, err := hashTree(ctx, dst)
+		if err != nil {
+			return err
+		}
+		if before != after {
+			return refuse(GoModules, "the build cache %s changed while it was imported", src)
+		}
+		return nil
+	})
+	return r, tree, err
+}
+
+// attach checks the checkout's go.sum and hands out the read-only caches.
+func (g *goPrepared) attach(ctx context.Context, dir string) (*View, error) {
+	var got []goSumLine
+	b, err := readFileCapped(filepath.Join(dir, "go.sum"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, refuse(GoModules, "reading go.sum: %v", err)
+	default:
+		if got, err = parseGoSum(b); err != nil {
+			return nil, refuse(GoModules, "%v", err)
+		}
+	}
+	if err := sumAllowed(g.base, got, g.allow); err != nil {
+		return nil, err
+	}
+	have := map[goSumLine]bool{}
+	for _, l := range g.all {
+		have[l] = true
+	}
+	for _, l := range got {
+		if !have[l] {
+			return nil, refuse(GoModules, "go.sum line %q is not in the prepared module cache", l.String())
+		}
+	}
+	v := &View{
+		ReadOnly: []string{g.tree},
+		Env:      []string{"GOMODCACHE=" + g.tree, "GOFLAGS=-mod=readonly", "GOPROXY=off", "GOSUMDB=off"},
+		Notes:    []string{g.receipt.Note()},
+	}
+	if g.build != nil {
+		v.ReadOnly = append(v.ReadOnly, g.gocache)
+		v.GoCache = g.gocache
+		// The module index is the one build-cache write the go command
+		// does not tolerate failing (a miss for a module at a new
+		// GOMODCACHE path ends in "setup failed"); without it go reads
+		// the module's files directly. Compile and link misses are
+		// rebuilt and kept in the private work directory.
+		v.Env = append(v.Env, "GODEBUG=goindex=0")
+		v.Notes = append(v.Notes, g.build.Note())
+	}
+	return v, nil
+}

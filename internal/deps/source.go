@@ -1,0 +1,73 @@
+package deps
+
+import (
+	"context"
+	"errors"
+
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// CheckSource is `runmill doctor --check verification:dependencies` and
+// runmill init's proof (spec § 3 step 2): the source checkout o.SourceDir
+// against the base o.Base, which the caller has freshly fetched, for the
+// strategies the repository policy at that base declares. It fails when
+// the checkout is ahead of, behind or diverged from the base, when the
+// install is missing or stale, and (go-modules) when the module cache
+// lacks a go.sum module or holds a different one. It reads only: it copies
+// no package, warms no cache, runs no package manager and contacts no
+// registry. o.StateDir and o.Candidate are not used.
+//
+// The error joins one RM-VERIFY-005 per problem, each with its fix; nil
+// means every strategy is ready.
+func CheckSource(ctx context.Context, repo *git.Repo, o Options, strategies []string) error {
+	var errs []error
+	head, err := repo.ResolveCommit(ctx, "HEAD", "HEAD")
+	if err != nil {
+		return err
+	}
+	if head != o.Base {
+		mb, err := repo.MergeBase(ctx, head, o.Base)
+		if err != nil {
+			return err
+		}
+		how := "diverged from"
+		switch mb {
+		case o.Base:
+			how = "ahead of"
+		case head:
+			how = "behind"
+		}
+		errs = append(errs, rmerr.New(rmerr.VerifyDependencies, "the source checkout %s is at %s, %s the base %s", o.SourceDir, short(head), how, short(o.Base)).
+			WithHint("check out the base in the source checkout (git checkout --detach %s), run the declared preparation there (npm ci), and start a fresh run", short(o.Base)))
+	}
+	o.Candidate = o.Base
+	for _, s := range uniq(strategies) {
+		var err error
+		switch s {
+		case NPM:
+			_, err = validateNPM(ctx, repo, o)
+		case GoModules:
+			err = checkGo(ctx, repo, o)
+		default:
+			err = unknown(s)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkGo verifies the base's go.sum modules in the module cache in place.
+func checkGo(ctx context.Context, repo *git.Repo, o Options) error {
+	lines, err := readGoSum(ctx, repo, o.Base)
+	if err != nil {
+		return err
+	}
+	modcache, err := moduleCache(ctx, o.Go)
+	if err != nil {
+		return err
+	}
+	return importModules(ctx, modcache, "", lines)
+}

@@ -1,0 +1,2 @@
+// Package rmgo is a sample module with one third-party dependency.
+package rmgo

@@ -1,0 +1,155 @@
+package deps
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+)
+
+// mirror recreates the tree at src under dst (which must not exist):
+// directories are made, symlinks recreated with the same target, and each
+// regular file handed to file(srcPath, dstPath, mode). Anything else (FIFO,
+// socket, device) is an error. Directories are processed by a bounded pool
+// of goroutines: creating 40 000 links is metadata work the kernel does in
+// parallel on separate directories.
+func mirror(ctx context.Context, src, dst string, file func(src, dst string, mode fs.FileMode) error) error {
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return err
+	}
+	m := &mirrorer{file: file, slots: make(chan struct{}, runtime.GOMAXPROCS(0)*2)}
+	m.dir(ctx, src, dst)
+	m.wg.Wait()
+	return m.err
+}
+
+type mirrorer struct {
+	file  func(src, dst string, mode fs.FileMode) error
+	slots chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	err   error
+}
+
+func (m *mirrorer) fail(err error) {
+	m.mu.Lock()
+	if m.err == nil {
+		m.err = err
+	}
+	m.mu.Unlock()
+}
+
+func (m *mirrorer) failed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err != nil
+}
+
+// dir mirrors the contents of one directory; subdirectories go to another
+// goroutine when a slot is free and are done inline otherwise.
+func (m *mirrorer) dir(ctx context.Context, src, dst string) {
+	if ctx.Err() != nil {
+		m.fail(ctx.Err())
+		return
+	}
+	if m.failed() {
+		return
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	ents, err := f.ReadDir(-1) // unsorted: the order does not matter here
+	f.Close()
+	if err != nil {
+		m.fail(err)
+		return
+	}
+	for _, e := range ents {
+		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		switch t := e.Type(); {
+		case t.IsDir():
+			if err := os.Mkdir(d, 0o755); err != nil {
+				m.fail(err)
+				return
+			}
+			select {
+			case m.slots <- struct{}{}:
+				m.wg.Add(1)
+				go func() {
+					defer func() { <-m.slots; m.wg.Done() }()
+					m.dir(ctx, s, d)
+				}()
+			default:
+				m.dir(ctx, s, d)
+			}
+		case t&fs.ModeSymlink != 0:
+			target, err := os.Readlink(s)
+			if err == nil {
+				err = os.Symlink(target, d)
+			}
+			if err != nil {
+				m.fail(err)
+				return
+			}
+		case t.IsRegular():
+			info, err := e.Info()
+			if err == nil {
+				err = m.file(s, d, info.Mode())
+			}
+			if err != nil {
+				m.fail(err)
+				return
+			}
+		default:
+			m.fail(fmt.Errorf("%s is a %s; only files, directories and symlinks can be prepared", s, t))
+			return
+		}
+	}
+}
+
+// copyFile copies one file into the cache, read-only (the exec bit kept):
+// cached bytes are never written again, whoever links them.
+func copyFile(src, dst string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	perm := fs.FileMode(0o444)
+	if mode&0o100 != 0 {
+		perm = 0o555
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Chmod(perm); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// linkFile is the view's file: a hard link to the cached inode.
+func linkFile(src, dst string, _ fs.FileMode) error { return os.Link(src, dst) }
+
+// removeTree deletes a tree runmill made read-only.
+func removeTree(dir string) error {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}

@@ -1,0 +1,256 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runmill/verify/internal/deps/depstest"
+	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// The prepared-dependency tests run real projects: mocha installed with npm
+// ci from the npm registry, and a Go module whose dependency comes from the
+// module proxy. Each runs through Verify in the sandbox, network off.
+
+const npmPolicy = `checks:
+  - id: unit
+    run: npm test
+    dependencies: npm
+    report: {path: reports/unit.xml, format: junit}
+    timeout: 180s
+  - id: readonly
+    run: sh tests/hostile.sh > reports/ro.tap
+    dependencies: npm
+    report: {path: reports/ro.tap, format: tap}
+    timeout: 60s
+`
+
+// hostile tries every way to change the shared cache through the view; each
+// attempt that fails is a passing TAP point.
+const hostile = `f=node_modules/mocha/package.json
+n=0
+try() { n=$((n+1)); if sh -c "$2" >/dev/null 2>&1; then echo "not ok $n $1"; else echo "ok $n $1"; fi; }
+echo 1..7
+try write "echo x >> $f"
+try chmod "chmod 666 $f"
+try truncate "truncate -s 0 $f"
+try rename "mv $f $f.x"
+try unlink "rm $f"
+try mkdir "mkdir node_modules/new"
+try unlink-bin "rm node_modules/.bin/mocha"
+`
+
+func npmProject(t *testing.T) (*gittest.Repo, string) {
+	t.Helper()
+	depstest.Need(t, "node", "npm")
+	r := gittest.New(t)
+	depstest.WriteNPM(t, r)
+	r.Write(".runmill/checks.yaml", npmPolicy)
+	r.Write("tests/hostile.sh", hostile)
+	base := r.Commit("base")
+	depstest.NPMCI(t, r.Dir)
+	return r, base
+}
+
+func candidate(t *testing.T, r *gittest.Repo, name string, change func()) string {
+	t.Helper()
+	r.Checkout("main", false)
+	r.Checkout(name, true)
+	change()
+	// Only what the change wrote: the installed node_modules stays out
+	// (a test that un-ignores it must not commit it).
+	r.Git("add", "-u")
+	r.Git("add", "test")
+	r.Git("commit", "-q", "--allow-empty", "-m", name)
+	id := r.Git("rev-parse", "HEAD")
+	// The source checkout stays at the base, as the operator keeps it.
+	r.Checkout("main", false)
+	return id
+}
+
+func TestVerifyNPM(t *testing.T) {
+	r, base := npmProject(t)
+	state := t.TempDir()
+	withState := func(o *engine.VerifyOptions) { o.StateDir = state }
+
+	cand := candidate(t, r, "adds-a-test", func() {
+		r.Write("test/total.test.js", "const assert = require('assert');\nit('totals', () => assert.ok(true));\n")
+	})
+	run := verify(t, r, base, cand, withState)
+	if !run.MergeReady() {
+		t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))
+	}
+	for _, c := range run.Delivery.Checks {
+		if c.Coverage != verdict.Proven || c.Report == nil || c.Report.Inventory == nil || len(c.Report.Inventory.Passed) == 0 {
+			t.Errorf("%s (%s): coverage %s, report %+v", c.CheckID, c.Phase, c.Coverage, c.Report)
+		}
+		if c.CheckID == "readonly" && c.Report != nil && c.Report.Inventory != nil &&
+			(len(c.Report.Inventory.Passed) != 7 || len(c.Report.Inventory.Failed) != 0) {
+			t.Errorf("a change through the view succeeded: %+v", c.Report.Inventory)
+		}
+		if !strings.Contains(strings.Join(c.Notes, "\n"), "prepared dependencies npm") {
+			t.Errorf("%s: notes %v lack the receipt", c.CheckID, c.Notes)
+		}
+	}
+	// The readonly check passed: every write, chmod, truncate, rename and
+	// unlink through the view failed. Reuse re-verifies every cached byte.
+	again := verify(t, r, base, cand, withState)
+	if !again.MergeReady() {
+		t.Fatalf("second run not merge-ready:\n%s", strings.Join(rules(again), "\n"))
+	}
+	if n := strings.Join(again.Delivery.Checks[0].Notes, "\n"); !strings.Contains(n, "reused, every byte verified") {
+		t.Fatalf("second run did not reuse the verified cache: %s", n)
+	}
+
+	// A mutated cache fails the next run with RM-VERIFY-005.
+	matches, _ := filepath.Glob(filepath.Join(state, "deps", "npm", "*", "tree", "mocha", "package.json"))
+	if len(matches) != 1 {
+		t.Fatalf("cache entries: %v", matches)
+	}
+	os.Chmod(matches[0], 0o644)
+	if err := os.WriteFile(matches[0], []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mutated := verify(t, r, base, cand, withState)
+	if mutated.MergeReady() || !hasRule(mutated, "RM-VERIFY-005") || !hasRule(mutated, "was mutated") {
+		t.Fatalf("mutated cache: merge-ready %v\n%s", mutated.MergeReady(), strings.Join(rules(mutated), "\n"))
+	}
+
+	for _, tc := range []struct {
+		name   string
+		change func()
+		want   string
+	}{
+		{"edits-the-lockfile", func() {
+			b, _ := os.ReadFile(filepath.Join(r.Dir, "package-lock.json"))
+			r.Write("package-lock.json", strings.Replace(string(b), `"version": "1.0.0"`, `"version": "1.0.3"`, 1))
+		}, "package-lock.json changed in the candidate"},
+		{"un-ignores-node-modules", func() { r.Write(".gitignore", "reports/\n") }, "node_modules/ is not ignored"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cand := candidate(t, r, tc.name, tc.change)
+			run := verify(t, r, base, cand, nil)
+			if run.MergeReady() || !hasRule(run, "dependencies.unprepared|RM-VERIFY-005") || !hasRule(run, tc.want) {
+				t.Fatalf("merge-ready %v\n%s", run.MergeReady(), strings.Join(rules(run), "\n"))
+			}
+		})
+	}
+}
+
+// vitest 3 brings platform-specific native packages (rollup, esbuild): the
+// lockfile lists every platform's, the install holds this one's.
+func TestVerifyNPMVitest(t *testing.T) {
+	depstest.Need(t, "node", "npm")
+	r := gittest.New(t)
+	depstest.WriteVitest(t, r)
+	r.Write(".runmill/checks.yaml", `checks:
+  - id: unit
+    run: npm test
+    dependencies: npm
+    report: {path: reports/unit.xml, format: junit}
+    timeout: 180s
+`)
+	base := r.Commit("base")
+	depstest.NPMCI(t, r.Dir)
+	cand := candidate(t, r, "adds-a-test", func() {
+		r.Write("test/total.test.js", "import { it, expect } from 'vitest';\nit('totals', () => expect(1).toBe(1));\n")
+	})
+	run := verify(t, r, base, cand, nil)
+	if !run.MergeReady() {
+		t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))
+	}
+	for _, c := range run.Delivery.Checks {
+		if c.Coverage != verdict.Proven || c.Report == nil || c.Report.Inventory == nil || len(c.Report.Inventory.Passed) < 2 {
+			t.Errorf("%s (%s): coverage %s, report %+v", c.CheckID, c.Phase, c.Coverage, c.Report)
+		}
+	}
+}
+
+const goPolicy = `checks:
+  - id: go
+    run: go test -json ./... > reports/go.json
+    dependencies: go-modules
+    report: {path: reports/go.json, format: go-json}
+    timeout: 600s
+`
+
+func TestVerifyGoModules(t *testing.T) {
+	depstest.Need(t, "go")
+	r := gittest.New(t)
+	depstest.WriteGo(t, r)
+	r.Write(".runmill/checks.yaml", goPolicy)
+	r.Write(".gitignore", "reports/\n")
+	base := r.Commit("base")
+	modcache := t.TempDir()
+	depstest.GoModDownload(t, r.Dir, modcache)
+	// The operator's prepared build cache: one go test outside verification.
+	buildcache := t.TempDir()
+	depstest.Run(t, r.Dir, []string{"GOCACHE=" + buildcache, "GOMODCACHE=" + modcache, "GOFLAGS=-modcacherw", "GOPROXY=off"}, "go", "test", "./...")
+
+	r.Checkout("cand", true)
+	r.Write("more_test.go", "package rmgo\n\nimport \"testing\"\n\nfunc TestMore(t *testing.T) {}\n")
+	cand := r.Commit("adds a test")
+	for _, tc := range []struct {
+		name  string
+		build string
+	}{{"private GOCACHE", ""}, {"prepared build cache", buildcache}} {
+		t.Run(tc.name, func(t *testing.T) {
+			pol := filepath.Join(t.TempDir(), "policy.yaml")
+			doc := "dependencies:\n  go_modules:\n    module_cache: " + modcache + "\n"
+			if tc.build != "" {
+				doc += "    build_cache: " + tc.build + "\n"
+			}
+			if err := os.WriteFile(pol, []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.Discover.PolicyFile = pol })
+			if !run.MergeReady() {
+				t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))
+			}
+			var checkMS []int64
+			for _, c := range run.Delivery.Checks {
+				if c.Coverage != verdict.Proven {
+					t.Errorf("%s: coverage %s", c.Phase, c.Coverage)
+				}
+				checkMS = append(checkMS, c.DurationMS)
+			}
+			t.Logf("%s: run %s, check runs (base, candidate) %v ms", tc.name, time.Since(start).Round(time.Millisecond), checkMS)
+		})
+	}
+
+	t.Run("go.sum changed", func(t *testing.T) {
+		r.Checkout("main", false)
+		r.Checkout("sum", true)
+		b, _ := os.ReadFile(filepath.Join(r.Dir, "go.sum"))
+		r.Write("go.sum", string(b)+"golang.org/x/text v0.3.0/go.mod h1:NqM8EUOU14njkJ3fqMW+pc6Ldnwhi/IjpwHt7yyuwOQ=\n")
+		cand := r.Commit("edits go.sum")
+		pol := filepath.Join(t.TempDir(), "policy.yaml")
+		os.WriteFile(pol, []byte("dependencies:\n  go_modules:\n    module_cache: "+modcache+"\n"), 0o644)
+		run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.Discover.PolicyFile = pol })
+		if run.MergeReady() || !hasRule(run, "RM-VERIFY-005") || !hasRule(run, "go.sum changed in the candidate") {
+			t.Fatalf("merge-ready %v\n%s", run.MergeReady(), strings.Join(rules(run), "\n"))
+		}
+	})
+}
+
+// outputs are the kept stdout and stderr of every check run, for failures.
+func outputs(run *engine.Run) string {
+	var b strings.Builder
+	for _, c := range run.Delivery.Checks {
+		outs := []struct{ name, addr string }{{"stdout", c.Stdout.Artifact}, {"stderr", c.Stderr.Artifact}}
+		if c.Report != nil {
+			outs = append(outs, struct{ name, addr string }{"report", c.Report.Artifact})
+		}
+		for _, o := range outs {
+			data, _ := os.ReadFile(filepath.Join(run.Dir, "artifacts", o.addr))
+			b.WriteString(c.CheckID + " " + string(c.Phase) + " " + o.name + ":\n" + string(data) + "\n")
+		}
+	}
+	return b.String()
+}
