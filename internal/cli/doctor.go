@@ -37,6 +37,8 @@ type DependencyRequest struct {
 	Base     string   // resolved base commit whose policy declared the checks
 	Strategy string   // npm | go-modules
 	Checks   []string // ids of the checks that declare it
+	// GoModules is the operator policy's go-modules settings.
+	GoModules policy.GoModules
 }
 
 // DependencyChecker is what `doctor --check verification:dependencies`
@@ -46,10 +48,8 @@ type DependencyChecker interface {
 	CheckDependencies(ctx context.Context, req DependencyRequest) (detail string, err error)
 }
 
-// dependencyChecker is nil until prepared dependencies are built into this
-// runmill; doctor then fails any check that declares dependencies rather
-// than vouching for what it cannot prove.
-var dependencyChecker DependencyChecker
+// dependencyChecker is internal/deps (deps.go); tests swap in a double.
+var dependencyChecker DependencyChecker = depsChecker{}
 
 // doctorResult is one line of the doctor's answer.
 type doctorResult struct {
@@ -341,12 +341,11 @@ func doctorDeps(ctx context.Context, o doctorOptions, pol *doctorPolicies, polEr
 	for _, s := range names {
 		ids := byStrategy[s]
 		sort.Strings(ids)
-		if dependencyChecker == nil {
-			return failed(doctorDependencies, rmerr.New(rmerr.VerifyDependencies,
-				"checks %s declare dependencies: %s, and this runmill cannot prepare dependencies yet", strings.Join(ids, ", "), s).
-				WithHint("use a runmill built with prepared dependencies, or remove dependencies: from those checks"))
+		req := DependencyRequest{RepoDir: pol.repoDir, Base: pol.base, Strategy: s, Checks: ids}
+		if pol.operator != nil {
+			req.GoModules = pol.operator.Doc.Dependencies.GoModules
 		}
-		d, err := dependencyChecker.CheckDependencies(ctx, DependencyRequest{RepoDir: pol.repoDir, Base: pol.base, Strategy: s, Checks: ids})
+		d, err := dependencyChecker.CheckDependencies(ctx, req)
 		if err != nil {
 			return failed(doctorDependencies, err)
 		}

@@ -128,9 +128,10 @@ func TestDoctorDependencies(t *testing.T) {
 		r := policyRepo(t, unitCheck)
 		one(t, doctor(t, "--check", "verification:dependencies", "--repo", r.Dir), "verification:dependencies", true, "", "no check declares dependencies")
 	})
-	t.Run("declared, not built in", func(t *testing.T) {
+	t.Run("declared, nothing installed", func(t *testing.T) {
+		// The real checker (internal/deps): no npm ci was run in --repo.
 		r := policyRepo(t, npm)
-		one(t, doctor(t, "--check", "verification:dependencies", "--repo", r.Dir), "verification:dependencies", false, rmerr.VerifyDependencies, "checks api, web declare dependencies: npm")
+		one(t, doctor(t, "--check", "verification:dependencies", "--repo", r.Dir), "verification:dependencies", false, rmerr.VerifyDependencies, "has no package.json")
 	})
 	t.Run("the operator's definition wins", func(t *testing.T) {
 		r := policyRepo(t, "checks:\n  - id: web\n    run: x\n    dependencies: npm\n")
@@ -152,7 +153,7 @@ func TestDoctorDependencies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &recordingChecker{err: tc.err}
 			dependencyChecker = c
-			defer func() { dependencyChecker = nil }()
+			defer func() { dependencyChecker = depsChecker{} }()
 			r := policyRepo(t, npm)
 			a := doctor(t, "--check", "verification:dependencies", "--repo", r.Dir)
 			code, detail := rmerr.Code(""), "npm (api, web): install matches"

@@ -23,6 +23,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -68,8 +70,12 @@ type GoOptions struct {
 
 // Prepared holds the validated, cached dependencies of one run.
 type Prepared struct {
-	npm *npmPrepared
-	gom *goPrepared
+	// views is where per-check-run views are made (StateDir/deps/views):
+	// on the cache's filesystem, outside any checkout, so hard links work
+	// whatever the checkout is (a layered checkout is an overlay mount).
+	views string
+	npm   *npmPrepared
+	gom   *goPrepared
 	// errs are the refusals of Prepare by strategy: a check of a strategy
 	// that failed gets its error from Attach, the others still run.
 	errs map[string]error
@@ -109,7 +115,7 @@ func (r Receipt) Note() string {
 // The error joins every strategy's refusal; the Prepared is usable either
 // way (Attach repeats a strategy's refusal for its checks).
 func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string) (*Prepared, error) {
-	p := &Prepared{errs: map[string]error{}}
+	p := &Prepared{errs: map[string]error{}, views: filepath.Join(o.StateDir, "deps", "views")}
 	var errs []error
 	for _, s := range uniq(strategies) {
 		var err error
@@ -148,6 +154,10 @@ func (p *Prepared) Receipts() []Receipt {
 type View struct {
 	// ReadOnly are host paths to bind read-only at the same path.
 	ReadOnly []string
+	// Mounts are host directories to bind read-only elsewhere: the npm
+	// view (made outside the checkout) at <checkout>/node_modules, an
+	// empty directory Attach creates as the mount point.
+	Mounts []Mount
 	// Env are variables to set (replacing the engine's default of the
 	// same name).
 	Env []string
@@ -159,11 +169,32 @@ type View struct {
 	Exclude []string
 	// Notes summarise the receipts for the check run's record.
 	Notes []string
+	// made is what Close removes: the view's own directory.
+	made string
+}
+
+// Mount is a host directory (Source) seen read-only at Destination.
+type Mount struct {
+	Source, Destination string
+}
+
+// Close removes what Attach made outside the checkout (the hard-linked view;
+// the cache's files stay). Call it after the check run; it is safe on a
+// nil or empty View and when called twice.
+func (v *View) Close() error {
+	if v == nil || v.made == "" {
+		return nil
+	}
+	err := os.RemoveAll(v.made)
+	if err == nil {
+		v.made = ""
+	}
+	return err
 }
 
 // Attach gives the checkout at dir (a fresh detached checkout of the base
 // or the candidate) what strategy needs, after checking that commit's side
-// of the rules. The view lives inside dir and goes with it.
+// of the rules. Close the View after the run.
 func (p *Prepared) Attach(ctx context.Context, strategy, dir string) (*View, error) {
 	if p != nil && p.errs[strategy] != nil {
 		return nil, p.errs[strategy]
@@ -175,7 +206,7 @@ func (p *Prepared) Attach(ctx context.Context, strategy, dir string) (*View, err
 		if p == nil || p.npm == nil {
 			return nil, fmt.Errorf("deps: npm was not prepared")
 		}
-		return p.npm.attach(ctx, dir)
+		return p.npm.attach(ctx, dir, p.views)
 	case GoModules:
 		if p == nil || p.gom == nil {
 			return nil, fmt.Errorf("deps: go-modules was not prepared")

@@ -77,8 +77,17 @@ func TestNPMImportReuseAndView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v.ReadOnly) != 1 || v.ReadOnly[0] != filepath.Join(co, "node_modules") || len(v.Exclude) != 1 || v.Exclude[0] != "node_modules" {
+	if len(v.Mounts) != 1 || v.Mounts[0].Destination != filepath.Join(co, "node_modules") || len(v.Exclude) != 1 || v.Exclude[0] != "node_modules" {
 		t.Fatalf("view: %+v", v)
+	}
+	// The mount point is an empty directory in the checkout; the view
+	// itself lies outside it, beside the cache.
+	if list, err := os.ReadDir(filepath.Join(co, "node_modules")); err != nil || len(list) != 0 {
+		t.Fatalf("mount point: %v %v", list, err)
+	}
+	view := v.Mounts[0].Source
+	if strings.HasPrefix(view, co+"/") || !strings.HasPrefix(view, filepath.Join(state, "deps")+"/") {
+		t.Fatalf("the view %s is not beside the cache", view)
 	}
 	// The view's files are the cache's inodes (hard links), not copies.
 	cached := filepath.Join(state, "deps", "npm", strings.TrimPrefix(rc[0].Key, "sha256:"), "tree", "mocha", "package.json")
@@ -86,7 +95,7 @@ func TestNPMImportReuseAndView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.Stat(filepath.Join(co, "node_modules", "mocha", "package.json"))
+	b, err := os.Stat(filepath.Join(view, "mocha", "package.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +105,18 @@ func TestNPMImportReuseAndView(t *testing.T) {
 	if a.Mode().Perm()&0o222 != 0 {
 		t.Fatalf("cached file is writable: %v", a.Mode())
 	}
-	if _, err := os.Lstat(filepath.Join(co, "node_modules", ".bin", "mocha")); err != nil {
+	if _, err := os.Lstat(filepath.Join(view, ".bin", "mocha")); err != nil {
 		t.Fatalf("the view lost the .bin symlink: %v", err)
+	}
+	// Close removes the view, not the cache.
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(view); !os.IsNotExist(err) {
+		t.Errorf("the view survived Close: %v", err)
+	}
+	if _, err := os.Stat(cached); err != nil {
+		t.Errorf("Close took the cache with it: %v", err)
 	}
 }
 

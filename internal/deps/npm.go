@@ -273,7 +273,7 @@ func compareInstall(src string, lock, hidden *lockfile, rt nodeRuntime) error {
 }
 
 // attach is spec § 3 step 5 for one fresh checkout.
-func (n *npmPrepared) attach(ctx context.Context, dir string) (*View, error) {
+func (n *npmPrepared) attach(ctx context.Context, dir, views string) (*View, error) {
 	nm := filepath.Join(dir, nodeModules)
 	if _, err := os.Lstat(nm); err == nil {
 		return nil, refuse(NPM, "the commit tracks node_modules; remove it from the repository and ignore it")
@@ -303,10 +303,30 @@ func (n *npmPrepared) attach(ctx context.Context, dir string) (*View, error) {
 	if !ignored {
 		return nil, refuse(NPM, "node_modules/ is not ignored; add it to .gitignore so the verification-only install cannot enter the measured tree")
 	}
-	if err := mirror(ctx, n.tree, nm, linkFile); err != nil {
-		return nil, fmt.Errorf("making the node_modules view in %s: %w", dir, err)
+	// The view is hard-linked beside the cache (same filesystem), not in
+	// the checkout, and the sandbox binds it at <checkout>/node_modules
+	// over an empty mount point made here.
+	if err := os.MkdirAll(views, 0o755); err != nil {
+		return nil, fmt.Errorf("making the views directory: %w", err)
 	}
-	return &View{ReadOnly: []string{nm}, Exclude: []string{nodeModules}, Notes: []string{n.receipt.Note()}}, nil
+	made, err := os.MkdirTemp(views, "npm-")
+	if err != nil {
+		return nil, fmt.Errorf("making the node_modules view: %w", err)
+	}
+	v := &View{Mounts: []Mount{{Source: filepath.Join(made, nodeModules), Destination: nm}},
+		Exclude: []string{nodeModules}, Notes: []string{n.receipt.Note()}, made: made}
+	err = os.Chmod(made, 0o755) // MkdirTemp's 0700 would hide it from the sandbox user
+	if err == nil {
+		err = mirror(ctx, n.tree, v.Mounts[0].Source, linkFile)
+	}
+	if err == nil {
+		err = os.Mkdir(nm, 0o755)
+	}
+	if err != nil {
+		v.Close()
+		return nil, fmt.Errorf("making the node_modules view for %s: %w", dir, err)
+	}
+	return v, nil
 }
 
 func parseLockfile(b []byte) (*lockfile, error) {

@@ -137,6 +137,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		}
 		rec.Notes = append(rec.Notes, view.Notes...)
 	}
+	defer view.Close()
 	hashOpts := treehash.Options{Exclude: view.Exclude}
 
 	var reportPath string
@@ -184,6 +185,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		Dir:        co.Dir,
 		Env:        withEnv(baseEnv(e.hostPaths), view.Env),
 		ReadOnly:   slices.Concat(co.ReadOnlyPaths(), view.ReadOnly),
+		Views:      sandboxViews(view.Mounts),
 		GoCache:    view.GoCache,
 		ReportFile: reportPath,
 		Timeout:    timeout,
@@ -356,6 +358,14 @@ func (e *executor) attachDeps(ctx context.Context, c discovery.Check, dir string
 	}
 	finding(ruleDependencies, string(rmerr.VerifyDependencies), "%s", strings.Join(msgs, "; "))
 	return &deps.View{}, false, nil
+}
+
+func sandboxViews(ms []deps.Mount) []sandbox.View {
+	out := make([]sandbox.View, len(ms))
+	for i, m := range ms {
+		out[i] = sandbox.View{Source: m.Source, Destination: m.Destination}
+	}
+	return out
 }
 
 // ruleDependencies is the rule of an RM-VERIFY-005 finding.

@@ -369,6 +369,9 @@ func TestSpecRefused(t *testing.T) {
 	for name, spec := range map[string]sandbox.Spec{
 		"report not empty":     {Command: "true", ReportFile: full},
 		"env owned by sandbox": {Command: "true", Env: []string{"HOME=/root"}},
+		"view source missing":  {Command: "true", Views: []sandbox.View{{Source: filepath.Join(dir, "absent"), Destination: dir}}},
+		"view onto a file":     {Command: "true", Views: []sandbox.View{{Source: dir, Destination: full}}},
+		"view not absolute":    {Command: "true", Views: []sandbox.View{{Source: "views/x", Destination: dir}}},
 	} {
 		if _, err := s.Run(context.Background(), spec); rmerr.CodeOf(err) != rmerr.SandboxSpec {
 			t.Errorf("%s: want %s, got %v", name, rmerr.SandboxSpec, err)

@@ -83,6 +83,9 @@ func ociSpec(ctx context.Context, p *plan, rootfs string, etc []bind, rro bool) 
 	for _, ro := range p.ReadOnly {
 		layered = append(layered, bindMount(ro, ro, roOpts))
 	}
+	for _, v := range p.Views {
+		layered = append(layered, bindMount(v.Source, v.Destination, roOpts))
+	}
 	if p.ReportFile != "" {
 		layered = append(layered, bindMount(p.ReportFile, p.ReportFile, []string{"bind", "rw", "nosuid", "nodev", "noexec"}))
 	}

@@ -18,6 +18,11 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
+// View is a host directory (Source) bound read-only at Destination.
+type View struct {
+	Source, Destination string
+}
+
 // Spec is one command to run in a fresh task. Everything not granted here is
 // denied: no network beyond loopback, no writable path but ReportFile, TMPDIR
 // and /dev/shm, no capability, no inherited environment.
@@ -38,6 +43,13 @@ type Spec struct {
 	// read-only too (rro) where the runtime supports it; the probe measures
 	// it. They must be readable by UID/GID.
 	ReadOnly []string
+	// Views are host directories bound read-only somewhere else: Source
+	// appears at Destination (prepared dependencies at
+	// <checkout>/node_modules, whose host copy lives outside the
+	// checkout). Destination must already exist as a directory in a path
+	// bound above it, since nothing can create a mount point in a
+	// read-only bind. Same options as ReadOnly.
+	Views []View
 	// ReportFile is the one host file the task may write: it must exist, be
 	// a regular, empty file named by its real path (no symlink anywhere on
 	// the way), and is bound read-write at the same path and chowned to the
@@ -232,6 +244,16 @@ func (sp Spec) validate() (*plan, error) {
 		}
 		if _, err := os.Stat(ro); err != nil {
 			bad(field, "read-only path: %v", err)
+		}
+	}
+	for i, v := range p.Views {
+		field := fmt.Sprintf("views[%d]", i)
+		for _, path := range []string{v.Source, v.Destination} {
+			if err := checkBindPath(path); err != nil {
+				bad(field, "%v", err)
+			} else if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+				bad(field, "view %s: not a directory (%v)", path, err)
+			}
 		}
 	}
 	if p.ReportFile != "" {
