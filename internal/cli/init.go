@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/initpolicy"
 	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -17,7 +19,7 @@ import (
 func init() {
 	c := &command{
 		name:    "init",
-		usage:   "[--repo DIR] [--operator-policy-out FILE]",
+		usage:   "[--repo DIR] [--base REV] [--operator-policy-out FILE]",
 		summary: "write a starter .runmill/checks.yaml and an operator policy template",
 		long: `Detects the ecosystems at the repository root (go.mod; package.json with jest,
 vitest, mocha or node --test; pyproject.toml/pytest; Cargo.toml) and writes
@@ -26,12 +28,21 @@ runmill parses (coverage proven), and an operator policy template (pr-only) that
 binds the toolchains this host's sandbox needs: to --operator-policy-out, which
 must lie outside the repository, else to stdout. It never overwrites a file.
 
-Exit: 0 written · 2 a file exists (RM-INIT-001), nothing recognised (RM-INIT-002), usage.`,
+When a check declares prepared dependencies (dependencies: npm or go-modules),
+init then compares the source checkout with --base (default HEAD; fetch the
+remote base first and name it) the way 'runmill doctor --check
+verification:dependencies' does: ahead, behind, missing or stale install. It
+fetches nothing and runs no package manager.
+
+Exit: 0 written (and dependencies ready) · 1 written, but the dependencies are not
+ready (RM-VERIFY-005, with the fix) · 2 a file exists (RM-INIT-001), nothing
+recognised (RM-INIT-002), usage.`,
 	}
 	c.run = func(ctx context.Context, s IO, args []string) error {
-		repo, out := ".", ""
+		repo, out, base := ".", "", "HEAD"
 		fl := newFlags(c, s)
 		fl.StringVar(&repo, "repo", ".", "repository `DIR`")
+		fl.StringVar(&base, "base", "HEAD", "the base `REV` the installed dependencies must match (fetch it first)")
 		fl.StringVar(&out, "operator-policy-out", "", "write the operator policy template to `FILE` (outside the repository; default stdout)")
 		pos, err := parse(fl, args)
 		if err != nil {
@@ -131,7 +142,7 @@ Exit: 0 written · 2 a file exists (RM-INIT-001), nothing recognised (RM-INIT-00
 		}
 		fmt.Fprintf(s.Err, "runmill init: operator policy template on %s; keep it outside the repository.\n", where)
 		fmt.Fprintf(s.Err, "next: review and commit %s, then run 'runmill verify --policy FILE' on a change\n", policy.RepoPolicyPath)
-		return nil
+		return initDependencies(ctx, s, root, base, plan)
 	}
 	register(c)
 }
@@ -151,4 +162,45 @@ func refuseExisting(path string) error {
 		return rmerr.Wrap(rmerr.Usage, err, "checking for an existing file").At(path, 0)
 	}
 	return nil
+}
+
+// initDependencies checks, for each strategy the written checks declare, that
+// the source checkout's install matches the base (spec § 3: init fails before
+// work starts when the checkout is ahead, behind, missing dependencies or
+// stale). The files are written either way: they are right, the install is
+// not.
+func initDependencies(ctx context.Context, s IO, root, baseRev string, plan initpolicy.Plan) error {
+	var strategies []string
+	for _, c := range plan.Checks {
+		if d := c.Spec.Dependencies; d != "" && !slices.Contains(strategies, d) {
+			strategies = append(strategies, d)
+		}
+	}
+	if len(strategies) == 0 {
+		return nil
+	}
+	repo, err := git.Open(ctx, root)
+	if err != nil {
+		return err
+	}
+	base, err := repo.ResolveCommit(ctx, baseRev, "--base")
+	if err != nil && baseRev == "HEAD" {
+		// A repository without a commit has no base to compare with.
+		fmt.Fprintf(s.Err, "  dependencies %s: not checked, the repository has no commit yet; once the base exists, run 'runmill doctor --check verification:dependencies --base REV'\n", strings.Join(strategies, ", "))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	slices.Sort(strategies)
+	var errs []error
+	for _, st := range strategies {
+		detail, err := dependencyChecker.CheckDependencies(ctx, DependencyRequest{RepoDir: root, Base: base, Strategy: st})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(s.Err, "  dependencies %s: %s\n", st, detail)
+	}
+	return errors.Join(errs...)
 }

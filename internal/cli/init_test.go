@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/policy"
 )
 
@@ -106,4 +107,29 @@ func snapshot(t *testing.T, dir, op string) string {
 	c, err := os.ReadFile(op)
 	b.WriteString(op + "=" + string(c) + "," + fmt.Sprint(os.IsNotExist(err)))
 	return b.String()
+}
+
+// TestInitChecksDependencies: a committed npm project whose source checkout
+// has no install (no npm ci) gets its files written, and init fails with
+// RM-VERIFY-005 saying what to do; with no commit yet it says it could not
+// check.
+func TestInitChecksDependencies(t *testing.T) {
+	r := gittest.New(t)
+	r.Write("package.json", `{"name":"x","version":"1.0.0","scripts":{"test":"node --test"},"devDependencies":{"left-pad":"1.3.0"}}`+"\n")
+	r.Write("package-lock.json", `{"name":"x","version":"1.0.0","lockfileVersion":3,"requires":true,"packages":{"":{"name":"x","version":"1.0.0","devDependencies":{"left-pad":"1.3.0"}},"node_modules/left-pad":{"version":"1.3.0","resolved":"https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz","integrity":"sha512-XI5MPzVNApjAyhQzphX8BkmKsKUxD4LdyK24iZeQbjfZuqOUcxrwnvAxOK2Nyb4WDe48Hx8Ke3ls7KkDeIyEXEA==","dev":true}}}`+"\n")
+	r.Write(".gitignore", "node_modules/\n")
+
+	code, _, errOut := runCLI(t, "", "init", "--repo", r.Dir, "--operator-policy-out", filepath.Join(t.TempDir(), "op.yaml"))
+	if code != 0 || !strings.Contains(errOut, "dependencies npm: not checked, the repository has no commit yet") {
+		t.Fatalf("unborn repository: exit %d: %s", code, errOut)
+	}
+	os.RemoveAll(filepath.Join(r.Dir, ".runmill"))
+	r.Commit("the project")
+	code, _, errOut = runCLI(t, "", "init", "--repo", r.Dir, "--operator-policy-out", filepath.Join(t.TempDir(), "op.yaml"))
+	if code != 1 || !strings.Contains(errOut, "RM-VERIFY-005") || !strings.Contains(errOut, "npm ci") {
+		t.Fatalf("no install: exit %d, want 1 with RM-VERIFY-005 and the fix: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(r.Dir, ".runmill", "checks.yaml")); err != nil {
+		t.Fatalf("the policy was not written: %v", err)
+	}
 }

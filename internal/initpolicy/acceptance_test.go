@@ -195,8 +195,10 @@ func TestInitMochaFromNPM(t *testing.T) {
 	if out, err := ci.CombinedOutput(); err != nil {
 		t.Fatalf("npm ci (the operator's step, from the npm registry): %v\n%s", err, out)
 	}
+	r.Commit("the project")
 	opFile := filepath.Join(t.TempDir(), "policy.yaml")
-	if code, _, stderr := runCLI(t, "init", "--repo", r.Dir, "--operator-policy-out", opFile); code != 0 {
+	if code, _, stderr := runCLI(t, "init", "--repo", r.Dir, "--operator-policy-out", opFile); code != 0 ||
+		!strings.Contains(stderr, "dependencies npm: the source checkout is at the base") {
 		t.Fatalf("init: exit %d: %s", code, stderr)
 	}
 	checks, err := os.ReadFile(filepath.Join(r.Dir, ".runmill", "checks.yaml"))
