@@ -96,6 +96,9 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	connC := make(chan connection, 1)
 	go func() {
 		sb, err := sandbox.Connect(ctx, sandbox.Options{Address: o.ContainerdAddress, StateDir: filepath.Join(o.StateDir, "sandbox")})
+		if err == nil {
+			sb.Warm(ctx) // the shared shim starts while Discovery runs
+		}
 		connC <- connection{sb, err}
 	}()
 	connTaken := false
@@ -316,6 +319,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	// terminal statement then looks for them.
 	closedC := make(chan error, 1)
 	go func() { closedC <- checkouts.Close(context.WithoutCancel(ctx)) }()
+	go sb.Idle() // no task follows; Close waits for it
 	e.ledger.addCheckoutRoot(checkouts.Dir())
 	// Remote reconciliation comes after the local checks: they took time
 	// the remote ones used to finish.

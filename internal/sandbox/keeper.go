@@ -82,3 +82,25 @@ func (s *Sandbox) dropKeeper() error {
 	s.keeper = nil
 	return err
 }
+
+// Warm starts the shared shim now (creating its keeper), so the first Run
+// or Probe does not pay for it; call it while doing other work. An error
+// only means runs will each start a shim of their own.
+func (s *Sandbox) Warm(ctx context.Context) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	return s.ensureKeeper(s.ctx(ctx))
+}
+
+// Idle releases the shared shim when no run is expected for now (the end
+// of a verification's check runs), off the path of what follows; a later
+// Run starts it again.
+func (s *Sandbox) Idle() error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.inflight.Done()
+	return s.dropKeeper()
+}
