@@ -457,8 +457,18 @@ func TestCloseLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := other.Run(context.Background(), sandbox.Spec{Command: "true"}); err != nil || res.ExitCode != 0 {
-		t.Fatalf("%v %+v", err, res)
+	// Warm starts the shared shim, Idle stops it, and a run after Idle
+	// starts it again.
+	if err := other.Warm(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if res, err := other.Run(context.Background(), sandbox.Spec{Command: "true"}); err != nil || res.ExitCode != 0 {
+			t.Fatalf("run %d: %v %+v", i, err, res)
+		}
+		if err := other.Idle(); err != nil {
+			t.Fatalf("Idle: %v", err)
+		}
 	}
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
