@@ -126,9 +126,6 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 		}
 		return nil, err
 	}
-	if gh == nil {
-		logf("GitHub sources not consulted (no token, or --no-github): required contexts and remote checks are not part of this verdict")
-	}
 	for _, u := range m.GitHub.Unknown {
 		logf("GitHub %s: required contexts UNKNOWN (%s)", u.Name, u.Reason)
 	}
