@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
-	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/internal/sandbox/sandboxtest"
 )
 
 // The doctor's containerd and sandbox checks run against a real containerd
@@ -21,24 +19,14 @@ var (
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
-	state, err := os.MkdirTemp("", "rmcli-")
+	sb, missing, stop, err := sandboxtest.Start("the doctor tests")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(state)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sb, err := sandbox.Connect(ctx, sandbox.Options{Address: os.Getenv("RUNMILL_CONTAINERD_ADDRESS"), StateDir: state})
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintf(os.Stderr, "FAIL: CI=true and no containerd for the doctor tests: %v\n", err)
-			return 1
-		}
-		noSandbox = fmt.Sprintf("no containerd (set RUNMILL_CONTAINERD_ADDRESS, or run as root with containerd and runc installed): %v", err)
-	} else {
+	defer stop()
+	if noSandbox = missing; sb != nil {
 		containerdAddress = sb.Address()
-		defer sb.Close()
 	}
 	return m.Run()
 }

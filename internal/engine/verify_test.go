@@ -41,24 +41,14 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	state, err := os.MkdirTemp("", "rmeng-")
+	sb, missing, stop, err := sandboxtest.Start("the engine integration tests")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(state)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	sb, err := sandbox.Connect(ctx, sandbox.Options{Address: os.Getenv("RUNMILL_CONTAINERD_ADDRESS"), StateDir: state})
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintf(os.Stderr, "FAIL: CI=true and no containerd for the engine integration tests: %v\n", err)
-			return 1
-		}
-		noSandbox = fmt.Sprintf("no containerd (set RUNMILL_CONTAINERD_ADDRESS, or run as root with containerd and runc installed): %v", err)
-	} else {
+	defer stop()
+	if noSandbox = missing; sb != nil {
 		containerdAddress = sb.Address()
-		defer sb.Close()
 	}
 	return m.Run()
 }
