@@ -47,9 +47,13 @@ type Options struct {
 	// SourceDir is the operator's source checkout, where npm ci ran.
 	SourceDir string
 	// StateDir is runmill's machine-local state; the cache lives in
-	// StateDir/deps and views are hard-linked from it, so checkouts must be
-	// on the same filesystem.
+	// StateDir/deps.
 	StateDir string
+	// ViewsDir is where each check run's view is hard-linked from the cache:
+	// on the cache's filesystem, owned by this run (the engine gives its
+	// checkout session, so a crashed run's views are swept with its
+	// checkouts). StateDir/deps/views when empty.
+	ViewsDir string
 	// Base is the trusted base commit (full id); Candidate the commit
 	// under verification.
 	Base, Candidate string
@@ -70,8 +74,8 @@ type GoOptions struct {
 
 // Prepared holds the validated, cached dependencies of one run.
 type Prepared struct {
-	// views is where per-check-run views are made (StateDir/deps/views):
-	// on the cache's filesystem, outside any checkout, so hard links work
+	// views is where per-check-run views are made (Options.ViewsDir): on
+	// the cache's filesystem, outside any checkout, so hard links work
 	// whatever the checkout is (a layered checkout is an overlay mount).
 	views string
 	npm   *npmPrepared
@@ -115,7 +119,10 @@ func (r Receipt) Note() string {
 // The error joins every strategy's refusal; the Prepared is usable either
 // way (Attach repeats a strategy's refusal for its checks).
 func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string) (*Prepared, error) {
-	p := &Prepared{errs: map[string]error{}, views: filepath.Join(o.StateDir, "deps", "views")}
+	p := &Prepared{errs: map[string]error{}, views: o.ViewsDir}
+	if p.views == "" {
+		p.views = filepath.Join(o.StateDir, "deps", "views")
+	}
 	var errs []error
 	for _, s := range uniq(strategies) {
 		var err error
