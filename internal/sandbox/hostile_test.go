@@ -511,3 +511,58 @@ func TestUsageMetered(t *testing.T) {
 	}
 	t.Logf("CPU %s, memory peak %d bytes, wall %s", res.CPU, res.MemoryPeak, res.Duration)
 }
+
+// TestPrepareDiscard: a prepared task that is discarded never runs its
+// command and leaves no container; it cannot be run afterwards, and a task
+// runs only once.
+func TestPrepareDiscard(t *testing.T) {
+	s := needSandbox(t)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o777)
+	marker := filepath.Join(dir, "ran")
+	task, err := s.Prepare(context.Background(), sandbox.Spec{Command: "touch " + marker, ReadOnly: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Discard(); err != nil {
+		t.Fatalf("Discard: %v", err)
+	}
+	if _, err := task.Run(context.Background()); err == nil {
+		t.Error("Run after Discard succeeded")
+	}
+	if err := task.Discard(); err == nil {
+		t.Error("a second Discard succeeded")
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the discarded task's command ran")
+	}
+	if gone, err := s.Gone(context.Background(), task.ID()); err != nil || !gone {
+		t.Errorf("discarded container %s: gone=%v err=%v", task.ID(), gone, err)
+	}
+
+	// Prepared, then run once: the second Run is refused.
+	task, err = s.Prepare(context.Background(), sandbox.Spec{Command: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := task.Run(context.Background()); err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if _, err := task.Run(context.Background()); err == nil {
+		t.Error("a task ran twice")
+	}
+	if gone, err := s.Gone(context.Background(), task.ID()); err != nil || !gone {
+		t.Errorf("container %s after its run: gone=%v err=%v", task.ID(), gone, err)
+	}
+}
+
+// TestSeesHostMounts: the harness's containerd (a private one is this
+// process's child; the system one runs in the host's namespace) shares this
+// process's mount namespace, which layered checkouts rely on.
+func TestSeesHostMounts(t *testing.T) {
+	s := needSandbox(t)
+	shared, err := s.SeesHostMounts()
+	if err != nil || !shared {
+		t.Fatalf("SeesHostMounts = %v, %v", shared, err)
+	}
+}

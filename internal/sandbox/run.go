@@ -201,6 +201,9 @@ func (s *Sandbox) prepare(ctx context.Context, p *plan) (_ *Task, retErr error) 
 	return t, nil
 }
 
+// ID is the task's container id (what Result.ID and Gone name).
+func (t *Task) ID() string { return t.p.ID }
+
 // Discard deletes a prepared task that will not run.
 func (t *Task) Discard() error {
 	var err error = rmerr.New(rmerr.SandboxRuntime, "task %s was already run or discarded", t.p.ID)
