@@ -29,7 +29,9 @@ With a GitHub token (GITHUB_TOKEN) and a repository (GITHUB_REPOSITORY) it also
 reads the pull request (GITHUB_EVENT_PATH's pull_request, or --pr), the contexts the
 base branch requires (branch protection and rulesets; a refusal is recorded as
 unknown), and after the local checks reconciles the remote checks on the candidate
-(10 minutes at most, runmill's own job --github-job excluded). Without a token no
+(runmill's own job --github-job excluded; a required context never scheduled fails
+after 10 minutes with RM-CI-002, one still running is waited for up to --github-wait).
+Without a token no
 GitHub call is made and the evidence says the GitHub sources were not consulted.
 The token never enters a sandbox and is never printed.
 
