@@ -75,3 +75,23 @@ func runtimeCPU(address string) time.Duration {
 	}
 	return total
 }
+
+// BenchmarkProbe is the sandbox probe a verification waits for before any
+// check starts (docs/benchmarks.md § --parallel: the largest serial part).
+func BenchmarkProbe(b *testing.B) {
+	s := needSandbox(b)
+	ctx := context.Background()
+	dir := b.TempDir()
+	if err := s.Warm(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var canary time.Duration
+	for b.Loop() {
+		rep, err := s.Probe(ctx, sandbox.Spec{ReadOnly: []string{dir}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		canary += rep.Duration
+	}
+	b.ReportMetric(float64(canary.Milliseconds())/float64(b.N), "canary-ms/op")
+}
