@@ -48,7 +48,7 @@ func benchCache(b *testing.B) (state, tree string) {
 			return
 		}
 		benchState = filepath.Join(root, "state")
-		benchTree, _, benchErr = entry(context.Background(), benchState, NPM, benchIn, func(dst string) error {
+		benchTree, _, benchErr = entry(context.Background(), benchState, "", NPM, benchIn, func(dst string) error {
 			return mirror(context.Background(), src, dst, copyFile)
 		})
 	})
@@ -126,7 +126,7 @@ func BenchmarkReuse(b *testing.B) {
 	state, _ := benchCache(b)
 	b.SetBytes(benchBytesOf(b))
 	for b.Loop() {
-		if _, r, err := entry(context.Background(), state, NPM, benchIn, nil); err != nil || !r.Reused {
+		if _, r, err := entry(context.Background(), state, "", NPM, benchIn, nil); err != nil || !r.Reused {
 			b.Fatalf("reuse: %v", err)
 		}
 	}

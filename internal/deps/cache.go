@@ -44,7 +44,12 @@ func contentKey(strategy string, inputs map[string]string) string {
 // otherwise. src is hashed before and after the copy is hashed, so an
 // install that changes while it is imported is refused rather than cached
 // half-old, half-new.
-func entry(ctx context.Context, stateDir, strategy string, inputs map[string]string, fill func(tree string) error) (string, Receipt, error) {
+//
+// The import is assembled in scratch (the run's own directory, on the
+// cache's filesystem) and renamed into place, so a crash never leaves a
+// half-made entry, and what it leaves is swept with the run's other
+// leftovers; with no scratch it is assembled beside the entry.
+func entry(ctx context.Context, stateDir, scratch, strategy string, inputs map[string]string, fill func(tree string) error) (string, Receipt, error) {
 	key := contentKey(strategy, inputs)
 	dir := filepath.Join(cacheDir(stateDir, strategy), key[len("sha256:"):])
 	tree := filepath.Join(dir, "tree")
@@ -55,7 +60,12 @@ func entry(ctx context.Context, stateDir, strategy string, inputs map[string]str
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", Receipt{}, err
 	}
-	tmp := filepath.Join(filepath.Dir(dir), ".import-"+randomHex())
+	if scratch == "" {
+		scratch = filepath.Dir(dir)
+	} else if err := os.MkdirAll(scratch, 0o755); err != nil {
+		return "", Receipt{}, err
+	}
+	tmp := filepath.Join(scratch, ".import-"+randomHex())
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return "", Receipt{}, err
 	}

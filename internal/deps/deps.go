@@ -49,11 +49,13 @@ type Options struct {
 	// StateDir is runmill's machine-local state; the cache lives in
 	// StateDir/deps.
 	StateDir string
-	// ViewsDir is where each check run's view is hard-linked from the cache:
-	// on the cache's filesystem, owned by this run (the engine gives its
-	// checkout session, so a crashed run's views are swept with its
-	// checkouts). StateDir/deps/views when empty.
-	ViewsDir string
+	// ScratchDir is this run's own directory on the cache's filesystem:
+	// imports are assembled there before they are renamed into the cache,
+	// and each check run's view is hard-linked there. The engine gives its
+	// checkout session, so what a crashed run left is swept with its
+	// checkouts. Empty: imports beside the cache, views in
+	// StateDir/deps/views, and nothing sweeps a crash's leftovers.
+	ScratchDir string
 	// Base is the trusted base commit (full id); Candidate the commit
 	// under verification.
 	Base, Candidate string
@@ -74,7 +76,7 @@ type GoOptions struct {
 
 // Prepared holds the validated, cached dependencies of one run.
 type Prepared struct {
-	// views is where per-check-run views are made (Options.ViewsDir): on
+	// views is where per-check-run views are made (Options.ScratchDir): on
 	// the cache's filesystem, outside any checkout, so hard links work
 	// whatever the checkout is (a layered checkout is an overlay mount).
 	views string
@@ -119,8 +121,8 @@ func (r Receipt) Note() string {
 // The error joins every strategy's refusal; the Prepared is usable either
 // way (Attach repeats a strategy's refusal for its checks).
 func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string) (*Prepared, error) {
-	p := &Prepared{errs: map[string]error{}, views: o.ViewsDir}
-	if p.views == "" {
+	p := &Prepared{errs: map[string]error{}, views: filepath.Join(o.ScratchDir, "views")}
+	if o.ScratchDir == "" {
 		p.views = filepath.Join(o.StateDir, "deps", "views")
 	}
 	var errs []error

@@ -322,3 +322,36 @@ func TestCheckSource(t *testing.T) {
 	wantRefusal(t, err, "no install")
 	wantRefusal(t, check(base, "pip"), "unknown dependency strategy")
 }
+
+// TestScratchDir: with a scratch directory (the engine's checkout session),
+// the import is assembled there and renamed into the cache, and the views go
+// there too: nothing of a run is left beside the cache, and what a crash
+// leaves is in the directory the checkout sweep removes.
+func TestScratchDir(t *testing.T) {
+	r, base := npmRepo(t)
+	state, scratch := t.TempDir(), filepath.Join(t.TempDir(), "session")
+	repo, err := git.Open(context.Background(), r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := deps.Prepare(context.Background(), repo, deps.Options{SourceDir: r.Dir, StateDir: state, ScratchDir: scratch, Base: base, Candidate: base}, []string{deps.NPM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc := p.Receipts(); len(rc) != 1 || rc[0].Reused {
+		t.Fatalf("receipts %+v", rc)
+	}
+	left, _ := filepath.Glob(filepath.Join(state, "deps", "npm", ".import-*"))
+	mid, _ := filepath.Glob(filepath.Join(scratch, ".import-*"))
+	if len(left)+len(mid) != 0 {
+		t.Errorf("import leftovers: %q %q", left, mid)
+	}
+	v, err := p.Attach(context.Background(), deps.NPM, checkout(t, r, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if len(v.Mounts) != 1 || !strings.HasPrefix(v.Mounts[0].Source, scratch+"/views/") {
+		t.Errorf("view %+v is not in the scratch directory %s", v.Mounts, scratch)
+	}
+}

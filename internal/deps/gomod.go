@@ -267,7 +267,7 @@ func prepareGo(ctx context.Context, repo *git.Repo, o Options) (*goPrepared, err
 		sum.WriteString(l.String() + "\n")
 	}
 	inputs := map[string]string{"go.sum": sha256Hex(sum.Bytes())}
-	tree, r, err := entry(ctx, o.StateDir, GoModules, inputs, func(dst string) error {
+	tree, r, err := entry(ctx, o.StateDir, o.ScratchDir, GoModules, inputs, func(dst string) error {
 		return importModules(ctx, modcache, dst, all)
 	})
 	if err != nil {
@@ -275,7 +275,7 @@ func prepareGo(ctx context.Context, repo *git.Repo, o Options) (*goPrepared, err
 	}
 	g := &goPrepared{receipt: r, tree: tree, base: base, all: all, allow: o.Go.AllowAdditions}
 	if o.Go.BuildCache != "" {
-		br, btree, err := prepareBuildCache(ctx, o.StateDir, o.Go.BuildCache)
+		br, btree, err := prepareBuildCache(ctx, o.StateDir, o.ScratchDir, o.Go.BuildCache)
 		if err != nil {
 			return nil, err
 		}
@@ -394,7 +394,7 @@ func copyInto(from, to, rel string) error {
 // prepareBuildCache imports the operator's GOCACHE. Its key is a listing
 // of names, sizes and modification times — cheap to compute each run; any
 // change makes a new entry — and reuse verifies every cached byte.
-func prepareBuildCache(ctx context.Context, stateDir, src string) (Receipt, string, error) {
+func prepareBuildCache(ctx context.Context, stateDir, scratch, src string) (Receipt, string, error) {
 	if !filepath.IsAbs(src) {
 		return Receipt{}, "", refuse(GoModules, "build cache %q is not absolute", src)
 	}
@@ -415,7 +415,7 @@ func prepareBuildCache(ctx context.Context, stateDir, src string) (Receipt, stri
 		return Receipt{}, "", refuse(GoModules, "reading the build cache %s: %v", src, err)
 	}
 	inputs := map[string]string{"listing": "sha256:" + hex.EncodeToString(h.Sum(nil))}
-	tree, r, err := entry(ctx, stateDir, "go-build", inputs, func(dst string) error {
+	tree, r, err := entry(ctx, stateDir, scratch, "go-build", inputs, func(dst string) error {
 		before, _, err := hashTree(ctx, src)
 		if err != nil {
 			return refuse(GoModules, "hashing the build cache %s: %v", src, err)

@@ -100,7 +100,7 @@ func prepareNPM(ctx context.Context, repo *git.Repo, o Options) (*npmPrepared, e
 		return nil, err
 	}
 	nm := in.nodeModules
-	tree, r, err := entry(ctx, o.StateDir, NPM, in.inputs, func(dst string) error {
+	tree, r, err := entry(ctx, o.StateDir, o.ScratchDir, NPM, in.inputs, func(dst string) error {
 		before, _, err := hashTree(ctx, nm)
 		if err != nil {
 			return refuse(NPM, "hashing %s: %v", nm, err)

@@ -220,7 +220,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	e.depsReady = make(chan struct{})
 	go func() {
 		defer close(e.depsReady)
-		e.deps = prepareDeps(ctx, repo, m, op, o.StateDir, filepath.Join(checkouts.Dir(), "views"), logf, event)
+		e.deps = prepareDeps(ctx, repo, m, op, o.StateDir, checkouts.Dir(), logf, event)
 	}()
 
 	// Focus markers and the candidate tree come from one fresh checkout of
@@ -495,7 +495,7 @@ func repoName(flag, dir string) string {
 // prepareDeps runs deps.Prepare for the strategies the manifest's runnable
 // checks declare. A refusal is not a run error: each check of that strategy
 // records it (RM-VERIFY-005) and fails without running.
-func prepareDeps(ctx context.Context, repo *git.Repo, m *discovery.Manifest, op *discovery.OperatorPolicy, stateDir, viewsDir string, logf func(string, ...any), event func(string, any)) *deps.Prepared {
+func prepareDeps(ctx context.Context, repo *git.Repo, m *discovery.Manifest, op *discovery.OperatorPolicy, stateDir, scratchDir string, logf func(string, ...any), event func(string, any)) *deps.Prepared {
 	var strategies []string
 	for _, c := range m.Checks {
 		if c.Runnable() && c.Dependencies != "" {
@@ -505,7 +505,7 @@ func prepareDeps(ctx context.Context, repo *git.Repo, m *discovery.Manifest, op 
 	if len(strategies) == 0 {
 		return nil
 	}
-	do := deps.Options{SourceDir: repo.Dir, StateDir: stateDir, ViewsDir: viewsDir, Base: m.Base, Candidate: m.Candidate}
+	do := deps.Options{SourceDir: repo.Dir, StateDir: stateDir, ScratchDir: scratchDir, Base: m.Base, Candidate: m.Candidate}
 	if op != nil {
 		g := op.Doc.Dependencies.GoModules
 		do.Go = deps.GoOptions{ModuleCache: g.ModuleCache, BuildCache: g.BuildCache, AllowAdditions: g.AllowAdditions}
