@@ -21,9 +21,11 @@ func init() {
 		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions]",
 		summary: "run the whole pipeline and write the run's evidence",
 		long: `Resolves the required checks (Discovery), runs each in a fresh detached checkout
-inside a containerd task (network off, checkout read-only), at the base first when
-it declares a report, applies the Outcome and Coverage rules and writes the run's
-evidence under --out (default $RUNMILL_STATE_DIR, else /var/lib/runmill as root).
+inside a containerd task (network off, checkout read-only) — first at the baseline
+when it declares a report: the merge base of --base and --candidate, where the change
+started (--base itself when the candidate contains it; the policy is always read
+from --base) — applies the Outcome and Coverage rules and writes the run's evidence
+under --out (default $RUNMILL_STATE_DIR, else /var/lib/runmill as root).
 
 With a GitHub token (GITHUB_TOKEN) and a repository (GITHUB_REPOSITORY) it also
 reads the pull request (GITHUB_EVENT_PATH's pull_request, or --pr), the contexts the

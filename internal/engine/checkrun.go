@@ -71,15 +71,22 @@ func (e *executor) sameTree(rec *evidence.CheckRun, commit string, finding func(
 	}
 }
 
-// check runs one check: at the base first when it declares a report (spec §
-// 3: report-producing checks run twice), then at the candidate, and adds
-// the inventory-preservation findings to the candidate record.
-func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Check, m *discovery.Manifest) ([]evidence.CheckRun, error) {
+// check runs one check: at the baseline commit first when it declares a
+// report (spec § 3: report-producing checks run twice), then at the
+// candidate, and adds the inventory-preservation findings to the candidate
+// record.
+//
+// The baseline commit is the merge base of the base and the candidate — the
+// commit the change started from, the spec's workspace.baseCommit — which is
+// the base itself whenever the candidate contains it. A base branch that
+// moved on since the change forked would otherwise count the tests it gained
+// as removed by the change. The policy is still read from the base.
+func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Check, m *discovery.Manifest, baseline string) ([]evidence.CheckRun, error) {
 	var recs []evidence.CheckRun
 	var baseInv *report.Inventory
 	if c.Report != nil {
 		sem <- struct{}{}
-		rec, inv, err := e.runOne(ctx, c, verdict.Baseline, m.Base)
+		rec, inv, err := e.runOne(ctx, c, verdict.Baseline, baseline)
 		<-sem
 		if err != nil {
 			return nil, err

@@ -263,7 +263,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			recs, err := e.check(ctx, sem, c, m)
+			recs, err := e.check(ctx, sem, c, m, mergeBase)
 			if err != nil {
 				errMu.Lock()
 				if firstErr == nil {

@@ -636,3 +636,37 @@ func mountsBelow(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestBaseMovedOn: the base branch gained a test after the change forked.
+// The baseline runs at the merge base (where the change started), so the
+// test the change never had is not "removed" by it; a test the change does
+// remove is still caught. The policy is read from the base.
+func TestBaseMovedOn(t *testing.T) {
+	r, fork := shopRepo(t, tapPolicy)
+	r.Checkout("feature", true)
+	r.Write("tests/discount.t", "x\n")
+	good := r.Commit("adds a test")
+	r.Remove("tests/zero_qty.t")
+	bad := r.Commit("and removes one")
+	r.Checkout("main", false)
+	r.Write("tests/later.t", "x\n")
+	base := r.Commit("the base branch gains a test after the fork")
+
+	run := verify(t, r, base, good, nil)
+	if !run.MergeReady() {
+		t.Fatalf("a change behind its base is judged by tests it never had:\n%s", strings.Join(rules(run), "\n"))
+	}
+	for _, c := range run.Delivery.Checks {
+		if c.Phase == verdict.Baseline && c.Commit != fork {
+			t.Errorf("baseline ran at %s, want the merge base %s", c.Commit, fork)
+		}
+	}
+	if run.Delivery.Candidate.MergeBase != fork || run.Delivery.Manifest.Base != base {
+		t.Errorf("merge base %s (want %s), manifest base %s (want %s)", run.Delivery.Candidate.MergeBase, fork, run.Delivery.Manifest.Base, base)
+	}
+
+	run = verify(t, r, base, bad, nil)
+	if run.MergeReady() || !hasRule(run, "zero_qty") || hasRule(run, "later") {
+		t.Fatalf("want zero_qty (removed by the change) and not later (never in it):\n%s", strings.Join(rules(run), "\n"))
+	}
+}

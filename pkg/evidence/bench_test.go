@@ -40,7 +40,7 @@ func bigFixture(tb testing.TB, checks, idsPerRun int) *fixture {
 			ids[i] = report.TestID(fmt.Sprintf("example.com/shop/svc%05d/handlers::TestHandler%06d", c, i))
 		}
 		for _, ph := range []verdict.Phase{verdict.Baseline, verdict.Candidate} {
-			commit, tree := fixBase, fixBaseTree
+			commit, tree := fixMerge, fixBaseTree
 			if ph == verdict.Candidate {
 				commit, tree = fixHead, fixTree
 			}

@@ -368,7 +368,9 @@ func (v *verification) bindDelivery() *failure {
 		return bad("the manifest requires %q, the expectations %q", required, e.RequiredChecks)
 	}
 	// Spec § 3: every result is pinned to a commit; a candidate run must
-	// have measured exactly the candidate tree, a baseline run the base.
+	// have measured exactly the candidate tree, a baseline run the commit
+	// the change started from: the merge base of base and head (the base
+	// itself when head contains it).
 	for i, r := range p.Checks {
 		switch r.Phase {
 		case verdict.Candidate:
@@ -377,8 +379,8 @@ func (v *verification) bindDelivery() *failure {
 					i, r.CheckID, r.Commit, r.TreeBefore, e.Head, e.CandidateTree)
 			}
 		case verdict.Baseline:
-			if r.Commit != e.Base {
-				return bad("predicate.checks[%d] (%s, baseline) ran at commit %s, not the base %s", i, r.CheckID, r.Commit, e.Base)
+			if r.Commit != e.MergeBase {
+				return bad("predicate.checks[%d] (%s, baseline) ran at commit %s, not the merge base %s", i, r.CheckID, r.Commit, e.MergeBase)
 			}
 		}
 	}

@@ -117,7 +117,7 @@ func newFixture(t testing.TB) *fixture {
 			Head: fixHead, Base: fixBase, MergeBase: fixMerge, Tree: fixTree},
 		Manifest: manifest,
 		Checks: []CheckRun{
-			{CheckID: "unit", Phase: verdict.Baseline, Command: manifest.Checks[1].Command, Commit: fixBase,
+			{CheckID: "unit", Phase: verdict.Baseline, Command: manifest.Checks[1].Command, Commit: fixMerge,
 				TreeBefore: fixBaseTree, TreeAfter: fixBaseTree, Executor: verdict.Orchestrator, ExitCode: 0,
 				Status: verdict.Passed, Coverage: verdict.Proven, DurationMS: 1234,
 				Stdout: f.output([]byte("ok  calc 0.01s\n")), Stderr: f.output(nil),
