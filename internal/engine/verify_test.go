@@ -290,7 +290,10 @@ func TestKilledRunIsSwept(t *testing.T) {
 	if containerdAddress == "" {
 		t.Skip(noSandbox)
 	}
-	pol := "checks:\n  - id: hang\n    run: sleep 300\n"
+	// A duration no other process on the machine is likely to sleep, so the
+	// pgrep below finds only this test's task.
+	hang := fmt.Sprintf("sleep %d.%03d", 300+os.Getpid()%100, time.Now().Nanosecond()%1000)
+	pol := "checks:\n  - id: hang\n    run: " + hang + "\n"
 	r, base := shopRepo(t, pol)
 	state := t.TempDir()
 	args := []string{"verify", "--repo", r.Dir, "--base", base, "--candidate", base, "--out", state, "--containerd-address", containerdAddress}
@@ -316,7 +319,19 @@ func TestKilledRunIsSwept(t *testing.T) {
 		cmd.Wait()
 		t.Fatal("the check never started")
 	}
-	time.Sleep(500 * time.Millisecond) // let the task start
+	// The task is running (the control for the pgrep at the end).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if ps, _ := exec.Command("pgrep", "-f", hang).Output(); len(strings.TrimSpace(string(ps))) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the check's %q never ran", hang)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	leftovers, _ := os.ReadDir(filepath.Join(state, "checkouts"))
@@ -346,7 +361,7 @@ func TestKilledRunIsSwept(t *testing.T) {
 	if m := mountsBelow(t, state); len(m) != 0 {
 		t.Errorf("mounts survive the next run: %q", m)
 	}
-	if ps, _ := exec.Command("pgrep", "-f", "sleep 300").Output(); len(strings.TrimSpace(string(ps))) > 0 {
+	if ps, _ := exec.Command("pgrep", "-f", hang).Output(); len(strings.TrimSpace(string(ps))) > 0 {
 		t.Errorf("the killed run's task survives: pids %s", ps)
 	}
 }
