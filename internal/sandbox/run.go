@@ -329,14 +329,16 @@ func (t *Task) run(ctx context.Context) (res Result, retErr error) {
 	// reported by Close and seen by Gone.
 	handedOff = true
 	s.cleaning.Add(1)
+	// The deadline is taken now, not in the goroutine: cleanup's clock
+	// starts when the run ends.
+	dctx, cancelDelete := cleanupCtx(ctx)
 	go func() {
 		defer s.cleaning.Done()
-		cctx, cancel := cleanupCtx(ctx)
-		defer cancel()
+		defer cancelDelete()
 		var err error
-		if _, err = task.Delete(cctx); err != nil && !errdefs.IsNotFound(err) {
+		if _, err = task.Delete(dctx); err != nil && !errdefs.IsNotFound(err) {
 			err = rmerr.Wrap(rmerr.SandboxCleanup, err, "deleting task %s", p.ID)
-		} else if err = s.client.ContainerService().Delete(cctx, c.ID()); err != nil && !errdefs.IsNotFound(err) {
+		} else if err = s.client.ContainerService().Delete(dctx, c.ID()); err != nil && !errdefs.IsNotFound(err) {
 			err = rmerr.Wrap(rmerr.SandboxCleanup, err, "removing container %s", c.ID())
 		} else {
 			err = nil
