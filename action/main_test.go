@@ -1,7 +1,6 @@
 package action_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -22,14 +21,5 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	sb, missing, stop, err := sandboxtest.Start("the action tests")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	if noSandbox = missing; sb != nil {
-		containerdAddress = sb.Address()
-	}
-	return m.Run()
+	return sandboxtest.Main(m, "the action tests", &containerdAddress, &noSandbox)
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -19,16 +18,7 @@ var (
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
-	sb, missing, stop, err := sandboxtest.Start("the doctor tests")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	if noSandbox = missing; sb != nil {
-		containerdAddress = sb.Address()
-	}
-	return m.Run()
+	return sandboxtest.Main(m, "the doctor tests", &containerdAddress, &noSandbox)
 }
 
 func needContainerd(t *testing.T) {

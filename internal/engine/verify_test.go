@@ -41,16 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	sb, missing, stop, err := sandboxtest.Start("the engine integration tests")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	if noSandbox = missing; sb != nil {
-		containerdAddress = sb.Address()
-	}
-	return m.Run()
+	return sandboxtest.Main(m, "the engine integration tests", &containerdAddress, &noSandbox)
 }
 
 const tapRunner = `#!/bin/sh

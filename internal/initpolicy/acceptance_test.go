@@ -34,16 +34,7 @@ var (
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
-	sb, missing, stop, err := sandboxtest.Start("the init acceptance test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stop()
-	if noSandbox = missing; sb != nil {
-		containerdAddress = sb.Address()
-	}
-	return m.Run()
+	return sandboxtest.Main(m, "the init acceptance test", &containerdAddress, &noSandbox)
 }
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"testing"
 	"time"
 
 	"github.com/runmill/verify/internal/sandbox"
@@ -34,4 +35,19 @@ func Start(what string) (sb *sandbox.Sandbox, missing string, stop func(), err e
 		return nil, missing, func() {}, nil
 	}
 	return sb, "", func() { sb.Close(); os.RemoveAll(state) }, nil
+}
+
+// Main is a TestMain body: it runs m's tests with their containerd (Start),
+// setting *address to its socket, or *missing to why there is none.
+func Main(m *testing.M, what string, address, missing *string) int {
+	sb, why, stop, err := Start(what)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop()
+	if *missing = why; sb != nil {
+		*address = sb.Address()
+	}
+	return m.Run()
 }
