@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/runmill/verify/internal/jsonnum"
 )
 
 // This file is the strict decoder every evidence document goes through (the
@@ -620,45 +622,11 @@ func (d *decoder) integer() (int64, error) {
 	return n, nil
 }
 
-// numberEnd returns the end of the RFC 8259 number starting at i, or -1.
+// numberEnd returns the end of the RFC 8259 number starting at i, or -1
+// when there is none or something other than a delimiter follows it.
 func numberEnd(b []byte, i int) int {
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	default:
-		return -1
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		j := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == j {
-			return -1
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == j {
-			return -1
-		}
-	}
-	if i < len(b) {
+	i = jsonnum.End(b, i)
+	if i >= 0 && i < len(b) {
 		switch b[i] {
 		case ',', ']', '}', ' ', '\t', '\n', '\r':
 		default:

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/runmill/verify/internal/jsonnum"
 )
 
 // goEvent is one test2json event (cmd/test2json's TestEvent plus the Go 1.24
@@ -298,42 +300,11 @@ func isJSONHex4(b []byte) bool {
 
 // scanJSONNumber validates the number starting at b[i].
 func scanJSONNumber(b []byte, i int) (int, error) {
-	start := i
-	if i < len(b) && b[i] == '-' {
-		i++
+	end := jsonnum.End(b, i)
+	if end < 0 {
+		return i, jsonErr(i, "invalid number")
 	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	default:
-		return i, jsonErr(start, "invalid number")
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return i, jsonErr(start, "invalid number")
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return i, jsonErr(start, "invalid number")
-		}
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	}
-	return i, nil
+	return end, nil
 }
 
 // skipJSONValue validates any JSON value starting at b[i]; depth counts the
