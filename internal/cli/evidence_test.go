@@ -64,9 +64,9 @@ func signedDelivery(t *testing.T, keyPath string, issued time.Time) (bundle, exp
 				Sources: []discovery.Source{discovery.SourceRepository}, Reasons: []string{"policy"}}}},
 		Checks: []evidence.CheckRun{
 			{CheckID: "unit", Phase: verdict.Baseline, Command: cmd, Commit: base, TreeBefore: tree, TreeAfter: tree,
-				Executor: verdict.Orchestrator, Status: verdict.Passed, Coverage: verdict.Proven, Stdout: out(nil), Stderr: out(nil), Report: rep(tap)},
+				Executor: verdict.Orchestrator, Started: true, Status: verdict.Passed, Coverage: verdict.Proven, Stdout: out(nil), Stderr: out(nil), Report: rep(tap)},
 			{CheckID: "unit", Phase: verdict.Candidate, Command: cmd, Commit: head, TreeBefore: tree, TreeAfter: tree,
-				Executor: verdict.Orchestrator, Status: verdict.Passed, Coverage: verdict.Proven, Stdout: out([]byte("ok\n")), Stderr: out(nil), Report: rep(tap)},
+				Executor: verdict.Orchestrator, Started: true, Status: verdict.Passed, Coverage: verdict.Proven, Stdout: out([]byte("ok\n")), Stderr: out(nil), Report: rep(tap)},
 		},
 	}
 	evidence.Decide(&p)

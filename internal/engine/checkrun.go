@@ -18,6 +18,7 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/outcome"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/treehash"
@@ -26,6 +27,9 @@ import (
 
 // executor runs check runs; one per Verify.
 type executor struct {
+	// manifest is the run's resolved manifest: what every run is judged
+	// against (evidence.Judge).
+	manifest       *discovery.Manifest
 	sb             runner
 	checkouts      *checkout.Manager
 	store          store
@@ -91,6 +95,7 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 		if err != nil {
 			return nil, err
 		}
+		e.judged(&rec)
 		recs, baseInv = append(recs, rec), inv
 	}
 	sem <- struct{}{}
@@ -106,15 +111,25 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 				fs[i].Check = c.ID
 			}
 		}
-		if len(fs) > 0 {
-			rec.Findings = verdict.Normalize(append(rec.Findings, fs...))
-			rec.Status = verdict.Failed
-			for _, f := range fs {
-				e.logf("%s: %s", c.ID, f.Message)
-			}
-		}
+		rec.Observations = verdict.Normalize(append(rec.Observations, fs...))
 	}
+	e.judged(&rec)
 	return append(recs, rec), nil
+}
+
+// judged decides rec's status through the one decision function and says
+// what it decided: the progress line, the event and the record agree.
+func (e *executor) judged(rec *evidence.CheckRun) {
+	j := evidence.Judge(e.manifest, rec)
+	e.event("check.finished", map[string]any{"check": rec.CheckID, "phase": string(rec.Phase), "status": string(j.Status), "exit_code": rec.ExitCode})
+	how := fmt.Sprintf("exit %d", rec.ExitCode)
+	if !rec.Started {
+		how = "not started"
+	}
+	e.logf("%s (%s): %s, %s, coverage %s, %s", rec.CheckID, rec.Phase, j.Status, how, j.Coverage, time.Duration(rec.DurationMS)*time.Millisecond)
+	for _, f := range j.Findings {
+		e.logf("%s (%s): %s", rec.CheckID, rec.Phase, f.Message)
+	}
 }
 
 // runOne is one check run: fresh checkout, hash, report file, sandbox,
@@ -122,9 +137,8 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.Phase, commit string) (evidence.CheckRun, *report.Inventory, error) {
 	rec := evidence.CheckRun{
 		CheckID: c.ID, Phase: phase, Command: c.Command, Commit: commit,
-		Executor: verdict.Orchestrator, Notes: []string{}, Findings: []verdict.Finding{},
+		Executor: verdict.Orchestrator, Notes: []string{}, Observations: []verdict.Finding{}, Findings: []verdict.Finding{},
 	}
-	start := time.Now()
 	e.logf("%s (%s): starting", c.ID, phase)
 	e.event("check.started", map[string]any{"check": c.ID, "phase": string(phase), "commit": commit})
 	co, err := e.checkouts.Create(ctx, commit)
@@ -133,7 +147,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	}
 	defer co.Remove()
 	finding := func(rule, code, format string, args ...any) {
-		rec.Findings = append(rec.Findings, verdict.Finding{Code: rmerr.Code(code), Check: c.ID, Rule: rule, Message: fmt.Sprintf(format, args...)})
+		rec.Observations = append(rec.Observations, verdict.Finding{Code: rmerr.Code(code), Check: c.ID, Rule: rule, Message: fmt.Sprintf(format, args...)})
 	}
 	// Prepared dependencies: a read-only view in the checkout, excluded
 	// from the tree hash; a refusal fails the check without running it.
@@ -149,7 +163,6 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 
 	var reportPath string
 	var created []string
-	reportOK := false
 	if c.Report != nil && depsOK {
 		reportPath, created, err = prepareReport(co.Dir, c.Report.Path)
 		if err != nil {
@@ -244,7 +257,8 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 			return rec, nil, err
 		}
 	}
-	rec.ExitCode, rec.TimedOut, rec.DurationMS = res.ExitCode, res.TimedOut, res.Duration.Milliseconds()
+	rec.Started = ran
+	rec.ExitCode, rec.TimedOut, rec.OOMKilled, rec.DurationMS = res.ExitCode, res.TimedOut, res.OOMKilled, res.Duration.Milliseconds()
 	if e.ledger != nil {
 		lr := ledgerRun{check: c.ID, phase: phase, checkoutDir: co.Dir, mounted: co.Mounted(), containerID: res.ID,
 			timeout: spec.Timeout, maxOutput: spec.MaxOutput, duration: res.Duration, stdout: res.Stdout.Size, stderr: res.Stderr.Size}
@@ -266,16 +280,13 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	if rec.Stderr, err = e.output(res.Stderr); err != nil {
 		return rec, nil, err
 	}
-	if res.OOMKilled {
-		rec.Notes = append(rec.Notes, "the memory limit killed a process")
-	}
 	if res.Stdout.Truncated || res.Stderr.Truncated {
 		rec.Notes = append(rec.Notes, "output beyond the capture cap is hashed, not stored")
 	}
 
 	var inv *report.Inventory
 	if reportPath != "" {
-		inv, reportOK = e.readReport(&rec, c, reportPath, finding)
+		inv = e.readReport(&rec, c, reportPath, finding)
 		// The report is the one permitted artifact: parsed, then removed
 		// with the directories runmill created for it, before the second
 		// hash (spec § 3).
@@ -298,37 +309,17 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		finding(verdict.RuleTreeMoved, string(rmerr.VerifyTreeMoved), "tree changed during the check; result invalidated")
 	}
 
-	// Zero tests from the output (spec § 4).
-	zeroOut, zeroFromOutput := zs.Result()
-
-	rec.Status = verdict.Passed
-	if !ran || res.ExitCode != 0 || res.TimedOut || rec.TreeAfter != rec.TreeBefore {
-		rec.Status = verdict.Failed
+	// Output phrases (spec § 4: zero tests, identity-free skips) are
+	// observations; Judge decides whether they count.
+	if m, ok := zs.Result(); ok {
+		f := m.Finding()
+		f.Check, f.Rule = c.ID, verdict.OutputRulePrefix+"zero-tests"
+		rec.Observations = append(rec.Observations, f)
 	}
-	if res.TimedOut {
-		finding(verdict.RuleTimedOut, "", "timed out after %s; every process was killed", spec.Timeout)
-	}
-	rec.Coverage = verdict.Unproven
-	if reportOK {
-		rec.Coverage = verdict.Proven
-	} else if c.Report == nil {
+	if c.Report == nil {
 		rec.Notes = append(rec.Notes, "no machine-readable report declared; coverage unproven")
 	}
-	if zeroFromOutput && phase == verdict.Candidate {
-		f := zeroOut.Finding()
-		f.Check = c.ID
-		rec.Findings = append(rec.Findings, f)
-		rec.Status, rec.Coverage = verdict.Failed, verdict.Unproven
-	}
-	if c.Report != nil && !reportOK {
-		rec.Status = verdict.Failed
-	}
-	if len(rec.Findings) > 0 {
-		rec.Status = verdict.Failed
-	}
-	rec.Findings = verdict.Normalize(rec.Findings)
-	e.event("check.finished", map[string]any{"check": c.ID, "phase": string(phase), "status": string(rec.Status), "exit_code": rec.ExitCode})
-	e.logf("%s (%s): %s, exit %d, coverage %s, %s", c.ID, phase, rec.Status, rec.ExitCode, rec.Coverage, time.Since(start).Round(time.Millisecond))
+	rec.Observations = verdict.Normalize(rec.Observations)
 	if err := co.Remove(); err != nil {
 		return rec, nil, err
 	}
@@ -406,28 +397,28 @@ func (e *executor) output(c sandbox.Capture) (evidence.Output, error) {
 const maxReportBytes = 512 << 20
 
 // readReport validates, stores and parses the declared report.
-func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path string, finding func(rule, code, format string, args ...any)) (*report.Inventory, bool) {
+func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path string, finding func(rule, code, format string, args ...any)) *report.Inventory {
 	st, err := os.Lstat(path)
 	switch {
 	case err != nil:
 		finding("report.missing", string(rmerr.ReportMalformed), "the command removed the report %s", c.Report.Path)
-		return nil, false
+		return nil
 	case !st.Mode().IsRegular():
 		finding("report.not-regular", string(rmerr.ReportMalformed), "the report %s is not a regular file after the command (%s)", c.Report.Path, st.Mode().Type())
-		return nil, false
+		return nil
 	case st.Size() == 0:
 		finding("report.empty", string(rmerr.ReportMalformed), "the command did not write the report %s (still empty)", c.Report.Path)
-		return nil, false
+		return nil
 	}
 	b, err := readCapped(path, maxReportBytes)
 	if err != nil {
 		finding("report.unreadable", string(rmerr.ReportLimit), "reading the report %s: %v", c.Report.Path, err)
-		return nil, false
+		return nil
 	}
 	addr, err := e.store.put(b)
 	if err != nil {
 		finding("report.unreadable", "", "storing the report: %v", err)
-		return nil, false
+		return nil
 	}
 	inv, perr := report.Parse(bytes.NewReader(b), report.Format(c.Report.Format), report.Options{Identity: report.Identity(c.Report.Identity)})
 	rec.Report = &evidence.ReportRecord{
@@ -436,20 +427,15 @@ func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path st
 	}
 	if perr != nil {
 		finding("report.invalid", string(rmerr.CodeOf(perr)), "the report %s is invalid: %v", c.Report.Path, perr)
-		return nil, false
+		return nil
 	}
 	rec.Report.Inventory = evidence.ToInventory(inv)
-	if f, zero := outcome.ZeroTestsInInventory(inv); zero {
-		f.Check = c.ID
-		rec.Findings = append(rec.Findings, f)
-		return inv, false
+	rec.Report.FailedTests = evidence.FailedTestsOf(inv)
+	for _, f := range inv.Faults {
+		rec.Report.Faults = append(rec.Report.Faults, printable.Text(f.Scope+": "+f.Message, 1000))
 	}
-	if len(inv.Faults) > 0 {
-		for _, f := range inv.Faults {
-			finding("report.fault", "", "%s: %s", f.Scope, f.Message)
-		}
-	}
-	return inv, true
+	rec.Report.ClaimedFailures = -1
+	return inv
 }
 
 // prepareReport checks the declared path against the fresh checkout (it

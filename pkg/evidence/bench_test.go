@@ -47,7 +47,7 @@ func bigFixture(tb testing.TB, checks, idsPerRun int) *fixture {
 			sum := sha256.Sum256([]byte(id + string(ph)))
 			h := hex.EncodeToString(sum[:])
 			p.Checks = append(p.Checks, CheckRun{CheckID: id, Phase: ph, Command: cmd, Commit: commit,
-				TreeBefore: tree, TreeAfter: tree, Executor: verdict.Orchestrator, Status: verdict.Passed,
+				TreeBefore: tree, TreeAfter: tree, Executor: verdict.Orchestrator, Started: true, Status: verdict.Passed,
 				Coverage: verdict.Proven, DurationMS: 1500, Stdout: out, Stderr: out,
 				Report: &ReportRecord{Path: spec.Path, Format: report.JUnit, SHA256: h, Size: 4096,
 					Artifact: ArtifactAddress(h), Inventory: &Inventory{Passed: ids}}})

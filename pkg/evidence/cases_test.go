@@ -9,11 +9,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/verdict"
 )
 
@@ -233,9 +235,37 @@ func TestVerifyCases(t *testing.T) {
 		{"missing artifacts dir", nil, nil, nil, VerifyOptions{ArtifactsDir: filepath.Join(dir, "nope")}, ReasonArtifact},
 		{"path traversal address", traversal, nil, nil, VerifyOptions{ArtifactsDir: dir}, ReasonStatement},
 		{"candidate run with a finding", resignWith(t, f, func(p *Delivery) {
-			p.Checks[1].Findings = []verdict.Finding{{Rule: "outcome.focused", Message: "a focused test"}}
+			p.Checks[1].Observations = []verdict.Finding{{Rule: "outcome.focused", Message: "a focused test"}}
+			Judge(&p.Manifest, &p.Checks[1])
 			Decide(p)
 		}), nil, nil, VerifyOptions{}, ReasonRequiredEvidence},
+		// Issue 12: a correctly signed statement whose recorded status
+		// contradicts its facts is invalid, whatever its verdict says.
+		{"status contradicts a masked exit code", resignWith(t, f, func(p *Delivery) {
+			p.Checks[1].ExitCode = 1
+			Decide(p)
+		}), nil, nil, VerifyOptions{}, ReasonVerdictMismatch},
+		{"status contradicts a failed test in the report", resignWith(t, f, func(p *Delivery) {
+			inv := p.Checks[1].Report.Inventory
+			inv.Failed = []report.TestID{"calc::TestMul"}
+			p.Checks[1].Report.FailedTests = []verdict.FailedTest{{ID: "calc::TestMul", Message: "got 4, want 6"}}
+			Decide(p)
+		}), nil, nil, VerifyOptions{}, ReasonVerdictMismatch},
+		{"status contradicts a report fault", resignWith(t, f, func(p *Delivery) {
+			p.Checks[1].Report.Faults = []string{"example.com/calc: build failed"}
+			Decide(p)
+		}), nil, nil, VerifyOptions{}, ReasonVerdictMismatch},
+		{"coverage contradicts a zero-test report", resignWith(t, f, func(p *Delivery) {
+			inv := p.Checks[1].Report.Inventory
+			inv.Skipped = append(inv.Passed, inv.Skipped...)
+			slices.Sort(inv.Skipped)
+			inv.Passed = []report.TestID{}
+			Decide(p)
+		}), nil, nil, VerifyOptions{}, ReasonVerdictMismatch},
+		{"failed test named that the inventory does not fail", resignWith(t, f, func(p *Delivery) {
+			p.Checks[1].Report.FailedTests = []verdict.FailedTest{{ID: "calc::TestAdd"}}
+			Decide(p)
+		}), nil, nil, VerifyOptions{}, ReasonVerdictMismatch},
 		{"empty inputs", []byte{}, []byte{}, []byte{}, VerifyOptions{}, ReasonSchema},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/outcome"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -22,24 +23,66 @@ import (
 func Requirements(m *discovery.Manifest) []verdict.Requirement {
 	out := make([]verdict.Requirement, 0, len(m.Checks))
 	for _, c := range m.Checks {
-		r := verdict.Requirement{
-			CheckID:  c.ID,
-			Required: c.Required,
-			Runnable: c.Runnable(),
-			Remote:   c.HasSource(discovery.SourceGitHub),
-			Report:   c.Report != nil,
-		}
-		for _, s := range c.Sources {
-			r.Sources = append(r.Sources, string(s))
-		}
-		out = append(out, r)
+		out = append(out, Requirement(m, c))
 	}
 	return out
 }
 
+// Requirement maps one manifest check. A check of a repository policy that
+// is new in the change (read_from: working-tree) has no baseline contract
+// (spec § 1: a new manifest can only add).
+func Requirement(m *discovery.Manifest, c discovery.Check) verdict.Requirement {
+	r := verdict.Requirement{
+		CheckID:     c.ID,
+		Required:    c.Required,
+		Runnable:    c.Runnable(),
+		Remote:      c.HasSource(discovery.SourceGitHub),
+		Report:      c.Report != nil,
+		NewInChange: m.ReadFrom == discovery.ReadFromWorkingTree && c.DefinedBy == discovery.DefinedByRepository,
+	}
+	for _, s := range c.Sources {
+		r.Sources = append(r.Sources, string(s))
+	}
+	return r
+}
+
+// Facts derives pkg/verdict's facts of one run from its record. A run's
+// tree moved exactly when its recorded digests differ; nothing is taken
+// from a flag the signer could set independently of what it measured.
+func (r *CheckRun) Facts() verdict.Result {
+	res := verdict.Result{
+		CheckID:      r.CheckID,
+		Phase:        r.Phase,
+		Executor:     r.Executor,
+		Started:      r.Started,
+		ExitCode:     r.ExitCode,
+		TimedOut:     r.TimedOut,
+		OOMKilled:    r.OOMKilled,
+		TreeMoved:    r.TreeBefore != r.TreeAfter,
+		Observations: r.Observations,
+	}
+	if rep := r.Report; rep != nil && rep.Inventory != nil {
+		res.Report = &verdict.ReportFacts{
+			Passed: len(rep.Inventory.Passed), Failed: len(rep.Inventory.Failed), Skipped: len(rep.Inventory.Skipped),
+			FailedTests: rep.FailedTests, Faults: rep.Faults, ClaimedFailures: rep.ClaimedFailures,
+			Duplicates: len(rep.Duplicates),
+		}
+	}
+	return res
+}
+
+// Judge decides r's status, coverage and findings from its facts through
+// verdict.Judge and stores them in r: what the engine calls once a run's
+// facts are complete, and exactly what Verify recomputes.
+func Judge(m *discovery.Manifest, r *CheckRun) verdict.Judgement {
+	c, _ := m.Check(r.CheckID)
+	j := verdict.Judge(Requirement(m, c), r.Facts())
+	r.Status, r.Coverage, r.Findings = j.Status, j.Coverage, j.Findings
+	return j
+}
+
 // VerdictInput derives pkg/verdict's input from the facts a delivery
-// predicate records. A run's tree moved exactly when its recorded digests
-// differ; nothing is taken from a flag the signer could set independently.
+// predicate records.
 func VerdictInput(p *Delivery) verdict.Input {
 	in := verdict.Input{
 		Requirements:    Requirements(&p.Manifest),
@@ -49,18 +92,8 @@ func VerdictInput(p *Delivery) verdict.Input {
 		Failures:        p.Failures,
 		AllowUnproven:   !p.Manifest.FailOnSkippedCheck,
 	}
-	for _, r := range p.Checks {
-		in.Results = append(in.Results, verdict.Result{
-			CheckID:   r.CheckID,
-			Phase:     r.Phase,
-			Executor:  r.Executor,
-			Status:    r.Status,
-			Coverage:  r.Coverage,
-			TimedOut:  r.TimedOut,
-			ExitCode:  r.ExitCode,
-			TreeMoved: r.TreeBefore != r.TreeAfter,
-			Findings:  r.Findings,
-		})
+	for i := range p.Checks {
+		in.Results = append(in.Results, p.Checks[i].Facts())
 	}
 	return in
 }
@@ -70,6 +103,22 @@ func VerdictInput(p *Delivery) verdict.Input {
 func Decide(p *Delivery) verdict.Verdict {
 	p.Verdict = verdict.Evaluate(VerdictInput(p))
 	return p.Verdict
+}
+
+// maxMessageLine bounds the first line of a failure message a record keeps.
+const maxMessageLine = 200
+
+// FailedTestsOf lists what a report record names of its failed tests: the
+// first verdict.MaxNamedFailures failed ids in order, each with the first
+// line of its message.
+func FailedTestsOf(inv *report.Inventory) []verdict.FailedTest {
+	var out []verdict.FailedTest
+	for _, t := range inv.Tests {
+		if t.Status == report.Failed {
+			out = append(out, verdict.FailedTest{ID: t.ID, Message: printable.FirstLine(t.Message, maxMessageLine)})
+		}
+	}
+	return verdict.SortFailedTests(out)
 }
 
 // ToInventory converts a parsed report inventory into the statement's form
@@ -245,6 +294,8 @@ func checkRunGrammar(i int, r *CheckRun) *failure {
 		return bad("tree_before and tree_after must be sha256:<hex> tree digests")
 	case r.DurationMS < 0:
 		return bad("negative duration_ms")
+	case !r.Started && (r.ExitCode != 0 || r.DurationMS != 0 || r.TimedOut || r.OOMKilled):
+		return bad("a run that was not started has no exit code, duration, timeout or memory kill")
 	}
 	for _, o := range []struct {
 		name string
@@ -457,7 +508,7 @@ func (v *verification) checkRecords() *failure {
 			return bad(i, "ran %q, but the manifest's command is %q", r.Command, spec.Command)
 		}
 	}
-	return nil
+	return v.checkJudgements()
 }
 
 // checkRequired enforces "required evidence": every check the expectations
@@ -518,10 +569,12 @@ func (v *verification) checkRequired() *failure {
 				if r.Coverage != verdict.Proven {
 					return bad(id, "the %s run's coverage is unproven", phase)
 				}
-				if phase == verdict.Candidate && (r.Status != verdict.Passed || r.ExitCode != 0 || r.TimedOut || len(r.Findings) > 0) {
+				// Status and findings were recomputed from the facts by
+				// checkJudgements before this step.
+				if phase == verdict.Candidate && (r.Status != verdict.Passed || len(r.Findings) > 0) {
 					return bad(id, "the candidate run did not pass (status %s, exit code %d, timed out %t, %d findings)", r.Status, r.ExitCode, r.TimedOut, len(r.Findings))
 				}
-				if phase == verdict.Baseline && (r.TimedOut || len(r.Findings) > 0) {
+				if phase == verdict.Baseline && len(r.Findings) > 0 {
 					return bad(id, "the baseline run is not valid evidence (timed out %t, %d findings)", r.TimedOut, len(r.Findings))
 				}
 			}
@@ -538,6 +591,43 @@ func (v *verification) checkRequired() *failure {
 	}
 	if int64(len(approvers)) < e.Reviews.RequiredApprovals {
 		return fail(ReasonRequiredEvidence, "%d approvals on the head commit, %d required", len(approvers), e.Reviews.RequiredApprovals)
+	}
+	return nil
+}
+
+// checkJudgements recomputes every run's status, coverage and findings from
+// its recorded facts through verdict.Judge, the function the engine used,
+// and requires equality: a signed statement whose recorded status
+// contradicts its facts is not evidence (issue 12, "one place decides").
+// It also holds each report's named failures to its inventory.
+func (v *verification) checkJudgements() *failure {
+	p := &v.dst.Predicate
+	for i := range p.Checks {
+		r := &p.Checks[i]
+		bad := func(format string, args ...any) *failure {
+			return fail(ReasonVerdictMismatch, "predicate.checks[%d] (%s, %s): %s", i, r.CheckID, r.Phase, fmt.Sprintf(format, args...))
+		}
+		if rep := r.Report; rep != nil && rep.Inventory != nil {
+			named := rep.Inventory.Failed[:min(len(rep.Inventory.Failed), verdict.MaxNamedFailures)]
+			if len(rep.FailedTests) != len(named) {
+				return bad("the report names %d failed tests; its inventory's first %d failed ids must be named", len(rep.FailedTests), len(named))
+			}
+			for k, t := range rep.FailedTests {
+				if t.ID != named[k] {
+					return bad("the report's named failed test %q is not its inventory's failed id %q", t.ID, named[k])
+				}
+			}
+		}
+		c, _ := p.Manifest.Check(r.CheckID)
+		j := verdict.Judge(Requirement(&p.Manifest, c), r.Facts())
+		if j.Status != r.Status || j.Coverage != r.Coverage {
+			return bad("recorded status %s and coverage %s, but its facts give %s and %s", r.Status, r.Coverage, j.Status, j.Coverage)
+		}
+		want, _ := json.Marshal(j.Findings)
+		have, _ := json.Marshal(verdict.Normalize(r.Findings))
+		if !bytes.Equal(want, have) {
+			return bad("its recorded findings differ from those its facts give")
+		}
 	}
 	return nil
 }
@@ -588,9 +678,6 @@ func recomputeOutcome(p *Delivery) *failure {
 			return nil
 		}
 		cand := r.Report.Inventory.reportInventory(r.Report)
-		if zf, zero := outcome.ZeroTestsInInventory(cand); zero && !slices.ContainsFunc(r.Findings, func(f verdict.Finding) bool { return f.Rule == zf.Rule }) {
-			return fail(ReasonVerdictMismatch, "predicate.checks[%d] (%s): the inventory executed no test but the run carries no %s finding", i, r.CheckID, zf.Rule)
-		}
 		base := runs[key{r.CheckID, verdict.Baseline}]
 		if len(base) != 1 || len(runs[key{r.CheckID, verdict.Candidate}]) != 1 {
 			return nil // the verdict judges every run; preservation pairs one with one
@@ -601,7 +688,7 @@ func recomputeOutcome(p *Delivery) *failure {
 		}
 		want := withCheck(outcome.Compare(b.Report.Inventory.reportInventory(b.Report), cand, declaredSkips(specs[r.CheckID])), r.CheckID)
 		var have []verdict.Finding
-		for _, f := range r.Findings {
+		for _, f := range r.Observations {
 			if isPreservationRule(f.Rule) {
 				have = append(have, f)
 			}

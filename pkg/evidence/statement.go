@@ -149,20 +149,30 @@ type CheckRun struct {
 	TreeBefore string `json:"tree_before"`
 	TreeAfter  string `json:"tree_after"`
 	// Executor is who ran the command; only "orchestrator" counts.
-	Executor   string           `json:"executor"`
-	ExitCode   int              `json:"exit_code"`
-	Status     verdict.Status   `json:"status"`
-	Coverage   verdict.Coverage `json:"coverage"`
-	TimedOut   bool             `json:"timed_out"`
-	DurationMS int64            `json:"duration_ms"`
-	Stdout     Output           `json:"stdout"`
-	Stderr     Output           `json:"stderr"`
+	Executor string `json:"executor"`
+	// Started: the command was started in the sandbox; false when runmill
+	// refused to run it (an observation says why), and then ExitCode and
+	// DurationMS are 0.
+	Started    bool   `json:"started"`
+	ExitCode   int    `json:"exit_code"`
+	TimedOut   bool   `json:"timed_out"`
+	OOMKilled  bool   `json:"oom_killed"`
+	DurationMS int64  `json:"duration_ms"`
+	Stdout     Output `json:"stdout"`
+	Stderr     Output `json:"stderr"`
 	// Report is the declared report the command wrote, when it wrote one.
 	Report *ReportRecord `json:"report,omitempty"`
 	// Notes are observations that did not decide anything by themselves.
 	Notes []string `json:"notes"`
-	// Findings are the outcome rules the run broke (zero tests, focus,
-	// preservation …), as pkg/verdict consumes them.
+	// Observations are facts the orchestrator recorded beyond the fields
+	// above (report and dependency refusals, output phrases, preservation
+	// findings), as pkg/verdict.Judge consumes them.
+	Observations []verdict.Finding `json:"observations"`
+	// Status, Coverage and Findings are what verdict.Judge decided from the
+	// facts above (Judge); a verifier recomputes them and requires
+	// equality, so a recorded status can never disagree with its facts.
+	Status   verdict.Status    `json:"status"`
+	Coverage verdict.Coverage  `json:"coverage"`
 	Findings []verdict.Finding `json:"findings"`
 }
 
@@ -195,6 +205,21 @@ type ReportRecord struct {
 	// Inventory is the canonical content of the report; absent when the
 	// report did not parse (the run's coverage is then unproven).
 	Inventory *Inventory `json:"inventory,omitempty"`
+	// FailedTests are the first verdict.MaxNamedFailures failed ids of
+	// the inventory, in order, with the first line of their failure
+	// message (bounded, escaped): what a finding names.
+	FailedTests []verdict.FailedTest `json:"failed_tests,omitempty"`
+	// Faults are failures the report records outside any test identity
+	// (a package that did not build, a TAP "Bail out!"), "scope: message".
+	Faults []string `json:"faults,omitempty"`
+	// ClaimedFailures is what the report's own summary says failed or
+	// errored (JUnit failures + errors), -1 when it says nothing; recorded
+	// because a summary claiming more failures than the file shows fails
+	// the check.
+	ClaimedFailures int `json:"claimed_failures"`
+	// Duplicates are the ids a baseline report repeats; they carry no
+	// preservation authority and are not in Inventory.
+	Duplicates []report.TestID `json:"duplicates,omitempty"`
 }
 
 // Inventory lists a report's test ids by status. Each list is sorted by byte

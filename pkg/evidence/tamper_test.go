@@ -140,7 +140,9 @@ func orderMatters(path string) bool {
 // (A changed payload that is still valid base64 is the statement-unsigned
 // matrix.)
 var bundleRules = []rule{
-	{"changed", `\$\.verificationMaterial\.publicKey\.hint|\$\.dsseEnvelope\.signatures\[0\]\.sig`, ReasonSignature},
+	// The mutation of the payload keeps it valid base64 when its length
+	// allows, and then only the signature can tell.
+	{"changed", `\$\.verificationMaterial\.publicKey\.hint|\$\.dsseEnvelope\.signatures\[0\]\.sig|\$\.dsseEnvelope\.payload`, ReasonSignature},
 	{".*", ".*", ReasonSchema},
 }
 
@@ -193,17 +195,19 @@ var statementRules = []rule{
 	{"duplicated", `.*\.(notes|reasons|contexts)\[0\]|` + pred + `\.(remote|reviews)\[\d\]|` + pred + `\.sandbox\..*`, valid},
 
 	// Signer-asserted facts.
-	{"changed", check + `\.(duration_ms|notes\[0\])|` + pred + `\.(run_id|runmill_version)|` + pred + `\.sandbox\..*`, valid},
+	// oom_killed only words the exit-code finding of a failed run, and a
+	// baseline's summary claims decide nothing.
+	{"changed", check + `\.(duration_ms|notes\[0\]|oom_killed)|` + base + `\.report\.claimed_failures|` + pred + `\.(run_id|runmill_version)|` + pred + `\.sandbox\..*`, valid},
 	{"changed", mchk + `\.(reasons\[0\]|declared_skips\[0\]\.cause|timeout)|` + pred + `\.manifest\.(changed_paths|github\..*|policies\.(operator|repository)\.path)`, valid},
 	{"changed", pred + `\.reviews\[1\]\.(reviewer|commit)`, valid}, // a comment, not an approval
 	{"changed", cand + `\.stdout\.(sha256|size)`, valid},           // the stored prefix cannot prove the whole stream
 	{"changed", cand + `\.report\.inventory\.(passed\[1\]|skipped\[0\])`, valid},
 	{"removed", check + `\.notes\[0\]|` + mchk + `\.(reasons\[0\]|defined_by|timeout)|` + pred + `\.sandbox\..+|` + pred + `\.manifest\.github\.contexts\[0\]|` + pred + `\.reviews\[\d\]`, valid},
-	{"removed", base + `\.report\.inventory\.passed\[0\]|` + cand + `\.report\.inventory\.(passed\[1\]|skipped\[0\])`, valid}, // still preserved as declared
+	{"removed", base + `\.report\.inventory\.passed\[\d\]|` + cand + `\.report\.inventory\.(passed\[1\]|skipped\[0\])`, valid}, // still preserved as declared
 
 	// Form: schema, grammar and enumerations.
 	{"changed", `\$\._type|\$\.predicateType|\$\.subject\[0\]\..*|` + pred + `\.candidate\.(head|repository\.name)`, ReasonStatement},
-	{"changed", check + `\.(phase|status|coverage|report\.format)|` + pred + `\.reviews\[\d\]\.state|` + pred + `\.manifest\.(schema|read_from|autonomy)|` + mchk + `\.(sources\[0\]|defined_by)`, ReasonStatement},
+	{"changed", check + `\.(phase|status|coverage|report\.format|started)|` + pred + `\.reviews\[\d\]\.state|` + pred + `\.manifest\.(schema|read_from|autonomy)|` + mchk + `\.(sources\[0\]|defined_by)`, ReasonStatement},
 	{"removed", pred + `\.manifest\.checks\[\d\]\.report`, ReasonRecord},
 	{"removed", check + `\.report(\.inventory)?`, ReasonRecord},
 	{"removed", pred + `\.manifest\.policies\.(operator|repository)(\.commit)?`, ReasonBinding},
@@ -224,9 +228,12 @@ var statementRules = []rule{
 	{"changed", check + `\.(check_id|command|report\.(path|sha256|artifact))|` + check + `\.std(out|err)\.(sha256|size|artifact|artifact_size)|` + mchk + `\.report\.(path|format)`, ReasonRecord},
 
 	// Required evidence.
-	{"changed", check + `\.(executor|timed_out|tree_after)|` + base + `\.tree_before|` + cand + `\.exit_code|` + pred + `\.remote\[0\]\..*|` + mchk + `\.command`, ReasonRequiredEvidence},
+	{"changed", check + `\.executor|` + pred + `\.remote\[0\]\..*|` + mchk + `\.command`, ReasonRequiredEvidence},
 
 	// The recomputed verdict.
-	{"changed", pred + `\.verdict\..*|` + pred + `\.manifest\.fail_on_skipped_check|` + base + `\.exit_code|` + mchk + `\.declared_skips\[0\]\.test_id|` + check + `\.report\.inventory\..*`, ReasonVerdictMismatch},
+	// A run's facts that decide its status: Judge, recomputed in the
+	// record step, disagrees with the signed status.
+	{"changed", check + `\.(timed_out|tree_after|exit_code)|` + base + `\.tree_before|` + cand + `\.report\.claimed_failures`, ReasonVerdictMismatch},
+	{"changed", pred + `\.verdict\..*|` + pred + `\.manifest\.fail_on_skipped_check|` + mchk + `\.declared_skips\[0\]\.test_id|` + check + `\.report\.inventory\..*`, ReasonVerdictMismatch},
 	{"changed", check + `\.report\.size`, ReasonArtifact},
 }

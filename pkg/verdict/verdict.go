@@ -13,7 +13,6 @@ package verdict
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -60,24 +59,36 @@ type Requirement struct {
 	Remote bool `json:"remote"`
 	// Report: the check declares a machine-readable report, so it also runs
 	// at the base and the baseline must produce a valid inventory (spec § 3).
-	Report  bool     `json:"report"`
-	Sources []string `json:"sources,omitempty"`
+	Report bool `json:"report"`
+	// NewInChange: the check comes from a repository policy that is new in
+	// the change (read_from: working-tree), so it has no baseline contract:
+	// a baseline that cannot run is a note, and the candidate run stands
+	// alone.
+	NewInChange bool     `json:"new_in_change,omitempty"`
+	Sources     []string `json:"sources,omitempty"`
 }
 
-// Result is one recorded check run.
+// Result is one recorded check run: the facts the orchestrator observed.
+// Its status, coverage and findings are not facts; Judge derives them.
 type Result struct {
-	CheckID   string   `json:"check_id"`
-	Phase     Phase    `json:"phase"`
-	Executor  string   `json:"executor"`
-	Status    Status   `json:"status"`
-	Coverage  Coverage `json:"coverage"`
-	TimedOut  bool     `json:"timed_out"`
-	ExitCode  int      `json:"exit_code"`
-	TreeMoved bool     `json:"tree_moved"`
-	// Findings are the outcome rules the run broke (zero tests, focus,
-	// preservation …). A run that carries any finding did not pass, whatever
-	// Status says.
-	Findings []Finding `json:"findings,omitempty"`
+	CheckID  string `json:"check_id"`
+	Phase    Phase  `json:"phase"`
+	Executor string `json:"executor"`
+	// Started: the command was started in the sandbox. A run runmill
+	// refused to start (dependencies unprepared, an unusable report path)
+	// has an observation saying why.
+	Started   bool `json:"started"`
+	ExitCode  int  `json:"exit_code"`
+	TimedOut  bool `json:"timed_out"`
+	OOMKilled bool `json:"oom_killed,omitempty"`
+	TreeMoved bool `json:"tree_moved"`
+	// Report is the declared report as parsed; nil when none was declared,
+	// written or parsable.
+	Report *ReportFacts `json:"report,omitempty"`
+	// Observations are what the engine observed beyond these facts: report
+	// and dependency refusals, output phrases (rules OutputRulePrefix…),
+	// preservation findings, a commit's tree that changed between checkouts.
+	Observations []Finding `json:"observations,omitempty"`
 }
 
 // Conclusion is a GitHub check-run conclusion (or the state of a commit
@@ -250,7 +261,7 @@ func Evaluate(in Input) Verdict {
 				Message: fmt.Sprintf("required check %q produced no result", id),
 				Hint:    "a check that never ran cannot fail; rerun verification so the orchestrator executes every required check"})
 		}
-		if req.Runnable && req.Report && (req.Required || ran[key{id, Candidate}] > 0) && ran[key{id, Baseline}] == 0 {
+		if req.Runnable && req.Report && !req.NewInChange && (req.Required || ran[key{id, Candidate}] > 0) && ran[key{id, Baseline}] == 0 {
 			// Spec § 3: missing baseline evidence fails closed; without it no
 			// test has preservation authority and the comparison cannot run.
 			e.failures = append(e.failures, Finding{Rule: RuleNoBaseline, Check: id,
@@ -326,6 +337,7 @@ func (e *evaluation) requirements(in []Requirement) map[string]Requirement {
 			r.Runnable = r.Runnable || prev.Runnable
 			r.Remote = r.Remote || prev.Remote
 			r.Report = r.Report || prev.Report
+			r.NewInChange = r.NewInChange && prev.NewInChange
 			r.Sources = append(slices.Clone(prev.Sources), r.Sources...)
 		}
 		reqs[r.CheckID] = r
@@ -340,62 +352,17 @@ func (e *evaluation) requirements(in []Requirement) map[string]Requirement {
 	return reqs
 }
 
-// candidate judges a candidate-phase orchestrator result.
+// candidate adds a candidate run's judgement: its findings, and the proof
+// gate of spec § 4 for a required check.
 func (e *evaluation) candidate(r Result, req Requirement) {
-	var reasons []Finding
-	add := func(f Finding) {
-		if f.Check == "" {
-			f.Check = r.CheckID
-		}
-		reasons = append(reasons, f)
-	}
-	if r.Status != Passed && r.Status != Failed {
-		add(Finding{Rule: RuleInvalidRecord,
-			Message: fmt.Sprintf("result has status %q; want passed or failed", r.Status),
-			Hint:    "an unrecognised status is not a pass"})
-	}
-	if r.Coverage != Proven && r.Coverage != Unproven {
-		add(Finding{Rule: RuleInvalidRecord,
-			Message: fmt.Sprintf("result has coverage %q; want proven or unproven", r.Coverage),
-			Hint:    "an unrecognised coverage is not proof"})
-	}
-	if r.TimedOut {
-		// Spec § 4: timeouts are failures, not unknowns.
-		add(Finding{Rule: RuleTimedOut, Message: "the check timed out",
-			Hint: "make the check finish within its timeout, or raise timeout: in its declaration"})
-	}
-	if r.TreeMoved {
-		add(Finding{Code: rmerr.VerifyTreeMoved, Rule: RuleTreeMoved,
-			Message: "tree changed during the check; result invalidated",
-			Hint:    "the check must not write to the checkout (formatters with --write, regenerated lockfiles, rewritten fixtures); write scratch data to $TMPDIR"})
-	}
-	for _, f := range r.Findings {
-		add(f)
-	}
-	if r.ExitCode != 0 && !r.TimedOut {
-		// A record that says passed with a non-zero exit contradicts itself;
-		// exit code 0 is necessary (spec § 4), so it did not pass.
-		add(Finding{Rule: RuleCheckFailed, Message: fmt.Sprintf("the check exited with code %d", r.ExitCode),
-			Hint: "fix the failing check"})
-	}
-	if req.Report && r.Coverage != Proven {
-		// Spec § 4: when a report was declared, an unproven report also
-		// prevents the base-to-candidate comparison and fails the check —
-		// independent of fail_on_skipped_check.
-		add(Finding{Rule: RuleReportUnproven,
-			Message: "the declared report was missing, invalid or unparsable, so preservation could not be compared",
-			Hint:    "make the command write the declared report (junit, tap or go-json) at the declared path"})
-	}
-	if r.Status != Passed && len(reasons) == 0 {
-		add(Finding{Rule: RuleCheckFailed, Message: "the check failed", Hint: "fix the failing check"})
-	}
-	e.failed = append(e.failed, reasons...)
-
-	if req.Required && r.Coverage != Proven {
+	j := Judge(req, r)
+	e.failed = append(e.failed, j.Findings...)
+	e.notes = append(e.notes, j.Notes...)
+	if req.Required && j.Coverage != Proven {
 		f := Finding{Rule: RuleUnproven, Check: r.CheckID,
 			Message: "the required check passed without a machine-readable report; coverage unproven",
 			Hint:    "declare a report (junit, tap or go-json) for the check so runmill can confirm what ran"}
-		if r.Status != Passed || len(reasons) > 0 {
+		if j.Status != Passed {
 			f.Message = "the required check's coverage is unproven"
 		}
 		if e.allowUnproven {
@@ -406,46 +373,13 @@ func (e *evaluation) candidate(r Result, req Requirement) {
 	}
 }
 
-// baseline judges a baseline-phase orchestrator result. Spec § 3: a non-zero
-// baseline exit is allowed when its report is valid — failed baseline tests do
-// not establish preservation authority, but the tests that passed still do —
-// while missing, malformed, zero-test, focused, timed-out or mutating
-// baseline evidence fails closed.
+// baseline adds a baseline run's judgement (spec § 3: a non-zero baseline
+// exit is allowed when its report is valid, while missing, malformed,
+// zero-test, focused, timed-out or mutating baseline evidence fails closed).
 func (e *evaluation) baseline(r Result, req Requirement) {
-	add := func(f Finding) {
-		if f.Check == "" {
-			f.Check = r.CheckID
-		}
-		e.failed = append(e.failed, f)
-	}
-	if r.Status != Passed && r.Status != Failed {
-		add(Finding{Rule: RuleInvalidRecord,
-			Message: fmt.Sprintf("baseline result has status %q; want passed or failed", r.Status),
-			Hint:    "an unrecognised status is not evidence"})
-	}
-	if r.TimedOut {
-		add(Finding{Rule: RuleTimedOut, Message: "the baseline run timed out",
-			Hint: "make the check finish within its timeout at the base commit, or raise timeout: in its declaration"})
-	}
-	if r.TreeMoved {
-		add(Finding{Code: rmerr.VerifyTreeMoved, Rule: RuleTreeMoved,
-			Message: "tree changed during the baseline run; result invalidated",
-			Hint:    "the check must not write to the checkout; write scratch data to $TMPDIR"})
-	}
-	for _, f := range r.Findings {
-		if !strings.HasPrefix(f.Message, "baseline") {
-			f.Message = "baseline run: " + f.Message
-		}
-		add(f)
-	}
-	if req.Report && r.Coverage != Proven {
-		add(Finding{Rule: RuleBaselineInvalid,
-			Message: "the baseline run produced no valid inventory",
-			Hint:    "the declared report must be written and valid at the base commit too; fix the reporter configuration at the base first"})
-	}
-	if r.Status == Failed || r.ExitCode != 0 {
-		e.note("baseline run of check %q failed (exit code %d); its failed tests establish no preservation authority", r.CheckID, r.ExitCode)
-	}
+	j := Judge(req, r)
+	e.failed = append(e.failed, j.Findings...)
+	e.notes = append(e.notes, j.Notes...)
 }
 
 // remote judges a github-sourced requirement (spec § 4 "Remote checks").

@@ -34,7 +34,7 @@ func remote(id string) verdict.Requirement {
 
 func pass(id string) verdict.Result {
 	return verdict.Result{CheckID: id, Phase: verdict.Candidate, Executor: verdict.Orchestrator,
-		Status: verdict.Passed, Coverage: verdict.Proven}
+		Started: true, Report: &verdict.ReportFacts{Passed: 3, ClaimedFailures: -1}}
 }
 
 func base(id string) verdict.Result { r := pass(id); r.Phase = verdict.Baseline; return r }
@@ -104,7 +104,7 @@ func TestEvaluate(t *testing.T) {
 		{name: "an agent failure is telemetry only", ready: true, in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit")},
 			Results: []verdict.Result{pass("unit"), with(pass("unit"), func(r *verdict.Result) {
-				r.Executor, r.Status, r.ExitCode = "agent", verdict.Failed, 1
+				r.Executor, r.ExitCode = "agent", 1
 			})},
 		}},
 		{name: "executor must be exactly orchestrator", in: verdict.Input{
@@ -113,7 +113,7 @@ func TestEvaluate(t *testing.T) {
 		}, rules: []string{verdict.RuleNoResult}},
 		{name: "a failed result", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit")},
-			Results:      []verdict.Result{with(pass("unit"), func(r *verdict.Result) { r.Status, r.ExitCode = verdict.Failed, 1 })},
+			Results:      []verdict.Result{with(pass("unit"), func(r *verdict.Result) { r.ExitCode = 1 })},
 		}, rules: []string{verdict.RuleCheckFailed}},
 		{name: "passed with a non-zero exit code contradicts itself", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit")},
@@ -130,34 +130,34 @@ func TestEvaluate(t *testing.T) {
 		{name: "a result carrying a finding did not pass", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit")},
 			Results: []verdict.Result{with(pass("unit"), func(r *verdict.Result) {
-				r.Coverage, r.Findings = verdict.Unproven, []verdict.Finding{zeroTests}
+				r.Report, r.Observations = nil, []verdict.Finding{zeroTests}
 			})},
 		}, rules: []string{"outcome.zero-tests", verdict.RuleUnproven}},
 		{name: "unproven required coverage blocks by default", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("lint")},
-			Results:      []verdict.Result{with(pass("lint"), func(r *verdict.Result) { r.Coverage = verdict.Unproven })},
+			Results:      []verdict.Result{with(pass("lint"), func(r *verdict.Result) { r.Report = nil })},
 		}, rules: []string{verdict.RuleUnproven}},
 		{name: "fail_on_skipped_check false admits unproven coverage", ready: true, in: verdict.Input{
 			AllowUnproven: true,
 			Requirements:  []verdict.Requirement{local("lint")},
-			Results:       []verdict.Result{with(pass("lint"), func(r *verdict.Result) { r.Coverage = verdict.Unproven })},
+			Results:       []verdict.Result{with(pass("lint"), func(r *verdict.Result) { r.Report = nil })},
 		}},
 		{name: "fail_on_skipped_check false never turns a failure into a pass", in: verdict.Input{
 			AllowUnproven: true,
 			Requirements:  []verdict.Requirement{local("unit"), local("e2e")},
 			Results: []verdict.Result{
-				with(pass("unit"), func(r *verdict.Result) { r.Coverage, r.Findings = verdict.Unproven, []verdict.Finding{zeroTests} }),
-				with(pass("e2e"), func(r *verdict.Result) { r.Status, r.ExitCode, r.Coverage = verdict.Failed, 1, verdict.Unproven }),
+				with(pass("unit"), func(r *verdict.Result) { r.Report, r.Observations = nil, []verdict.Finding{zeroTests} }),
+				with(pass("e2e"), func(r *verdict.Result) { r.ExitCode, r.Report = 1, nil }),
 			},
 		}, rules: []string{verdict.RuleCheckFailed, "outcome.zero-tests"}},
 		{name: "a declared report that is unproven fails the check even with the gate off", in: verdict.Input{
 			AllowUnproven: true,
 			Requirements:  []verdict.Requirement{withReport(local("unit"))},
-			Results:       []verdict.Result{with(pass("unit"), func(r *verdict.Result) { r.Coverage = verdict.Unproven }), base("unit")},
+			Results:       []verdict.Result{with(pass("unit"), func(r *verdict.Result) { r.Report = nil }), base("unit")},
 		}, rules: []string{verdict.RuleReportUnproven}},
 		{name: "an unproven non-required result does not need proof", ready: true, in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit"), optional(local("bench"))},
-			Results:      []verdict.Result{pass("unit"), with(pass("bench"), func(r *verdict.Result) { r.Coverage = verdict.Unproven })},
+			Results:      []verdict.Result{pass("unit"), with(pass("bench"), func(r *verdict.Result) { r.Report = nil })},
 		}},
 		{name: "a non-required check that did not run is fine", ready: true, in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit"), optional(withReport(local("bench")))},
@@ -165,7 +165,7 @@ func TestEvaluate(t *testing.T) {
 		}},
 		{name: "a non-required check that ran and failed still fails", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit"), optional(local("bench"))},
-			Results:      []verdict.Result{pass("unit"), with(pass("bench"), func(r *verdict.Result) { r.Status, r.ExitCode = verdict.Failed, 1 })},
+			Results:      []verdict.Result{pass("unit"), with(pass("bench"), func(r *verdict.Result) { r.ExitCode = 1 })},
 		}, rules: []string{verdict.RuleCheckFailed}},
 		{name: "required check with nothing runnable", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit"), {CheckID: "migrations", Required: true, Sources: []string{"changed-path"}}},
@@ -226,7 +226,7 @@ func TestEvaluate(t *testing.T) {
 		}, rules: []string{verdict.RuleNoBaseline}},
 		{name: "failed baseline tests are allowed", ready: true, in: verdict.Input{
 			Requirements: []verdict.Requirement{withReport(local("unit"))},
-			Results:      []verdict.Result{pass("unit"), with(base("unit"), func(r *verdict.Result) { r.Status, r.ExitCode = verdict.Failed, 1 })},
+			Results:      []verdict.Result{pass("unit"), with(base("unit"), func(r *verdict.Result) { r.ExitCode = 1 })},
 		}},
 		{name: "invalid baseline evidence fails closed", in: verdict.Input{
 			AllowUnproven: true,
@@ -234,14 +234,14 @@ func TestEvaluate(t *testing.T) {
 			Results: []verdict.Result{pass("a"), pass("b"), pass("c"), pass("d"),
 				with(base("a"), func(r *verdict.Result) { r.TimedOut = true }),
 				with(base("b"), func(r *verdict.Result) { r.TreeMoved = true }),
-				with(base("c"), func(r *verdict.Result) { r.Coverage = verdict.Unproven }),
-				with(base("d"), func(r *verdict.Result) { r.Findings = []verdict.Finding{zeroTests} }),
+				with(base("c"), func(r *verdict.Result) { r.Report = nil }),
+				with(base("d"), func(r *verdict.Result) { r.Observations = []verdict.Finding{zeroTests} }),
 			},
 		}, rules: []string{verdict.RuleTimedOut, verdict.RuleTreeMoved, verdict.RuleBaselineInvalid, "outcome.zero-tests"}},
 		{name: "preservation findings keep their ids", in: verdict.Input{
 			Requirements: []verdict.Requirement{withReport(local("unit"))},
 			Results: []verdict.Result{base("unit"), with(pass("unit"), func(r *verdict.Result) {
-				r.Findings = []verdict.Finding{{Code: rmerr.VerifySkipped, Rule: "outcome.preservation.skipped",
+				r.Observations = []verdict.Finding{{Code: rmerr.VerifySkipped, Rule: "outcome.preservation.skipped",
 					Message: "2 tests that passed at the base are skipped at the candidate and not declared",
 					IDs:     []report.TestID{"pkg::TestB", "pkg::TestA", "pkg::TestB"}, Hint: "declare them"}}
 			})},
@@ -253,12 +253,12 @@ func TestEvaluate(t *testing.T) {
 		{name: "invalid records fail closed", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit"), local("lint"), {CheckID: ""}},
 			Results: []verdict.Result{
-				with(pass("unit"), func(r *verdict.Result) { r.Status = "ok"; r.Coverage = "full" }),
+				with(pass("unit"), func(r *verdict.Result) { r.Phase = "middle" }),
 				with(pass("lint"), func(r *verdict.Result) { r.Phase = "post" }),
 				with(pass(""), func(r *verdict.Result) {}),
 			},
-		}, rules: []string{verdict.RuleInvalidRecord, verdict.RuleInvalidRecord, verdict.RuleUnproven, verdict.RuleInvalidRecord,
-			verdict.RuleInvalidRecord, verdict.RuleNoResult, verdict.RuleInvalidRecord}},
+		}, rules: []string{verdict.RuleInvalidRecord, verdict.RuleInvalidRecord, verdict.RuleNoResult, verdict.RuleInvalidRecord,
+			verdict.RuleNoResult, verdict.RuleInvalidRecord}},
 		{name: "duplicate manifest entries", in: verdict.Input{
 			Requirements: []verdict.Requirement{optional(local("unit")), withReport(local("unit"))},
 			Results:      []verdict.Result{pass("unit")},
@@ -285,12 +285,12 @@ func TestEvaluateIsDeterministic(t *testing.T) {
 		Results: []verdict.Result{
 			pass("a"),
 			with(pass("b"), func(r *verdict.Result) {
-				r.Findings = []verdict.Finding{zeroTests, {Rule: "outcome.focused", Message: "it.only", File: "x.test.js", Line: 2, Hint: "h"},
+				r.Observations = []verdict.Finding{zeroTests, {Rule: "outcome.focused", Message: "it.only", File: "x.test.js", Line: 2, Hint: "h"},
 					{Code: rmerr.VerifySkipped, Rule: "outcome.preservation.missing", IDs: []report.TestID{"z", "y"}, Message: "m", Hint: "h"}}
 			}),
-			with(pass("c"), func(r *verdict.Result) { r.Coverage = verdict.Unproven }),
+			with(pass("c"), func(r *verdict.Result) { r.Report = nil }),
 			with(base("c"), func(r *verdict.Result) { r.TimedOut = true }),
-			with(pass("a"), func(r *verdict.Result) { r.Executor = "agent"; r.Status = verdict.Failed }),
+			with(pass("a"), func(r *verdict.Result) { r.Executor = "agent"; r.ExitCode = 1 }),
 			with(pass("b"), func(r *verdict.Result) { r.Executor = "agent" }),
 		},
 		Remote:          []verdict.RemoteResult{{Context: "r1", Conclusion: verdict.Skipped}, {Context: "r1", Conclusion: verdict.Failure}, {Context: "zz", Conclusion: verdict.Success}},
@@ -307,7 +307,7 @@ func TestEvaluateIsDeterministic(t *testing.T) {
 		p.Results = shuffled(rng, in.Results)
 		p.Remote = shuffled(rng, in.Remote)
 		for i := range p.Results {
-			p.Results[i].Findings = shuffled(rng, p.Results[i].Findings)
+			p.Results[i].Observations = shuffled(rng, p.Results[i].Observations)
 		}
 		got, _ := json.Marshal(verdict.Evaluate(p))
 		if !bytes.Equal(got, want) {

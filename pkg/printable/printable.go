@@ -1,0 +1,66 @@
+// Package printable makes repository-derived text safe to show a person: a
+// file name, a test id or a failure message written by a check is untrusted,
+// and printed raw it can move the cursor, rewrite the verdict line of a
+// terminal (ANSI escapes), or start a line that GitHub Actions reads as a
+// workflow command (`::error::…`, `::add-mask::…`). Every place runmill shows
+// such text calls Text or FirstLine, so there is one escaping rule.
+//
+// The rule: every control character (C0, DEL, C1), including newline and
+// carriage return, becomes a Go-style escape (\n, \r, \t, \x1b, \u0085), as
+// do invalid UTF-8 bytes (\xff) and the Unicode line and paragraph
+// separators; a leading "::" becomes "\x3a:". The result is one line, so the
+// only line start it can make is its own first byte. Text is cut at a rune
+// boundary to at most max bytes (plus "…").
+package printable
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Text escapes s as described in the package comment and bounds it to max
+// bytes of output (max ≤ 0: unbounded).
+func Text(s string, max int) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		var piece string
+		switch {
+		case r == utf8.RuneError && n == 1:
+			piece = fmt.Sprintf(`\x%02x`, s[i])
+		case i == 0 && strings.HasPrefix(s, "::"):
+			piece = `\x3a`
+		case r == '\n':
+			piece = `\n`
+		case r == '\r':
+			piece = `\r`
+		case r == '\t':
+			piece = `\t`
+		case r < 0x20 || r == 0x7f:
+			piece = fmt.Sprintf(`\x%02x`, r)
+		case r >= 0x80 && r < 0xa0, r == 0x2028, r == 0x2029:
+			piece = fmt.Sprintf(`\u%04x`, r)
+		default:
+			piece = s[i : i+n]
+		}
+		if max > 0 && b.Len()+len(piece) > max {
+			b.WriteString("…")
+			return b.String()
+		}
+		b.WriteString(piece)
+		i += n
+	}
+	return b.String()
+}
+
+// FirstLine returns the first line of s that holds more than white space,
+// trimmed and escaped by Text, bounded to max bytes.
+func FirstLine(s string, max int) string {
+	for line := range strings.Lines(s) {
+		if t := strings.TrimSpace(line); t != "" {
+			return Text(t, max)
+		}
+	}
+	return ""
+}

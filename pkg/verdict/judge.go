@@ -1,0 +1,346 @@
+package verdict
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// Judge is the one place a check run's status, coverage and findings are
+// decided (issue 12, "one place decides"): the engine records facts and calls
+// it, Evaluate calls it for every run, and pkg/evidence's Verify calls it
+// again on the signed facts and refuses a statement whose recorded status,
+// coverage or findings differ. Nothing else in runmill sets a status.
+//
+// The rules, each one from spec § 3–4:
+//
+//   - a run that did not start (dependencies unprepared, report path
+//     unusable), timed out, or moved its tree did not pass;
+//   - exit code 0 is necessary: a non-zero exit fails a candidate run;
+//   - exit code 0 is not sufficient: a failed or errored test in the
+//     candidate's report fails the run whatever the exit code, and so does a
+//     report fault (a package that did not build, a TAP "Bail out!") and a
+//     JUnit summary that claims more failures than the file shows;
+//   - a declared report that did not parse, or that executed no test, leaves
+//     coverage unproven and fails the run;
+//   - output phrases (zero tests, identity-free skips) decide only where no
+//     valid report with executed tests exists: a valid report is the
+//     authority on what ran, and a phrase a passing test printed is a note;
+//   - a baseline run keeps preservation authority for the tests its report
+//     shows passed, also when it exited non-zero, failed tests or ended early
+//     (spec § 3: "the tests the report says passed still do"); malformed,
+//     zero-test, timed-out, mutating and unstarted baselines fail closed —
+//     unless the check is new in the change (no baseline contract).
+func Judge(req Requirement, r Result) Judgement {
+	j := &judging{req: req, r: r}
+	switch r.Phase {
+	case Candidate:
+		j.candidate()
+	case Baseline:
+		j.baseline()
+	default:
+		j.fail(Finding{Rule: RuleInvalidRecord,
+			Message: fmt.Sprintf("result has phase %q; want baseline or candidate", r.Phase),
+			Hint:    "a result must say which commit it measured"})
+	}
+	out := Judgement{Status: Passed, Coverage: Unproven, Findings: Normalize(j.findings), Notes: j.notes}
+	if !j.ran || len(out.Findings) > 0 {
+		out.Status = Failed
+	}
+	if j.proven {
+		out.Coverage = Proven
+	}
+	if out.Notes == nil {
+		out.Notes = []string{}
+	}
+	return out
+}
+
+// Judgement is what Judge decided about one run.
+type Judgement struct {
+	Status   Status   `json:"status"`
+	Coverage Coverage `json:"coverage"`
+	// Findings are the reasons the run failed and blocks merge-readiness;
+	// for a baseline, only what makes it unusable as evidence.
+	Findings []Finding `json:"findings"`
+	// Notes are observations that decided nothing (a baseline's failed
+	// tests, a zero-test phrase beside a valid report).
+	Notes []string `json:"notes"`
+}
+
+// ReportFacts is a parsed report as the decision needs it. It exists only
+// when the declared report was written and parsed; otherwise Result.Report
+// is nil.
+type ReportFacts struct {
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+	// FailedTests are the first failed tests (by id) with the first line of
+	// their failure message, as recorded; Failed counts them all.
+	FailedTests []FailedTest `json:"failed_tests,omitempty"`
+	// Faults are failures the report records outside any test ("scope:
+	// message"): a package that did not build, a TAP "Bail out!".
+	Faults []string `json:"faults,omitempty"`
+	// ClaimedFailures is what the report's own summary says failed (JUnit
+	// failures + errors attributes), -1 when it says nothing.
+	ClaimedFailures int `json:"claimed_failures"`
+	// Duplicates are ids a baseline report repeats: they carry no
+	// preservation authority (a candidate report with repeats does not
+	// parse).
+	Duplicates int `json:"duplicates,omitempty"`
+}
+
+// FailedTest is one failed test id with the first line of its message.
+type FailedTest struct {
+	ID      report.TestID `json:"id"`
+	Message string        `json:"message,omitempty"`
+}
+
+// MaxNamedFailures is how many failed tests a finding names; the rest are
+// counted.
+const MaxNamedFailures = 20
+
+// Rules Judge derives from report facts.
+const (
+	RuleTestsFailed   = "outcome.tests-failed"
+	RuleReportFault   = "outcome.report-fault"
+	RuleClaimedFailed = "outcome.summary-claims-failures"
+	RuleZeroTests     = "outcome.zero-tests"
+	RuleNotStarted    = "outcome.not-started"
+)
+
+// OutputRulePrefix marks observations read from a run's output rather than
+// its report (zero-test phrases, identity-free skips): they decide only when
+// no valid report with executed tests exists.
+const OutputRulePrefix = "output."
+
+type judging struct {
+	req      Requirement
+	r        Result
+	findings []Finding
+	notes    []string
+	ran      bool // the run counts as having completed its command
+	proven   bool
+}
+
+func (j *judging) fail(f Finding) {
+	if f.Check == "" {
+		f.Check = j.r.CheckID
+	}
+	j.findings = append(j.findings, f)
+}
+
+func (j *judging) note(format string, args ...any) {
+	j.notes = append(j.notes, fmt.Sprintf("check %q (%s): ", j.r.CheckID, j.r.Phase)+fmt.Sprintf(format, args...))
+}
+
+// executed reports whether the run has a valid report in which tests ran.
+func (j *judging) executed() bool {
+	return j.r.Report != nil && j.r.Report.Passed+j.r.Report.Failed > 0
+}
+
+func (j *judging) candidate() {
+	r := j.r
+	j.ran = r.Started
+	if !r.Started {
+		j.notStarted()
+	}
+	if r.TimedOut {
+		j.fail(Finding{Rule: RuleTimedOut, Message: "the check timed out; every process was killed",
+			Hint: "make the check finish within its timeout, or raise timeout: in its declaration"})
+	}
+	if r.TreeMoved {
+		j.fail(Finding{Code: rmerr.VerifyTreeMoved, Rule: RuleTreeMoved,
+			Message: "tree changed during the check; result invalidated",
+			Hint:    "the check must not write to the checkout (formatters with --write, regenerated lockfiles, rewritten fixtures); write scratch data to $TMPDIR"})
+	}
+	if r.Started && r.ExitCode != 0 && !r.TimedOut {
+		msg := fmt.Sprintf("the check exited with code %d", r.ExitCode)
+		if r.OOMKilled {
+			msg += "; the memory limit killed a process"
+		}
+		j.fail(Finding{Rule: RuleCheckFailed, Message: msg, Hint: "fix the failing check"})
+	}
+	j.observations()
+	rep := r.Report
+	if rep == nil && !j.req.Report {
+		return
+	}
+	if rep == nil {
+		// Spec § 4: when a report was declared, an unproven report also
+		// prevents the base-to-candidate comparison and fails the check —
+		// independent of fail_on_skipped_check.
+		if r.Started {
+			j.fail(Finding{Rule: RuleReportUnproven,
+				Message: "the declared report was missing, invalid or unparsable, so preservation could not be compared",
+				Hint:    "make the command write the declared report (junit, tap or go-json) at the declared path"})
+		}
+		return
+	}
+	if !j.executed() {
+		j.fail(Finding{Rule: RuleZeroTests,
+			Message: fmt.Sprintf("the report executed no test (%d skipped): a run that executed nothing did not pass", rep.Skipped),
+			Hint:    "check the test command's path filters, test directory and file patterns; a report must record the tests that ran"})
+		return
+	}
+	j.proven = true
+	if rep.Failed > 0 {
+		j.fail(failedTests(rep))
+	}
+	for _, f := range rep.Faults {
+		j.fail(Finding{Rule: RuleReportFault, Message: "the report records a failure outside any test: " + f,
+			Hint: "fix the failure (a package that does not build, a crash, a bail-out); a report with faults never describes a pass"})
+	}
+	if rep.ClaimedFailures > rep.Failed {
+		j.fail(Finding{Rule: RuleClaimedFailed,
+			Message: fmt.Sprintf("the report's summary says %d tests failed or errored, but the file shows %d failed test elements: the file says something failed", rep.ClaimedFailures, rep.Failed),
+			Hint:    "make the reporter write every failing test case; a summary that claims failures is not a pass"})
+	}
+}
+
+// notStarted fails a run the engine refused to start; the refusal itself is
+// among the observations.
+func (j *judging) notStarted() {
+	for _, o := range j.r.Observations {
+		if !strings.HasPrefix(o.Rule, OutputRulePrefix) {
+			return // the observation says why; it is a finding of its own
+		}
+	}
+	j.fail(Finding{Rule: RuleNotStarted, Message: "the check was not started",
+		Hint: "see the run's notes for why runmill did not start it"})
+}
+
+// observations turns what the engine observed into findings: everything
+// counts, except output phrases where a valid report with executed tests is
+// the authority.
+func (j *judging) observations() {
+	for _, o := range j.r.Observations {
+		if strings.HasPrefix(o.Rule, OutputRulePrefix) {
+			if j.executed() {
+				j.note("%s ignored: the report shows %d tests ran (%s)", o.Rule, j.r.Report.Passed+j.r.Report.Failed, o.Message)
+				continue
+			}
+		}
+		j.fail(o)
+	}
+}
+
+func failedTests(rep *ReportFacts) Finding {
+	n := rep.Failed
+	named := rep.FailedTests
+	if len(named) > MaxNamedFailures {
+		named = named[:MaxNamedFailures]
+	}
+	var b strings.Builder
+	if n == 1 {
+		b.WriteString("1 test failed in the report, whatever the exit code")
+	} else {
+		fmt.Fprintf(&b, "%d tests failed in the report, whatever the exit code", n)
+	}
+	ids := make([]report.TestID, 0, len(named))
+	for i, t := range named {
+		sep := ": "
+		if i > 0 {
+			sep = "; "
+		}
+		b.WriteString(sep)
+		b.WriteString(quoteID(t.ID))
+		if t.Message != "" {
+			b.WriteString(" (" + t.Message + ")")
+		}
+		ids = append(ids, t.ID)
+	}
+	if rest := n - len(named); rest > 0 && len(named) > 0 {
+		fmt.Fprintf(&b, "; and %d more", rest)
+	}
+	return Finding{Rule: RuleTestsFailed, Message: b.String(), IDs: ids,
+		Hint: "fix the failing tests; a masked exit code (|| true, ; true) does not make them pass"}
+}
+
+func quoteID(id report.TestID) string { return quote(string(id)) }
+
+func (j *judging) baseline() {
+	r, req := j.r, j.req
+	// The run's own status says how it ended; only what makes it unusable
+	// as evidence is a finding (fails closed).
+	j.ran = r.Started && r.ExitCode == 0 && !r.TimedOut && !r.TreeMoved
+	bad := func(f Finding) {
+		if !strings.HasPrefix(f.Message, "baseline") {
+			f.Message = "baseline run: " + f.Message
+		}
+		if req.NewInChange {
+			j.ran = false
+			j.note("no baseline: the check is new in this change (%s)", f.Message)
+			return
+		}
+		j.fail(f)
+	}
+	if !r.Started {
+		bad(Finding{Rule: RuleNotStarted, Message: "not started",
+			Hint: "see the run's notes for why runmill did not start it"})
+	}
+	if r.TimedOut {
+		bad(Finding{Rule: RuleTimedOut, Message: "timed out",
+			Hint: "make the check finish within its timeout at the base commit, or raise timeout: in its declaration"})
+	}
+	if r.TreeMoved {
+		bad(Finding{Code: rmerr.VerifyTreeMoved, Rule: RuleTreeMoved,
+			Message: "tree changed during the run; result invalidated",
+			Hint:    "the check must not write to the checkout; write scratch data to $TMPDIR"})
+	}
+	for _, o := range r.Observations {
+		if strings.HasPrefix(o.Rule, OutputRulePrefix) {
+			// A baseline's evidence is its report; phrases never fail it.
+			j.note("%s: %s", o.Rule, o.Message)
+			continue
+		}
+		bad(o)
+	}
+	rep := r.Report
+	switch {
+	case !req.Report:
+	case rep == nil:
+		if r.Started {
+			bad(Finding{Rule: RuleBaselineInvalid,
+				Message: "produced no valid inventory",
+				Hint:    "the declared report must be written and valid at the base commit too; fix the reporter configuration at the base first"})
+		}
+	case rep.Passed+rep.Failed == 0:
+		bad(Finding{Rule: RuleZeroTests, Message: "its report executed no test, so no test has preservation authority",
+			Hint: "fix the check at the base first: its report must record the tests it ran"})
+	default:
+		j.proven = true
+	}
+	if r.Started && r.ExitCode != 0 && !r.TimedOut {
+		j.ran = false
+		j.note("the baseline exited with code %d; the tests its report shows passed keep preservation authority", r.ExitCode)
+	}
+	if rep != nil {
+		if rep.Failed > 0 {
+			j.ran = false
+			j.note("%d tests failed at the baseline; they establish no preservation authority", rep.Failed)
+		}
+		for _, f := range rep.Faults {
+			j.ran = false
+			j.note("the baseline report records a failure outside any test (%s); the tests it shows passed keep preservation authority", f)
+		}
+		if rep.Duplicates > 0 {
+			j.note("the baseline report repeats %d test ids; the repeated ones carry no preservation authority", rep.Duplicates)
+		}
+	}
+}
+
+// SortFailedTests returns the failed tests to record: the first MaxNamedFailures by
+// id. Both the engine and a verifier use it, so the recorded list has one
+// form.
+func SortFailedTests(ts []FailedTest) []FailedTest {
+	out := slices.Clone(ts)
+	slices.SortFunc(out, func(a, b FailedTest) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	if len(out) > MaxNamedFailures {
+		out = out[:MaxNamedFailures]
+	}
+	return out
+}
