@@ -224,7 +224,7 @@ func TestTimeoutAndUnknownProposal(t *testing.T) {
 	if run.MergeReady() || !hasRule(run, verdict.RuleTimedOut) {
 		t.Fatalf("timeout not a failure:\n%s", strings.Join(rules(run), "\n"))
 	}
-	if !hasRule(run, "outcome.zero-tests|") || !hasRule(run, "|empty|") {
+	if !hasRule(run, "output.zero-tests|") || !hasRule(run, "|empty|") {
 		t.Fatalf("zero tests after 5 MB of output not found:\n%s", strings.Join(rules(run), "\n"))
 	}
 	for _, c := range run.Delivery.Checks {
