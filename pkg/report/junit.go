@@ -216,6 +216,7 @@ type jbCase struct {
 	rfile  []byte // file and line of the first result element, used when
 	rline  int32  // the testcase has none (Catch2 writes them there)
 	rfound bool
+	shown  int64 // failure-like result elements, for Claims.Shown
 }
 
 // jbRecord is one test while the report is read; records become []Test only
@@ -284,6 +285,7 @@ type junitBuilder struct {
 	statusSeen map[string]int
 	statusList []string
 	claimed    *Claims
+	shown      int64
 	allowDup   bool
 }
 
@@ -437,7 +439,7 @@ func (b *junitBuilder) startCase(a *jxAttrs) error {
 		}
 	}
 	tc := &b.tc
-	tc.flags, tc.file, tc.line, tc.rfound = 0, -1, 0, false
+	tc.flags, tc.file, tc.line, tc.rfound, tc.shown = 0, -1, 0, false, 0
 	tc.rfile = tc.rfile[:0]
 	for i := range tc.msg {
 		tc.msg[i].reset()
@@ -585,6 +587,9 @@ func (b *junitBuilder) startResult(kind jbKind, a *jxAttrs) *jxField {
 	case jkRerunError:
 		tc.flags |= jfRerunError
 		slot = jmRerun
+	}
+	if kind != jkSkipped {
+		tc.shown++
 	}
 	if slot < 0 {
 		return nil
@@ -756,6 +761,11 @@ func (b *junitBuilder) endCase() error {
 			}
 		}
 	}
+	if status == 1 {
+		b.shown += max(tc.shown, 1)
+	} else {
+		b.shown += tc.shown
+	}
 	p := &b.frames[len(b.frames)-1] // the suite: a testcase is never the root
 	p.counted[jcTests]++
 	switch {
@@ -920,6 +930,9 @@ func (b *junitBuilder) finish() (*Inventory, error) {
 		}
 		return nil, rmerr.New(rmerr.ReportEmpty, "%s", msg).
 			WithHint("check that the test command found and ran its tests (path filters, test discovery) and that the reporter wrote them")
+	}
+	if b.claimed != nil {
+		b.claimed.Shown = b.shown + int64(len(b.faults))
 	}
 	inv := &Inventory{Format: JUnit, Identity: b.identity, Tests: make([]Test, b.n), Faults: b.faults, Claims: b.claimed}
 	for i := range inv.Tests {

@@ -126,24 +126,29 @@ type Claims struct {
 	Errors   *int64 `json:"errors,omitempty"`
 	Skipped  *int64 `json:"skipped,omitempty"`
 	// Scope says where the figures were read, e.g. "<testsuites>" or
-	// "3 top-level <testsuite> elements".
+	// "3 <testsuite> elements".
 	Scope string `json:"scope"`
+	// Shown is what the file shows failed, counted the way reporters count
+	// failures=/errors=: every <failure>, <error>, <rerunFailure>,
+	// <rerunError>, <flakyFailure> and <flakyError> in a testcase (a failed
+	// testcase counts at least once, e.g. by status="failed"), plus each
+	// suite-level <error>/<failure> (a Fault). Counting elements, not
+	// tests, keeps a testcase with two <failure> elements, or Surefire's
+	// reruns, from reading as a claim of something unseen.
+	Shown int64 `json:"shown"`
 }
 
-// ClaimsMoreFailures compares the failures and errors a report claims with
-// what it shows: failed tests plus suite-level faults (a JUnit <error> in a
-// suite, which reporters count in errors=). more is true when the claim is
-// larger: the file says something failed that no element shows, so the
-// report cannot describe a pass (spec issue #12, "summary counts are
-// evidence"). failures= and errors= are compared as one sum because
-// reporters disagree on which of the two an error goes in. A report that
-// claims fewer failures than it shows is only recorded: the elements
-// already fail the check.
+// ClaimsMoreFailures compares the failures and errors a report claims
+// (failures= plus errors=, as one sum because reporters disagree on which of
+// the two an error goes in) with what it shows (Claims.Shown). more is true
+// when the claim is larger: the file says something failed that no element
+// shows, so it cannot describe a pass (issue #12, "summary counts are
+// evidence"). A claim of fewer failures than shown is only recorded: the
+// elements already fail the check. Formats without claims return false.
 func (inv *Inventory) ClaimsMoreFailures() (claimed, seen int64, more bool) {
-	seen = int64(inv.Counts.Failed + len(inv.Faults))
 	c := inv.Claims
 	if c == nil || c.Failures == nil && c.Errors == nil {
-		return 0, seen, false
+		return 0, 0, false
 	}
 	if c.Failures != nil {
 		claimed += *c.Failures
@@ -151,7 +156,7 @@ func (inv *Inventory) ClaimsMoreFailures() (claimed, seen int64, more bool) {
 	if c.Errors != nil {
 		claimed += *c.Errors
 	}
-	return claimed, seen, claimed > seen
+	return claimed, c.Shown, claimed > c.Shown
 }
 
 // FirstLine returns the first non-blank line of msg, trimmed, with control
