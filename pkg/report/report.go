@@ -179,6 +179,7 @@ func FirstLine(msg string, max int) string {
 		}
 	}
 	var b strings.Builder
+	var ends []int // where each piece ends, so a cut never splits an escape
 	const ellipsis = "…"
 	for i, r := range line {
 		piece := ""
@@ -194,16 +195,19 @@ func FirstLine(msg string, max int) string {
 		}
 		if b.Len()+len(piece) > max {
 			s := b.String()
-			for len(s)+len(ellipsis) > max && s != "" {
-				_, n := utf8.DecodeLastRuneInString(s)
-				s = s[:len(s)-n]
+			for len(ends) > 0 && ends[len(ends)-1]+len(ellipsis) > max {
+				ends = ends[:len(ends)-1]
 			}
-			if len(s)+len(ellipsis) <= max {
-				s += ellipsis
+			if len(ends) == 0 {
+				if len(ellipsis) <= max {
+					return ellipsis
+				}
+				return ""
 			}
-			return s
+			return s[:ends[len(ends)-1]] + ellipsis
 		}
 		b.WriteString(piece)
+		ends = append(ends, b.Len())
 	}
 	return b.String()
 }
