@@ -3,6 +3,7 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,15 +21,22 @@ type outcome struct {
 	Code   rmerr.Code     `json:"code,omitempty"`
 	Reason string         `json:"reason,omitempty"`
 	Counts *report.Counts `json:"counts,omitempty"`
-	Tests  []goldenTest   `json:"tests,omitempty"`
-	Faults []report.Fault `json:"faults,omitempty"`
-	Notes  []string       `json:"notes,omitempty"`
+	Claims *report.Claims `json:"claims,omitempty"`
+	// ClaimsMore is set when the report claims more failures and errors
+	// than it shows (Inventory.ClaimsMoreFailures): "claimed 3, seen 1".
+	ClaimsMore string         `json:"claims_more_failures,omitempty"`
+	Tests      []goldenTest   `json:"tests,omitempty"`
+	Faults     []report.Fault `json:"faults,omitempty"`
+	Notes      []string       `json:"notes,omitempty"`
 }
 
 type goldenTest struct {
 	ID     report.TestID `json:"id"`
 	Status report.Status `json:"status"`
 	Flaky  bool          `json:"flaky,omitempty"`
+	// Message is the first line a finding quotes for a failed test
+	// (report.FirstLine, 120 bytes).
+	Message string `json:"message,omitempty"`
 }
 
 type goldenFile struct {
@@ -48,16 +56,25 @@ func run(path string, format report.Format, id report.Identity) outcome {
 	if err != nil {
 		return outcome{Result: "rejected", Code: rmerr.CodeOf(err), Reason: err.Error()}
 	}
-	o := outcome{Result: "ok", Counts: &inv.Counts, Faults: inv.Faults, Notes: inv.Notes}
+	o := outcome{Result: "ok", Counts: &inv.Counts, Claims: inv.Claims, Faults: inv.Faults, Notes: inv.Notes}
+	if claimed, seen, more := inv.ClaimsMoreFailures(); more {
+		o.ClaimsMore = fmt.Sprintf("claimed %d, seen %d", claimed, seen)
+	}
 	for _, t := range inv.Tests {
-		o.Tests = append(o.Tests, goldenTest{ID: t.ID, Status: t.Status, Flaky: t.Flaky})
+		g := goldenTest{ID: t.ID, Status: t.Status, Flaky: t.Flaky}
+		if t.Status == report.Failed {
+			g.Message = report.FirstLine(t.Message, 120)
+		}
+		o.Tests = append(o.Tests, g)
 	}
 	return o
 }
 
 // TestCorpusConformance parses every file of ../shared/corpus and compares the
 // result with testdata/corpus/<dir>/<file>.json. Goldens were checked by
-// reading each report, not accepted blindly from the parser.
+// reading each report, not accepted blindly from the parser. Regenerate
+// them only with `go test ./pkg/report -run TestCorpusConformance -update`,
+// then read `git diff pkg/report/testdata` before committing.
 func TestCorpusConformance(t *testing.T) {
 	root := corpus.Dir(t)
 	for dir, format := range map[string]report.Format{"junit": report.JUnit, "tap": report.TAP, "gojson": report.GoJSON} {

@@ -40,6 +40,7 @@ func addCorpus(f *testing.F, dir string) {
 func checkInvariants(t *testing.T, data []byte, format report.Format, id report.Identity) *report.Inventory {
 	t.Helper()
 	opts := report.Options{Identity: id, Limits: fuzzLimits}
+	checkBaseline(t, data, format, id)
 	inv, err := report.Parse(bytes.NewReader(data), format, opts)
 	if err != nil {
 		code := rmerr.CodeOf(err)
@@ -86,6 +87,24 @@ func checkInvariants(t *testing.T, data []byte, format report.Format, id report.
 			t.Fatalf("fault text is not UTF-8: %+v", ft)
 		}
 	}
+	if claimed, seen, more := inv.ClaimsMoreFailures(); more != (claimed > seen) || seen < 0 {
+		t.Fatalf("ClaimsMoreFailures = %d, %d, %v", claimed, seen, more)
+	}
+	for _, tc := range inv.Tests {
+		if l := report.FirstLine(tc.Message, 64); len(l) > 64 || strings.ContainsAny(l, "\n\r\x1b") || !utf8.ValidString(l) {
+			t.Fatalf("FirstLine(%q) = %q", tc.Message, l)
+		}
+	}
+	// A baseline reading (AllowDuplicateIDs) accepts everything the strict
+	// one does, identically, and where it accepts more, the ids it drops
+	// are exactly the repeated ones.
+	lax, err := report.Parse(bytes.NewReader(data), format, report.Options{Identity: id, Limits: fuzzLimits, AllowDuplicateIDs: true})
+	if err != nil {
+		t.Fatalf("accepted strictly, refused as a baseline: %v", err)
+	}
+	if lax.DuplicateCount != 0 || len(lax.Tests) != len(inv.Tests) {
+		t.Fatalf("a report with unique ids lost tests as a baseline: %d of %d", len(lax.Tests), len(inv.Tests))
+	}
 	again, err := report.Parse(bytes.NewReader(data), format, opts)
 	if err != nil {
 		t.Fatalf("second parse failed: %v", err)
@@ -129,4 +148,38 @@ func FuzzGoJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkInvariants(t, data, report.GoJSON, report.IdentityDefault)
 	})
+}
+
+// checkBaseline holds for every input read as a baseline: the ids kept are
+// unique, none of them is listed as a duplicate, and the list is sorted and
+// bounded.
+func checkBaseline(t *testing.T, data []byte, format report.Format, id report.Identity) {
+	t.Helper()
+	inv, err := report.Parse(bytes.NewReader(data), format, report.Options{Identity: id, Limits: fuzzLimits, AllowDuplicateIDs: true})
+	if err != nil {
+		if rmerr.CodeOf(err) == rmerr.ReportIdentity && strings.Contains(err.Error(), "duplicate") {
+			t.Fatalf("a baseline was refused for duplicates: %v", err)
+		}
+		return
+	}
+	dup := map[report.TestID]bool{}
+	for i, d := range inv.Duplicates {
+		if i > 0 && inv.Duplicates[i-1] >= d {
+			t.Fatalf("duplicates not sorted and unique: %q", inv.Duplicates)
+		}
+		dup[d] = true
+	}
+	if len(inv.Duplicates) > report.MaxDuplicatesListed || inv.DuplicateCount < len(inv.Duplicates) || inv.DuplicateCount > 0 && len(inv.Duplicates) == 0 {
+		t.Fatalf("%d duplicates listed of %d", len(inv.Duplicates), inv.DuplicateCount)
+	}
+	seen := map[report.TestID]bool{}
+	for _, tc := range inv.Tests {
+		if seen[tc.ID] || dup[tc.ID] {
+			t.Fatalf("id %q kept twice or kept although duplicated", tc.ID)
+		}
+		seen[tc.ID] = true
+	}
+	if c := inv.Counts; c.Total != len(inv.Tests) || c.Passed+c.Failed+c.Skipped != c.Total {
+		t.Fatalf("counts %+v for %d tests", c, len(inv.Tests))
+	}
 }

@@ -36,15 +36,17 @@ import (
 //   - Failed and skipped tests keep their own output (framing lines such as
 //     "=== RUN" and "--- FAIL" removed) as message, and the first
 //     "file.go:N:" location in it as file and line.
-//   - Invalid UTF-8 in strings becomes U+FFFD per invalid byte, as
-//     encoding/json does.
+//   - Invalid UTF-8 in Output becomes U+FFFD per invalid byte, as
+//     encoding/json does; in Package or Test (the id) it is refused, as is
+//     an escaped lone surrogate: ids are byte-exact.
 func parseGoJSON(r io.Reader, opts Options) (*Inventory, error) {
 	p := &goParser{
-		lim:    opts.Limits,
-		lr:     newLineReader(r, opts.Limits),
-		keep:   newTextKeeper(opts.Limits),
-		pkgs:   map[string]*goPkg{},
-		builds: map[string]*goBuild{},
+		allowDup: opts.AllowDuplicateIDs,
+		lim:      opts.Limits,
+		lr:       newLineReader(r, opts.Limits),
+		keep:     newTextKeeper(opts.Limits),
+		pkgs:     map[string]*goPkg{},
+		builds:   map[string]*goBuild{},
 	}
 	for {
 		line, ok := p.lr.next()
@@ -67,9 +69,10 @@ func parseGoJSON(r io.Reader, opts Options) (*Inventory, error) {
 }
 
 type goParser struct {
-	lim  Limits
-	lr   *lineReader
-	keep *textKeeper
+	allowDup bool
+	lim      Limits
+	lr       *lineReader
+	keep     *textKeeper
 
 	ev        goEvent
 	scratch   []byte // decoded Package and Output values
@@ -192,7 +195,29 @@ func (p *goParser) line(raw []byte) error {
 		return e.WithHint("the line starts with '{' but is not one complete JSON event: the stream was cut or corrupted, or is not go test -json output")
 	}
 	p.events++
+	if !p.ev.Package.exact() || !p.ev.Test.exact() {
+		return p.inexact()
+	}
 	return p.event(&p.ev)
+}
+
+// inexact refuses an event whose Package or Test would not decode byte for
+// byte (issue #13, "ids are byte-exact"): go test itself never writes one
+// (the testing package rewrites such names to U+FFFD, and test2json emits
+// valid JSON), so only a corrupted or forged stream is refused.
+func (p *goParser) inexact() error {
+	field, s := "Test", p.ev.Test
+	if !p.ev.Package.exact() {
+		field, s = "Package", p.ev.Package
+	}
+	what := "invalid UTF-8"
+	if utf8.Valid(s.raw) {
+		what = "a \\u escape of a lone surrogate"
+	}
+	e := rmerr.New(rmerr.ReportIdentity, "go-json line %d: the %s field %s holds %s; ids are compared byte for byte, and replacing it with U+FFFD could make two different tests one id",
+		p.lr.line, field, quoteText(s.raw), what)
+	e.Line = p.lr.line
+	return e.WithHint("the stream was corrupted or was not written by go test -json; regenerate it")
 }
 
 // plain handles a line that is not JSON: go test -json passes the go
@@ -286,7 +311,7 @@ func (p *goParser) unknownAction(action []byte) {
 		p.unknown = map[string]int{}
 	}
 	if len(p.unknown) < 16 {
-		p.unknown[validUTF8(action, new(int))]++
+		p.unknown[string(cutUTF8(validUTF8(action, new(int)), 64))]++
 	}
 }
 
@@ -380,7 +405,7 @@ func (p *goParser) testOutput(t *goTest, ev *goEvent) {
 	if isFramingLine(ev.Output.raw) {
 		return
 	}
-	p.scratch = ev.Output.decode(p.scratch[:0])
+	p.scratch = p.decode(ev.Output, p.scratch[:0])
 	t.out.write(p.scratch)
 	t.hasOut = true
 }
@@ -447,7 +472,7 @@ func (p *goParser) record(pkg *goPkg, name []byte, status goStatus, t *goTest, p
 	if status != goPassed && (prefix != "" || t != nil && t.hasOut) {
 		var x goExtra
 		if t != nil && t.hasOut {
-			if x.message, err = p.keep.fromCap(&t.out, true, func() string { return fmt.Sprintf("output of %q", id) }); err != nil {
+			if x.message, err = p.keep.fromCap(&t.out, true, func() string { return fmt.Sprintf("output of %s", quoteString(string(id))) }); err != nil {
 				return err
 			}
 			x.file, x.line = goLocation(x.message)
@@ -524,8 +549,9 @@ func (p *goParser) end(inv *Inventory) error {
 	if counted > 0 {
 		finished = p.sortedIDs()
 	}
-	if err := p.duplicates(finished); err != nil {
-		return err
+	dups := p.duplicates(finished)
+	if dups != nil && !p.allowDup {
+		return dups
 	}
 	for _, pkg := range p.order {
 		if err := p.pkgFault(pkg); err != nil {
@@ -576,6 +602,9 @@ func (p *goParser) end(inv *Inventory) error {
 		inv.Notes = append(inv.Notes, fmt.Sprintf("unknown test2json actions ignored: %q", names))
 	}
 	p.keep.finish(inv)
+	if dups != nil {
+		removeDuplicates(inv)
+	}
 	return nil
 }
 
@@ -623,8 +652,8 @@ func (p *goParser) duplicates(sorted []int32) error {
 	if groups == 0 {
 		return nil
 	}
-	return rmerr.New(rmerr.ReportIdentity, "test id %q has %d terminal events (%d ids repeat); every id must be unique within a report (spec § 4)",
-		string(first), count, groups).
+	return rmerr.New(rmerr.ReportIdentity, "test id %s has %d terminal events (%d ids repeat); every id must be unique within a report (spec § 4)",
+		quoteString(string(first)), count, groups).
 		WithHint("write one report per go test run: -count=N and gotestsum --rerun-fails repeat tests in one stream, and a passing rerun would hide the failure; a test name shared by a package and its _test package also repeats")
 }
 

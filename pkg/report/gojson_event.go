@@ -150,7 +150,7 @@ func (ev *goEvent) value(b []byte, i int, field goField) (int, error) {
 				return end, err
 			}
 			if _, err := strconv.ParseFloat(string(b[i:end]), 64); err != nil {
-				return end, jsonErr(i, "Elapsed %s is not a float64", b[i:end])
+				return end, jsonErr(i, "Elapsed %s is not a float64", quoteText(b[i:end]))
 			}
 			return end, nil
 		}
@@ -287,6 +287,39 @@ func scanJSONString(b []byte, i int) (int, bool, error) {
 			return i, esc, jsonErr(i, "control character 0x%02x in string", c)
 		}
 	}
+}
+
+// exact reports whether decoding s loses nothing: its raw bytes are valid
+// UTF-8 and every \u escape of a surrogate is half of a valid pair. Where it
+// is false, encoding/json (and decode) would write U+FFFD, and two
+// different strings could decode to one.
+func (s jsonString) exact() bool {
+	if !utf8.Valid(s.raw) {
+		return false
+	}
+	if !s.esc {
+		return true
+	}
+	b := s.raw
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++
+			continue
+		}
+		r := jsonHex4(b[i+2 : i+6])
+		i += 5
+		if !utf16.IsSurrogate(r) {
+			continue
+		}
+		if i+7 > len(b) || b[i+1] != '\\' || b[i+2] != 'u' || utf16.DecodeRune(r, jsonHex4(b[i+3:i+7])) == utf8.RuneError {
+			return false
+		}
+		i += 6
+	}
+	return true
 }
 
 func isJSONHex4(b []byte) bool {

@@ -166,13 +166,49 @@ func TestGoJSON(t *testing.T) {
 			want: parseWant{tests: []string{"p::TestA=passed"}, notes: []string{`unknown test2json actions ignored: ["teleport"]`}},
 		},
 		{
-			name: "escapes and invalid UTF-8 in names decode as encoding/json does",
+			name: "escapes in names decode as encoding/json does",
 			input: goEvents(
-				`{"Action":"pass","Package":"p","Test":"Test\u00e9/x\ud800"}`,
-				"{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"TestBad\xff\"}",
+				`{"Action":"pass","Package":"p","Test":"Test\u00e9/x\ud83d\ude00"}`,
+				`{"Action":"pass","Package":"p","Test":"Test\\xff"}`,
+				`{"Action":"pass","Package":"p","Test":"Test\ufffd"}`,
 				`{"Action":"pass","Package":"p"}`,
 			),
-			want: parseWant{tests: []string{"p::Testé/x\uFFFD=passed", "p::TestBad\uFFFD=passed"}, notes: []string{"invalid UTF-8"}},
+			want: parseWant{tests: []string{"p::Testé/x😀=passed", `p::Test\xff=passed`, "p::Test\uFFFD=passed"}},
+		},
+		{
+			// Byte-exact ids (issue #13): decoded with U+FFFD, these two
+			// would both be "p::TestBad\uFFFD" and one test could stand for
+			// the other.
+			name: "invalid UTF-8 in a Test is refused, not repaired",
+			input: goEvents(
+				"{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"TestBad\xff\"}",
+				"{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"TestBad\xfe\"}",
+			),
+			want: parseWant{code: rmerr.ReportIdentity, reason: `line 1: the Test field "TestBad\xff" holds invalid UTF-8`},
+		},
+		{
+			name:  "invalid UTF-8 in a Package is refused",
+			input: goEvents("{\"Action\":\"output\",\"Package\":\"p\xff\",\"Output\":\"x\"}"),
+			want:  parseWant{code: rmerr.ReportIdentity, reason: `the Package field "p\xff" holds invalid UTF-8`},
+		},
+		{
+			name:  "an escaped lone surrogate in a Test is refused",
+			input: goEvents(`{"Action":"pass","Package":"p","Test":"T\ud800"}`, `{"Action":"pass","Package":"p","Test":"T\udbff"}`),
+			want:  parseWant{code: rmerr.ReportIdentity, reason: `lone surrogate`},
+		},
+		{
+			name:  "a reversed surrogate pair is two lone surrogates",
+			input: goEvents(`{"Action":"pass","Package":"p","Test":"T\ude00\ud83d"}`),
+			want:  parseWant{code: rmerr.ReportIdentity, reason: `lone surrogate`},
+		},
+		{
+			name: "invalid UTF-8 in Output is only text: replaced and noted",
+			input: goEvents(
+				"{\"Action\":\"output\",\"Package\":\"p\",\"Test\":\"T\",\"Output\":\"bad \xff\\n\"}",
+				`{"Action":"fail","Package":"p","Test":"T"}`,
+				`{"Action":"fail","Package":"p"}`,
+			),
+			want: parseWant{tests: []string{"p::T=failed"}, notes: []string{"invalid UTF-8"}},
 		},
 	}
 	for _, tc := range tests {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -150,29 +151,42 @@ func TestHostileTestCount(t *testing.T) {
 	wantCode(t, err, rmerr.ReportLimit, "more than 100 tests (Limits.MaxTests)")
 }
 
+// Ids are byte-exact (issue #13): an id with invalid UTF-8 is refused in
+// every format, so two different byte strings can never become one id; the
+// same bytes in a message are only text, replaced and noted.
 func TestHostileInvalidUTF8(t *testing.T) {
-	tap := "1..2\nok 1 - caf\xe9 latin-1\nok 2 - caf\xc3\xa9 utf-8\n"
-	inv, err := report.Parse(strings.NewReader(tap), report.TAP, report.Options{})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name   string
+		format report.Format
+		input  string
+		reason string
+	}{
+		{"tap latin-1", report.TAP, "1..2\nok 1 - caf\xe9 latin-1\nok 2 - caf\xc3\xa9 utf-8\n", `TAP line 2: test id "caf\xe9 latin-1" is not valid UTF-8 (byte 0xE9 at offset 3)`},
+		// Repaired with U+FFFD these two would collide; refused, neither
+		// can stand for the other.
+		{"tap collision", report.TAP, "1..2\nok 1 - a\xff\nok 2 - a\xfe\n", `"a\xff" is not valid UTF-8`},
+		{"tap suite-path child", report.TAP, "1..1\nok 1 - p {\n    1..1\n    ok 1 - c\x80\n}\n", `"c\x80"`},
+		{"go-json", report.GoJSON, "{\"Action\":\"pass\",\"Package\":\"p\",\"Test\":\"T\xe9st\"}\n", `"T\xe9st" holds invalid UTF-8`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := report.Parse(strings.NewReader(tc.input), tc.format, report.Options{Identity: report.IdentitySuitePath})
+			wantCode(t, err, rmerr.ReportIdentity, tc.reason)
+			if !utf8.ValidString(err.Error()) {
+				t.Errorf("error text is not UTF-8: %q", err)
+			}
+		})
 	}
-	if inv.Tests[0].ID != "caf\uFFFD latin-1" || inv.Tests[1].ID != "café utf-8" {
-		t.Errorf("ids: %q %q", inv.Tests[0].ID, inv.Tests[1].ID)
-	}
-	if !strings.Contains(strings.Join(inv.Notes, "\n"), "invalid UTF-8") {
-		t.Errorf("no note: %q", inv.Notes)
-	}
-	// Two ids that differ only in invalid bytes collide and fail closed.
-	_, err = report.Parse(strings.NewReader("1..2\nok 1 - a\xff\nok 2 - a\xfe\n"), report.TAP, report.Options{})
-	wantCode(t, err, rmerr.ReportIdentity, "occurs 2 times")
+	// JUnit refuses any invalid UTF-8 in the document, ids included.
+	_, err := report.Parse(strings.NewReader("<testsuite><testcase name=\"a\xff\"/></testsuite>"), report.JUnit, report.Options{})
+	wantCode(t, err, rmerr.ReportMalformed, "invalid UTF-8 (byte 0xFF)")
 
-	gj := "{\"Action\":\"pass\",\"Package\":\"p\xff\",\"Test\":\"T\xe9st\"}\n{\"Action\":\"pass\",\"Package\":\"p\xff\"}\n"
-	inv, err = report.Parse(strings.NewReader(gj), report.GoJSON, report.Options{})
+	// In a message the bytes are text: replaced, noted, the report stands.
+	inv, err := report.Parse(strings.NewReader("1..1\nnot ok 1 - t\n  ---\n  message: caf\xe9\n  ...\n"), report.TAP, report.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inv.Tests[0].ID != "p\uFFFD::T\uFFFDst" {
-		t.Errorf("id %q", inv.Tests[0].ID)
+	if inv.Tests[0].Message != "caf\uFFFD" || !strings.Contains(strings.Join(inv.Notes, "\n"), "invalid UTF-8") {
+		t.Errorf("message %q, notes %q", inv.Tests[0].Message, inv.Notes)
 	}
 }
 

@@ -80,6 +80,7 @@ func parseJUnit(r io.Reader, opts Options) (*Inventory, error) {
 	}
 	lim := junitLimits(opts.Limits)
 	b := newJUnitBuilder(opts.Identity, lim)
+	b.allowDup = opts.AllowDuplicateIDs
 	s := newJXScanner(r, b, lim)
 	if err := s.run(); err != nil {
 		return nil, err
@@ -193,7 +194,15 @@ type jbFrame struct {
 	path     uint32   // FNV-1a of the suite names down to here
 	declared [jcCount]int64
 	counted  [jcCount]int64
+	// claim sums the outermost declarations at or below this suite, per
+	// attribute; claimN counts the elements that made it (0: none declares).
+	claim  [jcCount]int64
+	claimN [jcCount]int32
 }
+
+// jbClaimCap bounds a summed claim: attributes are read up to 18 digits, and
+// a sum of many must not wrap around into a small (or negative) claim.
+const jbClaimCap = 1 << 53
 
 // jbCase is the testcase being read.
 type jbCase struct {
@@ -207,6 +216,7 @@ type jbCase struct {
 	rfile  []byte // file and line of the first result element, used when
 	rline  int32  // the testcase has none (Catch2 writes them there)
 	rfound bool
+	shown  int64 // failure-like result elements, for Claims.Shown
 }
 
 // jbRecord is one test while the report is read; records become []Test only
@@ -274,6 +284,9 @@ type junitBuilder struct {
 	suites     int
 	statusSeen map[string]int
 	statusList []string
+	claimed    *Claims
+	shown      int64
+	allowDup   bool
 }
 
 type jbMismatch struct {
@@ -354,7 +367,7 @@ func (b *junitBuilder) start(name, parent []byte, a *jxAttrs) error {
 			if kind == jkError || kind == jkFailure {
 				f.kind = jkFault
 				b.fault.reset()
-				if m := a.get(jaMessage); m != nil && len(m.buf) > 0 {
+				if m := a.get(jaMessage); m != nil && len(bytes.TrimSpace(m.buf)) > 0 {
 					m.moveTo(&b.fault)
 				} else {
 					f.capture = &b.fault
@@ -414,7 +427,7 @@ func (b *junitBuilder) startCase(a *jxAttrs) error {
 	if name == nil || len(name.buf) == 0 {
 		what := "a <testcase> without a name"
 		if cls != nil && len(cls.buf) > 0 {
-			what = fmt.Sprintf("a <testcase> in classname %q without a name", cls.text())
+			what = fmt.Sprintf("a <testcase> in classname %s without a name", quoteText(cls.text()))
 		}
 		return rmerr.New(rmerr.ReportIdentity, "%s has no test identity", what).
 			WithHint("configure the reporter to write a name for every test; runmill compares tests by id and cannot compare a nameless one")
@@ -426,7 +439,7 @@ func (b *junitBuilder) startCase(a *jxAttrs) error {
 		}
 	}
 	tc := &b.tc
-	tc.flags, tc.file, tc.line, tc.rfound = 0, -1, 0, false
+	tc.flags, tc.file, tc.line, tc.rfound, tc.shown = 0, -1, 0, false, 0
 	tc.rfile = tc.rfile[:0]
 	for i := range tc.msg {
 		tc.msg[i].reset()
@@ -509,7 +522,7 @@ func jbUint(v []byte) int64 {
 
 func (b *junitBuilder) internFile(f *jxField, id string) int32 {
 	if f.cut() {
-		b.notes = append(b.notes, fmt.Sprintf("file of test %q cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", id, len(f.text()), f.n, f.sum()))
+		b.notes = append(b.notes, fmt.Sprintf("file of test %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", quoteString(id), len(f.text()), f.n, f.sum()))
 	}
 	if i, ok := b.fileIdx[string(f.text())]; ok {
 		return i
@@ -575,6 +588,9 @@ func (b *junitBuilder) startResult(kind jbKind, a *jxAttrs) *jxField {
 		tc.flags |= jfRerunError
 		slot = jmRerun
 	}
+	if kind != jkSkipped {
+		tc.shown++
+	}
 	if slot < 0 {
 		return nil
 	}
@@ -596,7 +612,9 @@ func (b *junitBuilder) startResult(kind jbKind, a *jxAttrs) *jxField {
 	m := &tc.msg[slot]
 	m.reset()
 	m.set = true
-	if v := a.get(jaMessage); v != nil && len(v.buf) > 0 {
+	// A blank message= (some reporters write message="") says nothing; the
+	// element's text is then the message.
+	if v := a.get(jaMessage); v != nil && len(bytes.TrimSpace(v.buf)) > 0 {
 		v.moveTo(m)
 		return nil
 	}
@@ -612,6 +630,22 @@ func (b *junitBuilder) end() error {
 			return err
 		}
 	case jkSuite, jkSuites:
+		for i := range f.declared {
+			if f.declared[i] >= 0 {
+				f.claim[i], f.claimN[i] = f.declared[i], 1
+			}
+		}
+		if len(b.frames) > 0 {
+			p := &b.frames[len(b.frames)-1]
+			for i := range f.claim {
+				if f.claimN[i] > 0 {
+					p.claim[i] = min(p.claim[i]+f.claim[i], jbClaimCap)
+					p.claimN[i] = min(p.claimN[i]+f.claimN[i], 1<<30)
+				}
+			}
+		} else {
+			b.claims(&f)
+		}
 		for i := range f.declared {
 			if f.declared[i] >= 0 && f.declared[i] != f.counted[i] {
 				m := &b.mismatch[i]
@@ -645,6 +679,41 @@ func (b *junitBuilder) end() error {
 	return nil
 }
 
+// claims records the root's summary counts (see Claims).
+func (b *junitBuilder) claims(root *jbFrame) {
+	c := &Claims{}
+	fields := [jcCount]**int64{&c.Tests, &c.Failures, &c.Errors, &c.Skipped}
+	fromRoot, suites := false, int32(0)
+	for i := range root.claim {
+		if root.claimN[i] == 0 {
+			continue
+		}
+		v := root.claim[i]
+		*fields[i] = &v
+		if root.declared[i] >= 0 {
+			fromRoot = true
+		} else {
+			suites = max(suites, root.claimN[i])
+		}
+	}
+	if !fromRoot && suites == 0 {
+		return
+	}
+	var parts []string
+	if fromRoot {
+		parts = append(parts, jbScope(root))
+	}
+	if suites > 0 {
+		if suites == 1 {
+			parts = append(parts, "1 <testsuite> element")
+		} else {
+			parts = append(parts, fmt.Sprintf("%d <testsuite> elements", suites))
+		}
+	}
+	c.Scope = strings.Join(parts, " and ")
+	b.claimed = c
+}
+
 func jbScope(f *jbFrame) string {
 	tag := "testsuite"
 	if f.kind == jkSuites {
@@ -653,7 +722,7 @@ func jbScope(f *jbFrame) string {
 	if f.name == "" {
 		return "<" + tag + ">"
 	}
-	return fmt.Sprintf("<%s name=%q>", tag, f.name)
+	return fmt.Sprintf("<%s name=%s>", tag, quoteString(f.name))
 }
 
 // message turns a captured field into a message, noting a cut. whose is
@@ -664,7 +733,7 @@ func (b *junitBuilder) message(f *jxField, whose, name string) string {
 	}
 	t := f.text()
 	if f.cut() {
-		b.notes = append(b.notes, fmt.Sprintf("message of %s %q cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", whose, name, len(t), f.n, f.sum()))
+		b.notes = append(b.notes, fmt.Sprintf("message of %s %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", whose, quoteString(name), len(t), f.n, f.sum()))
 	}
 	return string(bytes.TrimSpace(t))
 }
@@ -691,6 +760,11 @@ func (b *junitBuilder) endCase() error {
 				break
 			}
 		}
+	}
+	if status == 1 {
+		b.shown += max(tc.shown, 1)
+	} else {
+		b.shown += tc.shown
 	}
 	p := &b.frames[len(b.frames)-1] // the suite: a testcase is never the root
 	p.counted[jcTests]++
@@ -825,14 +899,14 @@ func (b *junitBuilder) duplicate(idx int32, path uint32) {
 
 func (b *junitBuilder) finish() (*Inventory, error) {
 	b.dedup()
-	if len(b.dupExtra) > 0 {
+	if len(b.dupExtra) > 0 && !b.allowDup {
 		first := int32(-1)
 		for i := range b.dupExtra {
 			if first < 0 || i < first {
 				first = i
 			}
 		}
-		msg := fmt.Sprintf("duplicate test id %q: it occurs %d times", b.rec(first).id, b.dupExtra[first]+1)
+		msg := fmt.Sprintf("duplicate test id %s: it occurs %d times", quoteString(b.rec(first).id), b.dupExtra[first]+1)
 		if k := len(b.dupExtra) - 1; k > 0 {
 			msg += fmt.Sprintf(", and %d other ids repeat too", k)
 		}
@@ -850,14 +924,17 @@ func (b *junitBuilder) finish() (*Inventory, error) {
 	if b.n == 0 {
 		msg := "the report holds no <testcase> element: zero tests is not a pass"
 		if len(b.faults) > 0 {
-			msg += fmt.Sprintf(" (it records %d suite-level error(s), first in %s: %q)", len(b.faults), b.faults[0].Scope, jbShort(b.faults[0].Message))
+			msg += fmt.Sprintf(" (it records %d suite-level error(s), first in %s: %q)", len(b.faults), jbShort(b.faults[0].Scope), jbShort(b.faults[0].Message))
 		} else if d := b.mismatch[jcTests]; d.n > 0 && d.declared > 0 {
 			msg += fmt.Sprintf(" (although %s declares tests=%d)", d.scope, d.declared)
 		}
 		return nil, rmerr.New(rmerr.ReportEmpty, "%s", msg).
 			WithHint("check that the test command found and ran its tests (path filters, test discovery) and that the reporter wrote them")
 	}
-	inv := &Inventory{Format: JUnit, Identity: b.identity, Tests: make([]Test, b.n), Faults: b.faults}
+	if b.claimed != nil {
+		b.claimed.Shown = b.shown + int64(len(b.faults))
+	}
+	inv := &Inventory{Format: JUnit, Identity: b.identity, Tests: make([]Test, b.n), Faults: b.faults, Claims: b.claimed}
 	for i := range inv.Tests {
 		r := b.rec(int32(i))
 		t := &inv.Tests[i]
@@ -892,9 +969,12 @@ func (b *junitBuilder) finish() (*Inventory, error) {
 			attr, m.n, b.suites, m.scope, attr, m.declared, m.counted, what[i]))
 	}
 	for _, v := range b.statusList {
-		inv.Notes = append(inv.Notes, fmt.Sprintf("status=%q on %d testcase(s) is not a status runmill knows; their result comes from their child elements", v, b.statusSeen[v]))
+		inv.Notes = append(inv.Notes, fmt.Sprintf("status=%s on %d testcase(s) is not a status runmill knows; their result comes from their child elements", quoteString(v), b.statusSeen[v]))
 	}
 	inv.Notes = append(inv.Notes, b.notes...)
+	if len(b.dupExtra) > 0 {
+		removeDuplicates(inv)
+	}
 	return inv, nil
 }
 

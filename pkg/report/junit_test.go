@@ -500,6 +500,10 @@ func FuzzJUnit(f *testing.F) {
 		if mode&2 != 0 {
 			opts.Limits = report.Limits{MaxBytes: 1 << 20, MaxDepth: 6, MaxField: 32, MaxTests: 50}
 		}
+		if mode&4 != 0 {
+			// A baseline reading: duplicates are dropped, never kept.
+			opts.AllowDuplicateIDs = true
+		}
 		inv, err := junitSameWhateverChunking(t, doc, opts)
 		if err != nil {
 			switch rmerr.CodeOf(err) {
@@ -510,7 +514,10 @@ func FuzzJUnit(f *testing.F) {
 			return
 		}
 		sum := sha256.Sum256(doc)
-		if inv.SHA256 != hex.EncodeToString(sum[:]) || inv.Bytes != int64(len(doc)) || len(inv.Tests) == 0 || inv.Counts.Total != len(inv.Tests) ||
+		if claimed, seen, more := inv.ClaimsMoreFailures(); more != (claimed > seen) || seen < 0 || claimed < 0 {
+			t.Fatalf("ClaimsMoreFailures = %d, %d, %v", claimed, seen, more)
+		}
+		if inv.SHA256 != hex.EncodeToString(sum[:]) || inv.Bytes != int64(len(doc)) || len(inv.Tests) == 0 && inv.DuplicateCount == 0 || inv.Counts.Total != len(inv.Tests) ||
 			inv.Counts.Passed+inv.Counts.Failed+inv.Counts.Skipped != inv.Counts.Total {
 			t.Fatalf("inventory breaks its invariants: %+v", inv)
 		}

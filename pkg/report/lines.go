@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -172,15 +174,19 @@ func (k *textKeeper) text(b []byte, what func() string) (string, error) {
 // id returns b as a test identity. An id longer than MaxField keeps its
 // first bytes and gains the digest of the whole: still unique, still stable
 // between the base and the candidate run, and bounded.
+//
+// Ids are byte-exact (issue #13): an id that is not valid UTF-8 is refused
+// (invalidID), never repaired, since replacing bytes with U+FFFD would let
+// two different tests become one id.
 func (k *textKeeper) id(b []byte) (TestID, error) {
 	if !utf8.Valid(b) {
-		b = []byte(validUTF8(b, &k.invalid))
+		return "", invalidID(b)
 	}
 	if len(b) > k.maxField {
 		sum := sha256.Sum256(b)
 		full := len(b)
 		s := cutUTF8(string(b), k.maxField) + "…sha256:" + hex.EncodeToString(sum[:])
-		k.notes = append(k.notes, fmt.Sprintf("test id of %d bytes cut to %d bytes plus its sha256: %q", full, k.maxField, s))
+		k.notes = append(k.notes, fmt.Sprintf("test id of %d bytes cut to %d bytes plus its sha256: %s", full, k.maxField, quoteString(s)))
 		b = []byte(s)
 	}
 	return TestID(k.ids.intern(b)), k.spend(len(b))
@@ -258,14 +264,83 @@ func cutUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// quote shows a piece of report text in an error message, bounded.
-func quoteText(b []byte) string {
-	const max = 120
-	s := validUTF8(b, new(int))
-	if len(s) > max {
-		return fmt.Sprintf("%q…", cutUTF8(s, max))
+// invalidID is the error for an id that is not valid UTF-8. Refusing is the
+// strict half of "ids are byte-exact": a lossless escape (\xNN) would have to
+// escape every backslash too, changing the ids of honest reports that
+// contain one (Windows paths, regex names) and breaking their declared_skips,
+// while no real producer writes a non-UTF-8 test name (go test rewrites one
+// to U+FFFD, JUnit is XML and must be UTF-8 anyway).
+func invalidID(b []byte) *rmerr.Error {
+	off := 0
+	for off < len(b) {
+		r, size := utf8.DecodeRune(b[off:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		off += size
 	}
-	return fmt.Sprintf("%q", s)
+	return rmerr.New(rmerr.ReportIdentity, "test id %s is not valid UTF-8 (byte 0x%02X at offset %d); ids are compared byte for byte and runmill will not repair one, since two different ids could then become one",
+		quoteText(b), b[off], off).
+		WithHint("make the test runner write its report as UTF-8 (test names in another encoding, such as Latin-1, must be converted)")
+}
+
+// maxQuoted bounds the report text one error or note quotes (issue #13: a
+// 1 MB number was once echoed whole into a finding).
+const maxQuoted = 200
+
+// quoteText shows a piece of report text in an error message: Go-quoted, so
+// control characters and invalid UTF-8 are escaped (\xff), and cut at
+// maxQuoted bytes of input, with the full length named.
+func quoteText(b []byte) string { return quoteString(string(b)) }
+
+func quoteString(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	n := maxQuoted
+	// Step back over at most one split character; invalid bytes need not.
+	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(s[n]); i++ {
+		n--
+	}
+	if !utf8.RuneStart(s[n]) {
+		n = maxQuoted
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:n]), len(s))
+}
+
+// removeDuplicates applies Options.AllowDuplicateIDs to a finished
+// inventory: every occurrence of a repeated id leaves Tests, since none of
+// them can say which test ran, and the ids are listed, sorted and bounded.
+func removeDuplicates(inv *Inventory) {
+	seen := make(map[TestID]int, len(inv.Tests))
+	for i := range inv.Tests {
+		seen[inv.Tests[i].ID]++
+	}
+	var dups []TestID
+	kept := inv.Tests[:0]
+	for _, t := range inv.Tests {
+		switch n := seen[t.ID]; {
+		case n == 1:
+			kept = append(kept, t)
+		case n > 1:
+			dups = append(dups, t.ID)
+			seen[t.ID] = -1 // listed once
+		}
+	}
+	clear(inv.Tests[len(kept):])
+	inv.Tests = kept
+	if len(dups) == 0 {
+		return
+	}
+	slices.Sort(dups)
+	inv.DuplicateCount = len(dups)
+	if len(dups) > MaxDuplicatesListed {
+		dups = dups[:MaxDuplicatesListed]
+	}
+	inv.Duplicates = slices.Clip(dups)
+	inv.Counts = countStatuses(inv.Tests)
+	inv.Notes = append(inv.Notes, fmt.Sprintf("%d test id(s) occur more than once (first: %s); every occurrence was removed and carries no authority (Options.AllowDuplicateIDs, for a baseline)",
+		inv.DuplicateCount, quoteString(string(inv.Duplicates[0]))))
 }
 
 // tally counts the statuses of tests.

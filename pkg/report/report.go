@@ -6,7 +6,11 @@
 package report
 
 import (
+	"fmt"
 	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -85,10 +89,127 @@ type Inventory struct {
 	Counts   Counts   `json:"counts"`
 	Tests    []Test   `json:"tests"`
 	Faults   []Fault  `json:"faults,omitempty"`
+	// Claims are the summary counts the report states about itself (JUnit
+	// tests=/failures=/errors=/skipped=); nil when it states none. They are
+	// evidence, never the inventory: Counts come from the elements.
+	Claims *Claims `json:"claims,omitempty"`
+	// Duplicates lists, sorted, the ids that occur more than once, when
+	// Options.AllowDuplicateIDs let the report through (a baseline): those
+	// ids are absent from Tests and carry no authority. At most
+	// MaxDuplicatesListed are listed; DuplicateCount is how many there are.
+	Duplicates     []TestID `json:"duplicates,omitempty"`
+	DuplicateCount int      `json:"duplicate_count,omitempty"`
 	// Notes are observations that do not invalidate the report (a tests=
 	// attribute that disagrees with the elements counted, a field cut at
 	// Limits.MaxField with the SHA-256 of the full text).
 	Notes []string `json:"notes,omitempty"`
+}
+
+// MaxDuplicatesListed bounds Inventory.Duplicates: a report that repeats a
+// million ids must not make a million-entry finding.
+const MaxDuplicatesListed = 100
+
+// Claims are a report's own summary counts. A field is nil when no element
+// in scope declares it (or declares something that is not a count).
+//
+// For each attribute separately, the outermost element that declares it
+// speaks for everything inside it, and sibling declarations add up: a
+// <testsuites failures="3"> root is the claim; without it, the failures= of
+// the top-level <testsuite> elements are summed, descending further only
+// below a suite that declares nothing. So a root total and the per-suite
+// figures it totals (Surefire aggregates, jest-junit, go-junit-report,
+// gotestsum) are never counted twice, and a report whose root carries no
+// counts (pytest, node:test, Mocha xunit) is claimed by its suites.
+type Claims struct {
+	Tests    *int64 `json:"tests,omitempty"`
+	Failures *int64 `json:"failures,omitempty"`
+	Errors   *int64 `json:"errors,omitempty"`
+	Skipped  *int64 `json:"skipped,omitempty"`
+	// Scope says where the figures were read, e.g. "<testsuites>" or
+	// "3 <testsuite> elements".
+	Scope string `json:"scope"`
+	// Shown is what the file shows failed, counted the way reporters count
+	// failures=/errors=: every <failure>, <error>, <rerunFailure>,
+	// <rerunError>, <flakyFailure> and <flakyError> in a testcase (a failed
+	// testcase counts at least once, e.g. by status="failed"), plus each
+	// suite-level <error>/<failure> (a Fault). Counting elements, not
+	// tests, keeps a testcase with two <failure> elements, or Surefire's
+	// reruns, from reading as a claim of something unseen.
+	Shown int64 `json:"shown"`
+}
+
+// ClaimsMoreFailures compares the failures and errors a report claims
+// (failures= plus errors=, as one sum because reporters disagree on which of
+// the two an error goes in) with what it shows (Claims.Shown). more is true
+// when the claim is larger: the file says something failed that no element
+// shows, so it cannot describe a pass (issue #12, "summary counts are
+// evidence"). A claim of fewer failures than shown is only recorded: the
+// elements already fail the check. Formats without claims return false.
+func (inv *Inventory) ClaimsMoreFailures() (claimed, seen int64, more bool) {
+	c := inv.Claims
+	if c == nil || c.Failures == nil && c.Errors == nil {
+		return 0, 0, false
+	}
+	if c.Failures != nil {
+		claimed += *c.Failures
+	}
+	if c.Errors != nil {
+		claimed += *c.Errors
+	}
+	return claimed, c.Shown, claimed > c.Shown
+}
+
+// FirstLine returns the first non-blank line of msg, trimmed, with control
+// characters written as Go escapes (\x1b, \t as a space), cut to at most max
+// bytes without splitting a character or an escape; "…" marks a cut and is
+// counted in max. It is how a finding quotes a failure message: one line,
+// bounded, and unable to forge terminal or log output.
+func FirstLine(msg string, max int) string {
+	line := ""
+	for rest := msg; rest != ""; {
+		l := rest
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			l, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		if l = strings.TrimSpace(l); l != "" {
+			line = l
+			break
+		}
+	}
+	var b strings.Builder
+	var ends []int // where each piece ends, so a cut never splits an escape
+	const ellipsis = "…"
+	for i, r := range line {
+		piece := ""
+		switch {
+		case r == '\t':
+			piece = " "
+		case r == utf8.RuneError && !strings.HasPrefix(line[i:], "\uFFFD"):
+			piece = fmt.Sprintf("\\x%02x", line[i])
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == 0x2028 || r == 0x2029:
+			piece = strings.Trim(strconv.QuoteRune(r), "'")
+		default:
+			piece = string(r)
+		}
+		if b.Len()+len(piece) > max {
+			s := b.String()
+			for len(ends) > 0 && ends[len(ends)-1]+len(ellipsis) > max {
+				ends = ends[:len(ends)-1]
+			}
+			if len(ends) == 0 {
+				if len(ellipsis) <= max {
+					return ellipsis
+				}
+				return ""
+			}
+			return s[:ends[len(ends)-1]] + ellipsis
+		}
+		b.WriteString(piece)
+		ends = append(ends, b.Len())
+	}
+	return b.String()
 }
 
 // Limits are the hard caps every parser enforces. Exceeding one is an
@@ -114,6 +235,12 @@ var DefaultLimits = Limits{
 type Options struct {
 	Identity Identity
 	Limits   Limits // zero value means DefaultLimits
+	// AllowDuplicateIDs is for baseline reports only (spec § 3, "broken
+	// baselines keep authority"): an id that occurs more than once is removed
+	// from Tests and listed in Inventory.Duplicates instead of failing the
+	// report, so the change that makes the names unique can land. A candidate
+	// report must still have unique ids: leave it false there.
+	AllowDuplicateIDs bool
 }
 
 // Parse reads one report of the given format.

@@ -43,12 +43,14 @@ import (
 //     at: or location:.
 func parseTAP(r io.Reader, opts Options) (*Inventory, error) {
 	p := &tapParser{
-		lim:   opts.Limits,
-		suite: opts.Identity == IdentitySuitePath,
-		lr:    newLineReader(r, opts.Limits),
-		keep:  newTextKeeper(opts.Limits),
+		allowDup: opts.AllowDuplicateIDs,
+		lim:      opts.Limits,
+		suite:    opts.Identity == IdentitySuitePath,
+		lr:       newLineReader(r, opts.Limits),
+		keep:     newTextKeeper(opts.Limits),
 	}
 	p.stack = []*tapBlock{{ordered: true}}
+	p.diag.max = opts.Limits.MaxField
 	inv, err := p.run()
 	if err != nil {
 		return nil, err
@@ -59,18 +61,24 @@ func parseTAP(r io.Reader, opts Options) (*Inventory, error) {
 }
 
 type tapParser struct {
-	lim   Limits
-	suite bool
-	lr    *lineReader
-	keep  *textKeeper
+	allowDup bool
+	lim      Limits
+	suite    bool
+	lr       *lineReader
+	keep     *textKeeper
 
 	stack  []*tapBlock // stack[0] is the top-level stream
 	orphan *tapBlock   // a closed child stream waiting for its parent's test point
 	yaml   *tapYAML    // an open YAML diagnostic block
 
-	last       tapRef // the last test point, for YAML and a lone "{"
-	afterPoint bool   // the previous line was a test point (YAML may start)
-	braceOK    bool   // a lone "{" would open a buffered child of last
+	last tapRef // the last test point, for YAML and a lone "{"
+	// diag collects the diagnostic lines after a failed point without YAML:
+	// "# …" comments (Perl's Test::More diag) and lines indented past the
+	// point (Mocha's TAP reporter). They become its message.
+	diag       capBuf
+	diagOpen   bool
+	afterPoint bool // the previous line was a test point (YAML may start)
+	braceOK    bool // a lone "{" would open a buffered child of last
 
 	strict     bool
 	sawTAP     bool // a version line, plan or test point was seen
@@ -191,6 +199,13 @@ func (p *tapParser) handle(raw []byte) error {
 
 	switch kind := classifyTAP(trimmed); kind {
 	case tapLineComment:
+		if p.diagOpen {
+			if text, ok := tapDiagComment(trimmed); ok {
+				p.diag.write(append(text, '\n'))
+				return nil
+			}
+			return p.closeDiag()
+		}
 		return nil
 	case tapLinePragma:
 		switch string(trimmed) {
@@ -203,6 +218,7 @@ func (p *tapParser) handle(raw []byte) error {
 	case tapLineOther:
 		if afterPoint && clean && indent == p.last.indent+2 && string(trimmed) == "---" {
 			p.yaml = newTAPYAML(indent, p.lim.MaxField, n)
+			p.diagOpen = false // the YAML block is the diagnostic
 			return nil
 		}
 		if braceOK && clean && indent == p.last.indent && string(trimmed) == "{" {
@@ -210,6 +226,13 @@ func (p *tapParser) handle(raw []byte) error {
 		}
 		if clean && indent%4 == 0 && string(trimmed) == "}" && p.closesBuffered(indent/4) {
 			return p.closeBuffered(indent/4, n)
+		}
+		if p.diagOpen {
+			if indent > p.last.indent {
+				p.diag.write(append(bytes.TrimSpace(trimmed), '\n'))
+			} else if err := p.closeDiag(); err != nil {
+				return err
+			}
 		}
 		p.nonTAP++
 		if p.nonTAPLine == 0 {
@@ -220,6 +243,9 @@ func (p *tapParser) handle(raw []byte) error {
 		}
 		return nil
 	default:
+		if err := p.closeDiag(); err != nil {
+			return err
+		}
 		if !clean || indent%4 != 0 {
 			return tapMalformed(n, "%s is indented by %s; TAP indents subtests by 4 spaces, so this line cannot be placed",
 				quoteText(trimmed), tapDescribeIndent(raw[:indent]))
@@ -503,7 +529,7 @@ func (p *tapParser) point(b *tapBlock, s []byte, indent, line int) error {
 	if b.depth > 0 {
 		p.nested++
 		if p.nestID == "" && len(pt.desc) > 0 {
-			p.nestID, p.nestIDLine = validUTF8(pt.desc, new(int)), line
+			p.nestID, p.nestIDLine = string(pt.desc), line
 		}
 	}
 	if len(pt.desc) == 0 {
@@ -514,6 +540,10 @@ func (p *tapParser) point(b *tapBlock, s []byte, indent, line int) error {
 	}
 	id, kerr := p.keep.id(pt.desc)
 	if kerr != nil {
+		if re, ok := kerr.(*rmerr.Error); ok && re.Line == 0 {
+			re.Msg = fmt.Sprintf("TAP line %d: %s", line, re.Msg)
+			re.Line = line
+		}
 		return kerr
 	}
 	t := Test{ID: id, Status: Passed}
@@ -526,12 +556,16 @@ func (p *tapParser) point(b *tapBlock, s []byte, indent, line int) error {
 		if len(pt.reason) > 0 {
 			msg += ": " + string(pt.reason)
 		}
-		if t.Message, kerr = p.keep.text([]byte(msg), func() string { return fmt.Sprintf("skip reason of %q", id) }); kerr != nil {
+		if t.Message, kerr = p.keep.text([]byte(msg), func() string { return fmt.Sprintf("skip reason of %s", quoteString(string(id))) }); kerr != nil {
 			return kerr
 		}
 	}
 	b.tests = append(b.tests, t)
 	p.last = tapRef{block: b, idx: len(b.tests) - 1, indent: indent, desc: string(id)}
+	if t.Status == Failed {
+		p.diag.reset()
+		p.diagOpen = true
+	}
 	if p.orphan != nil {
 		children := p.orphan.tests
 		p.orphan = nil
@@ -610,7 +644,7 @@ func (p *tapParser) checkPlan(b *tapBlock, line int) error {
 }
 
 func (p *tapParser) bail(s []byte, line int) error {
-	p.sawTAP = true
+	p.sawTAP = true // closeDiag already ran: a bail-out is a TAP line
 	p.bailed = true
 	reason := strings.TrimSpace(string(s[len("bail out!"):]))
 	msg := "Bail out!"
@@ -632,10 +666,50 @@ func (p *tapParser) bail(s []byte, line int) error {
 	return errTAPStop
 }
 
+// closeDiag ends the diagnostic lines of the last failed point: they are
+// its message unless YAML gave it one.
+func (p *tapParser) closeDiag() error {
+	if !p.diagOpen {
+		return nil
+	}
+	p.diagOpen = false
+	if p.diag.n == 0 {
+		return nil
+	}
+	t := &p.last.block.tests[p.last.idx]
+	if t.Message != "" {
+		return nil
+	}
+	id := t.ID
+	msg, err := p.keep.fromCap(&p.diag, true, func() string { return fmt.Sprintf("diagnostics of %s", quoteString(string(id))) })
+	t.Message = msg
+	return err
+}
+
+// tapDiagComment returns the text of a "# …" comment that can be a failed
+// test's diagnostic: not a node:test "# Subtest:" header, a node-tap
+// "# time=" comment, nor a run summary ("# tests 3", "# fail 1").
+func tapDiagComment(line []byte) ([]byte, bool) {
+	text := bytes.TrimSpace(line[1:])
+	if len(text) == 0 {
+		return nil, true
+	}
+	if bytes.HasPrefix(text, []byte("Subtest:")) || bytes.HasPrefix(text, []byte("time=")) {
+		return nil, false
+	}
+	if f := bytes.Fields(text); len(f) == 2 && tapDigits(f[1]) > 0 {
+		switch string(f[0]) {
+		case "tests", "pass", "fail", "skip", "todo", "suites", "cancelled", "ok", "duration_ms":
+			return nil, false
+		}
+	}
+	return text, true
+}
+
 func (p *tapParser) nestingError() error {
 	first := ""
 	if p.nestID != "" {
-		first = fmt.Sprintf(": first nested test point %q at line %d", p.nestID, p.nestIDLine)
+		first = fmt.Sprintf(": first nested test point %s at line %d", quoteString(p.nestID), p.nestIDLine)
 	}
 	e := rmerr.New(rmerr.ReportIdentity,
 		"TAP report nests subtests (line %d)%s; %d of %d test points are inside subtests. Nested plans are rejected rather than guessed (spec § 4)",
@@ -645,6 +719,9 @@ func (p *tapParser) nestingError() error {
 }
 
 func (p *tapParser) end(inv *Inventory) error {
+	if err := p.closeDiag(); err != nil {
+		return err
+	}
 	if p.yaml != nil {
 		if err := p.unterminatedYAML(); err != nil {
 			return err
@@ -695,8 +772,9 @@ func (p *tapParser) end(inv *Inventory) error {
 		e.Line = p.emptyLine
 		return e.WithHint("give every test a name the reporter prints after ok / not ok")
 	}
-	if id, n, distinct := duplicateIDs(root.tests); n > 0 {
-		return rmerr.New(rmerr.ReportIdentity, "test id %q occurs %d times (%d ids repeat); every id must be unique within a report (spec § 4)", string(id), n, distinct).
+	id, n, distinct := duplicateIDs(root.tests)
+	if n > 0 && !p.allowDup {
+		return rmerr.New(rmerr.ReportIdentity, "test id %s occurs %d times (%d ids repeat); every id must be unique within a report (spec § 4)", quoteString(string(id)), n, distinct).
 			WithHint("give repeated tests distinct names (table-driven tests: include the case in the name)")
 	}
 	inv.Tests = root.tests
@@ -716,6 +794,9 @@ func (p *tapParser) end(inv *Inventory) error {
 	}
 	inv.Notes = p.notes
 	p.keep.finish(inv)
+	if n > 0 {
+		removeDuplicates(inv)
+	}
 	return nil
 }
 

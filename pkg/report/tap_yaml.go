@@ -230,7 +230,7 @@ func (p *tapParser) applyYAML() error {
 		src = &y.errText
 	}
 	id := t.ID
-	msg, err := p.keep.fromCap(src, true, func() string { return fmt.Sprintf("message of %q", id) })
+	msg, err := p.keep.fromCap(src, true, func() string { return fmt.Sprintf("message of %s", quoteString(string(id))) })
 	t.Message = msg
 	return err
 }
