@@ -2,10 +2,12 @@ package outcome_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -17,8 +19,8 @@ import (
 
 // scanChunks feeds data to a fresh scanner in the given chunk sizes (the
 // last chunk takes the rest).
-func scanChunks(data []byte, sizes ...int) (outcome.ZeroTestMatch, bool) {
-	s := outcome.NewZeroTestScanner()
+func scanChunks(data []byte, sizes ...int) outcome.OutputFindings {
+	s := outcome.NewOutputScanner()
 	for _, n := range sizes {
 		n = min(n, len(data))
 		s.Write(data[:n])
@@ -26,6 +28,54 @@ func scanChunks(data []byte, sizes ...int) (outcome.ZeroTestMatch, bool) {
 	}
 	s.Write(data)
 	return s.Result()
+}
+
+// sameFindings compares two results by value.
+func sameFindings(a, b outcome.OutputFindings) bool {
+	return reflect.DeepEqual(a, b)
+}
+
+// checkSplits fails unless every way of writing out gives want: every
+// two-way split, byte by byte, and shifted across the scanner's internal
+// 64 KiB chunk boundary.
+func checkSplits(t *testing.T, out string, want outcome.OutputFindings) {
+	t.Helper()
+	data := []byte(out)
+	for i := 0; i <= len(data); i++ {
+		if got := scanChunks(data, i); !sameFindings(got, want) {
+			t.Fatalf("split at %d: got %s; want %s", i, show(got), show(want))
+		}
+	}
+	ones := make([]int, len(data))
+	for i := range ones {
+		ones[i] = 1
+	}
+	if got := scanChunks(data, ones...); !sameFindings(got, want) {
+		t.Fatalf("byte by byte: got %s; want %s", show(got), show(want))
+	}
+	for _, shift := range []int{1, 3, 7} {
+		pad := strings.Repeat(".", 64<<10-shift) + "\n"
+		got := scanChunks([]byte(pad+out), 100, 64<<10-150, 2, 1)
+		w := want
+		if w.ZeroTests != nil {
+			m := *w.ZeroTests
+			m.Line++
+			w.ZeroTests = &m
+		}
+		if w.Skip != nil {
+			m := *w.Skip
+			m.Line++
+			w.Skip = &m
+		}
+		if !sameFindings(got, w) {
+			t.Fatalf("padded by %d: got %s; want %s", len(pad), show(got), show(w))
+		}
+	}
+}
+
+func show(o outcome.OutputFindings) string {
+	b, _ := json.Marshal(o)
+	return string(b)
 }
 
 func TestZeroTestPhrases(t *testing.T) {
@@ -36,45 +86,19 @@ func TestZeroTestPhrases(t *testing.T) {
 		line   int
 	}
 	run := func(t *testing.T, c tc) {
-		m, found, err := outcome.ScanZeroTests(strings.NewReader(c.out))
+		o, err := outcome.ScanOutput(strings.NewReader(c.out))
 		if err != nil {
 			t.Fatal(err)
 		}
+		m := o.ZeroTests
 		if c.phrase == "" {
-			if found {
-				t.Fatalf("found %+v; want no zero-test phrase", m)
+			if m != nil {
+				t.Fatalf("found %+v; want no zero-test phrase", *m)
 			}
-		} else if !found || m.Phrase != c.phrase || m.Line != c.line {
-			t.Fatalf("got %+v (found %v); want phrase %q at line %d", m, found, c.phrase, c.line)
+		} else if m == nil || m.Phrase != c.phrase || m.Line != c.line {
+			t.Fatalf("got %s; want phrase %q at line %d", show(o), c.phrase, c.line)
 		}
-		// The answer must not depend on how the output was split into
-		// writes: every two-way split, byte by byte, and shifted across the
-		// scanner's internal 64 KiB chunk boundary.
-		data := []byte(c.out)
-		for i := 0; i <= len(data); i++ {
-			if got, ok := scanChunks(data, i); ok != found || got != m {
-				t.Fatalf("split at %d: got %+v %v; want %+v %v", i, got, ok, m, found)
-			}
-		}
-		ones := make([]int, len(data))
-		for i := range ones {
-			ones[i] = 1
-		}
-		if got, ok := scanChunks(data, ones...); ok != found || got != m {
-			t.Fatalf("byte by byte: got %+v %v; want %+v %v", got, ok, m, found)
-		}
-		for _, shift := range []int{1, 3, 7} {
-			pad := strings.Repeat(".", 64<<10-shift) + "\n"
-			padded := []byte(pad + c.out)
-			got, ok := scanChunks(padded, 100, 64<<10-150, 2, 1)
-			want := m
-			if found {
-				want.Line++
-			}
-			if ok != found || got != want {
-				t.Fatalf("padded by %d: got %+v %v; want %+v %v", len(pad), got, ok, want, found)
-			}
-		}
+		checkSplits(t, c.out, o)
 	}
 	for _, c := range []tc{
 		// Spec § 4's phrases.
@@ -156,43 +180,54 @@ func TestZeroTestPhrases(t *testing.T) {
 	}
 }
 
-// TestZeroTestsRecorded runs the scanner over outputs recorded from real
+// TestOutputRecorded runs the scanner over outputs recorded from real
 // runners (testdata/output/SOURCES.md says how each was produced).
-func TestZeroTestsRecorded(t *testing.T) {
+func TestOutputRecorded(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "output", "*.txt"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no recorded outputs: %v", err)
 	}
-	got := map[string]*outcome.ZeroTestMatch{}
+	got := map[string]outcome.OutputFindings{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, found, err := outcome.ScanZeroTests(bytes.NewReader(data))
+		o, err := outcome.ScanOutput(bytes.NewReader(data))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if found {
-			got[filepath.Base(f)] = &m
-		} else {
-			got[filepath.Base(f)] = nil
-		}
+		got[filepath.Base(f)] = o
 	}
 	goldenJSON(t, got)
 }
 
-func TestZeroTestScannerWriteAfterResult(t *testing.T) {
-	s := outcome.NewZeroTestScanner()
-	s.Write([]byte("0 passing"))
-	if _, ok := s.Result(); !ok {
-		t.Fatal("want a match")
+func TestOutputScannerWriteAfterResult(t *testing.T) {
+	s := outcome.NewOutputScanner()
+	s.Write([]byte("0 passing\n1 pending\n"))
+	first := s.Result()
+	if first.ZeroTests == nil || first.Skip == nil {
+		t.Fatalf("want both matches, got %s", show(first))
 	}
 	if _, err := s.Write([]byte("x")); err == nil {
 		t.Fatal("write after Result succeeded")
 	}
-	if m, ok := s.Result(); !ok || m.Phrase != "0 passing" {
-		t.Fatalf("second Result = %+v %v", m, ok)
+	if again := s.Result(); !sameFindings(again, first) {
+		t.Fatalf("second Result = %s; want %s", show(again), show(first))
+	}
+}
+
+// TestZeroTestScannerCompat: the deprecated wrapper the engine still calls
+// answers as OutputScanner's zero-test half.
+func TestZeroTestScannerCompat(t *testing.T) {
+	s := outcome.NewZeroTestScanner()
+	s.Write([]byte("x\n  0 passing (1ms)\n  1 pending\n"))
+	m, ok := s.Result()
+	if !ok || m.Phrase != "0 passing" || m.Line != 2 {
+		t.Fatalf("Result = %+v %v", m, ok)
+	}
+	if _, ok := outcome.NewZeroTestScanner().Result(); ok {
+		t.Fatal("empty output reported zero tests")
 	}
 }
 
@@ -200,8 +235,8 @@ type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("pipe broke") }
 
-func TestScanZeroTestsReadError(t *testing.T) {
-	if _, _, err := outcome.ScanZeroTests(failingReader{}); err == nil {
+func TestScanOutputReadError(t *testing.T) {
+	if _, err := outcome.ScanOutput(failingReader{}); err == nil {
 		t.Fatal("read error not returned")
 	}
 }
@@ -223,13 +258,13 @@ func (f *filler) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// TestZeroTestScannerBoundedMemory streams 256 MiB through the scanner and
+// TestOutputScannerBoundedMemory streams 256 MiB through the scanner and
 // checks that the live heap does not grow with it (outputs can be 2 GB).
-func TestZeroTestScannerBoundedMemory(t *testing.T) {
+func TestOutputScannerBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams 256 MiB")
 	}
-	s := outcome.NewZeroTestScanner()
+	s := outcome.NewOutputScanner()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -237,9 +272,9 @@ func TestZeroTestScannerBoundedMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
-	m, ok := s.Result()
-	if !ok || m.Phrase != "0 passing" {
-		t.Fatalf("got %+v %v; want 0 passing at the end", m, ok)
+	o := s.Result()
+	if o.ZeroTests == nil || o.ZeroTests.Phrase != "0 passing" || o.Skip != nil {
+		t.Fatalf("got %s; want 0 passing at the end and no skip", show(o))
 	}
 	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 4<<20 {
 		t.Fatalf("heap grew by %d bytes while scanning", grew)
@@ -281,14 +316,14 @@ func TestZeroTestsInInventory(t *testing.T) {
 	}
 }
 
-func BenchmarkZeroTestScanner(b *testing.B) {
+func BenchmarkOutputScanner(b *testing.B) {
 	var buf bytes.Buffer
 	io.Copy(&buf, &filler{n: 16 << 20})
 	data := buf.Bytes()
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
 	for b.Loop() {
-		s := outcome.NewZeroTestScanner()
+		s := outcome.NewOutputScanner()
 		s.Write(data)
 		s.Result()
 	}
