@@ -152,7 +152,7 @@ var phrases = []*phrase{
 // (TAP) or "ℹ skipped 2" (spec), alone on its line.
 func nodeSummary(name, runners, mark, word string) *phrase {
 	return &phrase{name: name, runners: runners, kind: skip, lineEnd: true,
-		seq: []elem{{kind: lit, s: mark}, {kind: optGap}, {kind: lit, s: word}, {kind: gap}, {kind: nonzero}},
+		seq:    []elem{{kind: lit, s: mark}, {kind: optGap}, {kind: lit, s: word}, {kind: gap}, {kind: nonzero}},
 		reject: func(v view, _ int) bool { return !lineStartAt(v, v.i, true) }}
 }
 
