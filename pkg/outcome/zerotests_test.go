@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -471,5 +472,27 @@ func TestSkipTextEscaped(t *testing.T) {
 	msg := o.Skip.Finding().Message
 	if !utf8.ValidString(msg) || strings.ContainsAny(msg, "\x07\n") || !strings.Contains(msg, `a\ab`+"\uFFFD") {
 		t.Fatalf("message not escaped: %q", msg)
+	}
+}
+
+// TestOutputScannerConcurrentWriters: stdout and stderr share one scanner;
+// whole-line writes from both are seen whatever their interleaving (run
+// with -race to prove the sharing safe).
+func TestOutputScannerConcurrentWriters(t *testing.T) {
+	s := outcome.NewOutputScanner()
+	var wg sync.WaitGroup
+	for _, line := range []string{"ok 1 - fine\n", "  1 pending\n"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				s.Write([]byte(line))
+			}
+		}()
+	}
+	wg.Wait()
+	o := s.Result()
+	if o.Skip == nil || o.Skip.Text != "1 pending" || o.ZeroTests != nil {
+		t.Fatalf("got %s; want the pending count and no zero tests", show(o))
 	}
 }
