@@ -1,9 +1,9 @@
 // Package outcome applies spec § 4 "Outcome — what passed excludes" to one
 // check: exit code 0 is necessary and nowhere near sufficient.
 //
-//   - Zero tests: ZeroTestScanner (an io.Writer for the combined output,
-//     bounded memory, independent of write boundaries) and
-//     ZeroTestsInInventory (a report with no test, or none executed).
+//   - Zero tests and identity-free skips: OutputScanner (an io.Writer for
+//     the combined output, bounded memory, independent of write boundaries)
+//     and ZeroTestsInInventory (a report with no test, or none executed).
 //   - Focused execution: FindFocus over the candidate's tracked
 //     JavaScript/TypeScript test files.
 //   - Skipped or missing tests: Compare of the base and candidate

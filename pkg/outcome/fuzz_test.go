@@ -12,10 +12,10 @@ import (
 	"github.com/runmill/verify/pkg/outcome"
 )
 
-// FuzzZeroTestChunking: feeding the same bytes in any split gives the same
-// answer, also after a prefix that moves them across the scanner's internal
+// FuzzOutputChunking: feeding the same bytes in any split gives the same
+// answer (zero tests and skips alike), also after a prefix that moves them across the scanner's internal
 // 64 KiB chunk boundary; a match names a line inside the output.
-func FuzzZeroTestChunking(f *testing.F) {
+func FuzzOutputChunking(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "output", "*.txt"))
 	for i, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
@@ -26,6 +26,9 @@ func FuzzZeroTestChunking(f *testing.F) {
 		"0 passing", "10 passed", "0 tests failed", "running 0 tests\nrunning 1 test\n", "?   \tb\t[no test files]\nok  \ta\t0.1s\n",
 		"\x1b[1m0\x1b[22m passing", "1..0\n", "    1..0\n", "Tests:       1 skipped, 1 total\n", "==== 2 skipped in 0.1s ====\n",
 		"no\ttests  found", "# tests 0", "collected 0 items", "ok  \tx\t(cached) [no tests to run]\n", "passWithNoTests",
+		"# skipped 1\n", "ℹ todo 2\r\n", "ℹ tests 0\n", "Tests:       1 skipped, 3 passed, 4 total\n", "  1 pending\n",
+		"==== 3 passed, 1 xfailed in 0.12s ====\n", "    --- SKIP: TestX/y (0.00s)\n", "ok 1 - x # SKIP\n", "not ok 2 - y \\# TODO\n",
+		"[INFO] Tests run: 4, Failures: 0, Errors: 0, Skipped: 1\n", "test result: ok. 1 passed; 0 failed; 1 ignored;\n", "3 skipped files\n",
 	} {
 		f.Add([]byte(s), uint64(i)*0x9e3779b97f4a7c15)
 	}
@@ -34,12 +37,13 @@ func FuzzZeroTestChunking(f *testing.F) {
 			pad := 64<<10 - int(seed>>8%4096)
 			data = append([]byte(strings.Repeat(".", pad)+"\n"), data...)
 		}
-		whole, found := scanChunks(data)
-		if found {
-			lines := bytes.Count(data, []byte("\n")) + 1
-			if whole.Line < 1 || whole.Line > lines || whole.Phrase == "" || whole.Text == "" {
-				t.Fatalf("match %+v outside the output (%d lines)", whole, lines)
-			}
+		whole := scanChunks(data)
+		lines := bytes.Count(data, []byte("\n")) + 1
+		if m := whole.ZeroTests; m != nil && (m.Line < 1 || m.Line > lines || m.Phrase == "" || m.Text == "") {
+			t.Fatalf("zero-test match %+v outside the output (%d lines)", *m, lines)
+		}
+		if m := whole.Skip; m != nil && (m.Line < 1 || m.Line > lines || m.Phrase == "" || m.Text == "" || len(m.Text) > 128*3) {
+			t.Fatalf("skip match %+v outside the output (%d lines)", *m, lines)
 		}
 		rng := rand.New(rand.NewPCG(seed, uint64(len(data))))
 		maxChunk := 1 + int(seed>>16%9000)
@@ -52,16 +56,16 @@ func FuzzZeroTestChunking(f *testing.F) {
 			sizes = append(sizes, n)
 			rest -= n
 		}
-		if got, ok := scanChunks(data, sizes...); ok != found || got != whole {
-			t.Fatalf("chunks %v: got %+v %v; want %+v %v", sizes, got, ok, whole, found)
+		if got := scanChunks(data, sizes...); !sameFindings(got, whole) {
+			t.Fatalf("chunks %v: got %s; want %s", sizes, show(got), show(whole))
 		}
 		if len(data) <= 4096 {
 			ones := make([]int, len(data))
 			for i := range ones {
 				ones[i] = 1
 			}
-			if got, ok := scanChunks(data, ones...); ok != found || got != whole {
-				t.Fatalf("byte by byte: got %+v %v; want %+v %v", got, ok, whole, found)
+			if got := scanChunks(data, ones...); !sameFindings(got, whole) {
+				t.Fatalf("byte by byte: got %s; want %s", show(got), show(whole))
 			}
 		}
 	})

@@ -16,6 +16,9 @@ import (
 const (
 	RuleZeroTests = "outcome.zero-tests"
 	RuleFocused   = "outcome.focused"
+	// RuleIdentityFreeSkip: the output of a check without a valid report
+	// says tests were skipped (spec § 4 "identity-free skip").
+	RuleIdentityFreeSkip = "outcome.identity-free-skip"
 )
 
 // ZeroTestMatch says which zero-test phrase a check's output contained, and
@@ -74,11 +77,70 @@ func ZeroTestsInInventory(inv *report.Inventory) (verdict.Finding, bool) {
 	return verdict.Finding{}, false
 }
 
-// ZeroTestScanner finds zero-test phrases in a check's combined stdout and
-// stderr. It is an io.Writer to tee the output into; memory stays bounded
-// whatever the output size (a few times scanChunk), and the answer does not
-// depend on how the output was split into writes: a phrase spanning two
-// writes is found.
+// SkipMatch says which identity-free skip an output contained, and where:
+// a summary or a line saying that N > 0 tests were skipped, pending, todo or
+// ignored, printed by a check without a valid report, so that no skipped
+// test has an identity to declare or to compare.
+type SkipMatch struct {
+	// Phrase is the canonical phrase ("N skipped", "# skipped N", "--- SKIP:").
+	Phrase string `json:"phrase"`
+	// Runners are the test runners known to print it (informative).
+	Runners string `json:"runners,omitempty"`
+	// Line is the 1-based line of the combined output where the match starts.
+	Line int `json:"line"`
+	// Text is the output from the match to the end of its line (at most 128
+	// bytes), with terminal escape sequences removed.
+	Text string `json:"text"`
+}
+
+// Finding is the match as a reason the check did not pass (spec § 4: an
+// identity-free skip is never a pass, whatever fail_on_skipped_check says).
+// Its code is the one for skips that were not declared (RM-VERIFY-003):
+// without a report there is nothing a declaration could name.
+func (m SkipMatch) Finding() verdict.Finding {
+	return verdict.Finding{
+		Code:    rmerr.VerifySkipped,
+		Rule:    RuleIdentityFreeSkip,
+		Message: fmt.Sprintf("the output reports skipped tests (%q at line %d of the combined output) and the check has no valid report, so the skipped tests have no identity to declare or compare: a run that skipped tests it cannot name did not pass", m.Text, m.Line),
+		Line:    m.Line,
+		Hint:    "declare a report (junit, tap or go-json) for this check so that every skipped test has an id, then list the ids you mean to skip under declared_skips with a cause; or make the skipped tests run",
+	}
+}
+
+// OutputFindings is what one pass over a check's output saw. Each field is
+// nil when the output held no such phrase.
+//
+// The output is the authority only where no valid report exists: a report
+// whose tests ran decides whether tests ran and which were skipped, and a
+// phrase in the log of a passing test (a test that prints "No tests found")
+// is then a note, not a failure. The scanner reports what it saw either
+// way; the caller applies that rule.
+type OutputFindings struct {
+	// ZeroTests is the first decisive zero-test phrase (spec § 4 "Zero
+	// tests discovered").
+	ZeroTests *ZeroTestMatch `json:"zero_tests,omitempty"`
+	// Skip is the first identity-free skip.
+	Skip *SkipMatch `json:"skip,omitempty"`
+}
+
+// Findings returns the matches as reasons the check did not pass, zero
+// tests first.
+func (o OutputFindings) Findings() []verdict.Finding {
+	var fs []verdict.Finding
+	if o.ZeroTests != nil {
+		fs = append(fs, o.ZeroTests.Finding())
+	}
+	if o.Skip != nil {
+		fs = append(fs, o.Skip.Finding())
+	}
+	return fs
+}
+
+// OutputScanner finds zero-test phrases and identity-free skips in a check's
+// combined stdout and stderr, in one pass. It is an io.Writer to tee the
+// output into; memory stays bounded whatever the output size (a few times
+// scanChunk), and the answer does not depend on how the output was split
+// into writes: a phrase spanning two writes is found.
 //
 // Matching is ASCII case-insensitive with token boundaries ("10 passed" is not
 // "0 passed"), tolerates runs of spaces and tabs between words, and ignores
@@ -92,11 +154,17 @@ func ZeroTestsInInventory(inv *report.Inventory) (verdict.Finding, bool) {
 // prints "Tests run: 0" or "No tests to run." per module. Those phrases count
 // only when the output holds no evidence that some unit did run tests
 // (a Go "ok  <pkg>  <time>" line without "[no tests to run]", "=== RUN",
-// "running N tests" or "Tests run: N" with N > 0).
+// "running N tests", "Tests run: N", "# tests N" or "ℹ tests N" with N > 0).
+//
+// Skips need a count above zero ("0 skipped" is every clean summary) or a
+// per-test skip line (go test -v's "--- SKIP:", a TAP point's "# SKIP" or
+// "# TODO"); a bare count counts only inside a test summary (see skipCount),
+// so that "2 skipped" in some tool's log is no alarm. What no phrase can
+// see stays unseen: `go test` without -v prints nothing for a skipped test.
 //
 // The scanner is safe for concurrent use, so stdout and stderr may share it;
 // writes are then interleaved at write granularity.
-type ZeroTestScanner struct {
+type OutputScanner struct {
 	mu      sync.Mutex
 	esc     escState
 	scratch []byte
@@ -108,36 +176,38 @@ type ZeroTestScanner struct {
 	strong  *ZeroTestMatch
 	weak    *ZeroTestMatch
 	evident bool // some unit of a per-unit runner ran tests
+	skip    *SkipMatch
 }
 
 const (
 	// lookahead is the longest extent any matcher reads from its start;
-	// lookbehind the longest it reads before it. Both bound memory and
+	// lookbehind the longest it reads before it (a skip count looks back
+	// along its summary line for another count). Both bound memory and
 	// make the result independent of write boundaries.
 	lookahead  = 2048
-	lookbehind = 64
+	lookbehind = 192
 	scanChunk  = 64 << 10
 )
 
 // The scanner is teed into from the sandbox's output capture.
-var _ io.Writer = (*ZeroTestScanner)(nil)
+var _ io.Writer = (*OutputScanner)(nil)
 
-// NewZeroTestScanner returns a scanner at the start of an output stream.
-func NewZeroTestScanner() *ZeroTestScanner {
-	return &ZeroTestScanner{line: 1}
+// NewOutputScanner returns a scanner at the start of an output stream.
+func NewOutputScanner() *OutputScanner {
+	return &OutputScanner{line: 1}
 }
 
-var errClosed = errors.New("zero-test scanner: write after Result")
+var errClosed = errors.New("output scanner: write after Result")
 
 // Write scans p. It never fails before Result is called.
-func (s *ZeroTestScanner) Write(p []byte) (int, error) {
+func (s *OutputScanner) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return 0, errClosed
 	}
 	n := len(p)
-	for len(p) > 0 && s.strong == nil {
+	for len(p) > 0 && !s.done() {
 		k := min(len(p), scanChunk)
 		s.scratch = s.esc.filter(s.scratch[:0], p[:k])
 		p = p[k:]
@@ -147,44 +217,76 @@ func (s *ZeroTestScanner) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Result ends the stream and returns the first decisive zero-test phrase: the
-// earliest phrase that always means zero tests, or else the earliest
-// per-unit phrase when no unit ran tests. Later writes fail.
-func (s *ZeroTestScanner) Result() (ZeroTestMatch, bool) {
+// done: nothing later in the stream can change the result.
+func (s *OutputScanner) done() bool { return s.strong != nil && s.skip != nil }
+
+// Result ends the stream and returns what it saw: the first decisive
+// zero-test phrase (the earliest phrase that always means zero tests, or
+// else the earliest per-unit phrase when no unit ran tests) and the first
+// identity-free skip. Later writes fail; Result may be called again.
+func (s *OutputScanner) Result() OutputFindings {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
 		s.closed = true
-		if s.strong == nil {
+		if !s.done() {
 			s.scan(true)
 		}
 		s.buf, s.scratch = nil, nil
 	}
+	var o OutputFindings
 	switch {
 	case s.strong != nil:
-		return *s.strong, true
+		m := *s.strong
+		o.ZeroTests = &m
 	case s.weak != nil && !s.evident:
-		return *s.weak, true
+		m := *s.weak
+		o.ZeroTests = &m
 	}
-	return ZeroTestMatch{}, false
+	if s.skip != nil {
+		m := *s.skip
+		o.Skip = &m
+	}
+	return o
 }
 
-// ScanZeroTests reads r to its end and returns what a ZeroTestScanner fed
-// with the same bytes would.
-func ScanZeroTests(r io.Reader) (ZeroTestMatch, bool, error) {
-	s := NewZeroTestScanner()
+// ScanOutput reads r to its end and returns what an OutputScanner fed with
+// the same bytes would.
+func ScanOutput(r io.Reader) (OutputFindings, error) {
+	s := NewOutputScanner()
 	if _, err := io.CopyBuffer(s, r, make([]byte, scanChunk)); err != nil {
-		return ZeroTestMatch{}, false, fmt.Errorf("reading check output: %w", err)
+		return OutputFindings{}, fmt.Errorf("reading check output: %w", err)
 	}
-	m, ok := s.Result()
-	return m, ok, nil
+	return s.Result(), nil
+}
+
+// ZeroTestScanner is the zero-test half of an OutputScanner.
+//
+// Deprecated: use OutputScanner, whose Result also reports identity-free
+// skips; this stays only until internal/engine calls NewOutputScanner.
+type ZeroTestScanner struct{ OutputScanner }
+
+// NewZeroTestScanner returns a scanner at the start of an output stream.
+//
+// Deprecated: use NewOutputScanner.
+func NewZeroTestScanner() *ZeroTestScanner {
+	return &ZeroTestScanner{OutputScanner{line: 1}}
+}
+
+// Result is OutputScanner.Result's zero-test match.
+func (s *ZeroTestScanner) Result() (ZeroTestMatch, bool) {
+	o := s.OutputScanner.Result()
+	if o.ZeroTests == nil {
+		return ZeroTestMatch{}, false
+	}
+	return *o.ZeroTests, true
 }
 
 // scan decides every position that has its full lookahead (or all of them at
 // the end of the stream), then drops what no later decision can read.
-func (s *ZeroTestScanner) scan(eof bool) {
+func (s *OutputScanner) scan(eof bool) {
 	end := s.base + int64(len(s.buf))
-	for s.next < end && (eof || end-s.next >= lookahead) && s.strong == nil {
+	for s.next < end && (eof || end-s.next >= lookahead) && !s.done() {
 		i := int(s.next - s.base)
 		b := s.buf[i]
 		// Every phrase is at least two bytes long, so the last byte of the
@@ -205,13 +307,14 @@ func (s *ZeroTestScanner) scan(eof bool) {
 	}
 }
 
-func (s *ZeroTestScanner) try(cands []*phrase, i int) {
+func (s *OutputScanner) try(cands []*phrase, i int) {
 	v := view{b: s.buf, start: s.base == 0, i: i, lim: min(len(s.buf), i+lookahead)}
 	for _, p := range cands {
-		if p.kind == evidence && s.evident {
-			continue
-		}
-		if p.kind == perUnit && s.weak != nil {
+		switch {
+		case p.kind == evidence && s.evident,
+			p.kind == perUnit && s.weak != nil,
+			p.kind == always && s.strong != nil,
+			p.kind == skip && s.skip != nil:
 			continue
 		}
 		if !hasPrefixAt(v, i, p.prefix) {
@@ -224,19 +327,28 @@ func (s *ZeroTestScanner) try(cands []*phrase, i int) {
 		switch p.kind {
 		case evidence:
 			s.evident = true
-			continue
 		case always:
-			s.strong = s.matchAt(p, i, end)
-			return
+			s.strong = &ZeroTestMatch{Phrase: p.name, Runners: p.runners, Line: s.line, Text: s.text(i, end)}
 		case perUnit:
-			s.weak = s.matchAt(p, i, end)
+			s.weak = &ZeroTestMatch{Phrase: p.name, Runners: p.runners, Line: s.line, Text: s.text(i, end)}
+		case skip:
+			// The rest of the line names the skipped test or the rest of
+			// the summary; both help whoever reads the finding.
+			eol := i
+			for eol < v.lim && eol < i+maxText && s.buf[eol] != '\n' {
+				eol++
+			}
+			text := strings.TrimRight(s.text(i, max(eol, end)), " \t\r")
+			s.skip = &SkipMatch{Phrase: p.name, Runners: p.runners, Line: s.line, Text: text}
 		}
 	}
 }
 
-func (s *ZeroTestScanner) matchAt(p *phrase, i, end int) *ZeroTestMatch {
-	text := strings.ToValidUTF8(string(s.buf[i:min(end, i+128)]), "\uFFFD")
-	return &ZeroTestMatch{Phrase: p.name, Runners: p.runners, Line: s.line, Text: text}
+// maxText bounds the output a match quotes.
+const maxText = 128
+
+func (s *OutputScanner) text(i, end int) string {
+	return strings.ToValidUTF8(string(s.buf[i:min(end, i+maxText)]), "\uFFFD")
 }
 
 // escState removes ANSI escape sequences (CSI "ESC [ … final" and two-byte
