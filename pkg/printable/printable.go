@@ -9,8 +9,8 @@
 // carriage return, becomes a Go-style escape (\n, \r, \t, \x1b, \u0085), as
 // do invalid UTF-8 bytes (\xff) and the Unicode line and paragraph
 // separators; a leading "::" becomes "\x3a:". The result is one line, so the
-// only line start it can make is its own first byte. Text is cut at a rune
-// boundary to at most max bytes (plus "…").
+// only line start it can make is its own first byte. Text is cut, never
+// inside a character or an escape, to at most max bytes, "…" included.
 package printable
 
 import (
@@ -23,6 +23,7 @@ import (
 // bytes of output (max ≤ 0: unbounded).
 func Text(s string, max int) string {
 	var b strings.Builder
+	var ends []int // where each piece ends: a cut never splits an escape
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		var piece string
@@ -45,21 +46,36 @@ func Text(s string, max int) string {
 			piece = s[i : i+n]
 		}
 		if max > 0 && b.Len()+len(piece) > max {
-			b.WriteString("…")
-			return b.String()
+			// Cut at a piece boundary so that "…" fits in max too.
+			out := b.String()
+			for len(ends) > 0 && ends[len(ends)-1]+len(ellipsis) > max {
+				ends = ends[:len(ends)-1]
+			}
+			cut := 0
+			if len(ends) > 0 {
+				cut = ends[len(ends)-1]
+			}
+			if len(ellipsis) > max {
+				return out[:cut]
+			}
+			return out[:cut] + ellipsis
 		}
 		b.WriteString(piece)
+		ends = append(ends, b.Len())
 		i += n
 	}
 	return b.String()
 }
 
+const ellipsis = "…"
+
 // FirstLine returns the first line of s that holds more than white space,
-// trimmed and escaped by Text, bounded to max bytes.
+// trimmed, tabs as spaces, escaped by Text and bounded to max bytes: how a
+// finding quotes a failure message.
 func FirstLine(s string, max int) string {
 	for line := range strings.Lines(s) {
 		if t := strings.TrimSpace(line); t != "" {
-			return Text(t, max)
+			return Text(strings.ReplaceAll(t, "\t", " "), max)
 		}
 	}
 	return ""

@@ -6,12 +6,9 @@
 package report
 
 import (
-	"fmt"
 	"io"
-	"strconv"
-	"strings"
-	"unicode/utf8"
 
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -159,58 +156,10 @@ func (inv *Inventory) ClaimsMoreFailures() (claimed, seen int64, more bool) {
 	return claimed, c.Shown, claimed > c.Shown
 }
 
-// FirstLine returns the first non-blank line of msg, trimmed, with control
-// characters written as Go escapes (\x1b, \t as a space), cut to at most max
-// bytes without splitting a character or an escape; "…" marks a cut and is
-// counted in max. It is how a finding quotes a failure message: one line,
-// bounded, and unable to forge terminal or log output.
-func FirstLine(msg string, max int) string {
-	line := ""
-	for rest := msg; rest != ""; {
-		l := rest
-		if i := strings.IndexByte(rest, '\n'); i >= 0 {
-			l, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = ""
-		}
-		if l = strings.TrimSpace(l); l != "" {
-			line = l
-			break
-		}
-	}
-	var b strings.Builder
-	var ends []int // where each piece ends, so a cut never splits an escape
-	const ellipsis = "…"
-	for i, r := range line {
-		piece := ""
-		switch {
-		case r == '\t':
-			piece = " "
-		case r == utf8.RuneError && !strings.HasPrefix(line[i:], "\uFFFD"):
-			piece = fmt.Sprintf("\\x%02x", line[i])
-		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == 0x2028 || r == 0x2029:
-			piece = strings.Trim(strconv.QuoteRune(r), "'")
-		default:
-			piece = string(r)
-		}
-		if b.Len()+len(piece) > max {
-			s := b.String()
-			for len(ends) > 0 && ends[len(ends)-1]+len(ellipsis) > max {
-				ends = ends[:len(ends)-1]
-			}
-			if len(ends) == 0 {
-				if len(ellipsis) <= max {
-					return ellipsis
-				}
-				return ""
-			}
-			return s[:ends[len(ends)-1]] + ellipsis
-		}
-		b.WriteString(piece)
-		ends = append(ends, b.Len())
-	}
-	return b.String()
-}
+// FirstLine returns the first non-blank line of msg, trimmed, escaped and
+// bounded to max bytes ("…" included): how a finding quotes a failure
+// message. It is pkg/printable's one escaping rule.
+func FirstLine(msg string, max int) string { return printable.FirstLine(msg, max) }
 
 // Limits are the hard caps every parser enforces. Exceeding one is an
 // RM-REPORT-003 error naming the cap, never a crash or a hang.
