@@ -34,9 +34,14 @@ remote base first and name it) the way 'runmill doctor --check
 verification:dependencies' does: ahead, behind, missing or stale install. It
 fetches nothing and runs no package manager.
 
+It writes no check that can only fail: the pytest check only when 'python3 -m
+pytest' runs with the interpreter the sandbox sees and the sandbox's environment;
+otherwise it is left commented out with the fix (RM-INIT-003).
+
 Exit: 0 written (and dependencies ready) · 1 written, but the dependencies are not
-ready (RM-VERIFY-005, with the fix) · 2 a file exists (RM-INIT-001), nothing
-recognised (RM-INIT-002), usage.`,
+ready (RM-VERIFY-005) or a check was left out because its toolchain does not work
+here (RM-INIT-003), with the fix · 2 nothing written: a file exists (RM-INIT-001),
+nothing recognised or writable (RM-INIT-002), usage.`,
 	}
 	c.run = func(ctx context.Context, s IO, args []string) error {
 		repo, out, base := ".", "", "HEAD"
