@@ -1,8 +1,22 @@
 #!/usr/bin/env bash
 # Shared set-up for scripts/test.sh and scripts/demo.sh on a fresh Debian or
-# Ubuntu machine: checks Go and git, and installs containerd and runc from the
-# distribution when they are missing (the sandbox runs every check in a
-# containerd task; the test harness starts a private daemon itself).
+# Ubuntu machine: checks Go, and installs from the distribution every tool a
+# test needs under CI=true when it is missing (idempotent: nothing is
+# installed, and apt is not touched, when everything is there):
+#   git                  the repositories every test builds
+#   containerd, runc     the sandbox runs every check in a containerd task (the
+#                        test harness starts a private daemon itself)
+#   python3-pytest       the pytest sample (internal/initpolicy) and doctor's
+#                        pytest check: `python3 -m pytest` must work for the
+#                        python3 the sandbox sees (/usr/bin/python3), not for a
+#                        pyenv or virtualenv interpreter on the host's PATH
+#   nodejs, npm          node:test and Mocha samples, prepared npm dependencies
+#   cargo                the Cargo sample (Debian's cargo brings rustc)
+#   openssl              TestOpenSSLKeys (pkg/evidence)
+# A tool counts as present only where the sandbox sees it by default (under
+# /usr, /bin): a pyenv python3 under /root does not make python3-pytest
+# unnecessary. cargo is the exception: init binds a rustup cargo's ~/.cargo
+# and ~/.rustup itself (docs/init.md), so any cargo on PATH will do.
 set -euo pipefail
 
 need_go() {
@@ -16,11 +30,28 @@ need_go() {
 	fi
 }
 
+# visible: the tool is in one of the directories the sandbox binds by default.
+visible() {
+	local d
+	for d in /usr/local/bin /usr/bin /bin /usr/sbin /sbin; do
+		[ -x "$d/$1" ] && return 0
+	done
+	return 1
+}
+
 install_pkgs() {
 	local missing=()
-	command -v git >/dev/null 2>&1 || missing+=(git)
-	command -v containerd >/dev/null 2>&1 || missing+=(containerd)
-	command -v runc >/dev/null 2>&1 || missing+=(runc)
+	visible git || missing+=(git)
+	visible containerd || missing+=(containerd)
+	visible runc || missing+=(runc)
+	# Not `command -v python3`: the first python3 on a developer's PATH is
+	# often pyenv's, which the sandbox cannot see.
+	{ visible python3 && /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/nonexistent python3 -c 'import pytest' >/dev/null 2>&1; } || missing+=(python3-pytest)
+	visible node || missing+=(nodejs)
+	visible npm || missing+=(npm)
+	# cargo: a rustup cargo on PATH works (init binds ~/.cargo and ~/.rustup).
+	command -v cargo >/dev/null 2>&1 || missing+=(cargo)
+	visible openssl || missing+=(openssl)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" != 0 ]; then
 		echo "setup: missing ${missing[*]}; run as root or: sudo apt-get install -y ${missing[*]}" >&2
@@ -28,9 +59,28 @@ install_pkgs() {
 	fi
 	echo "setup: installing ${missing[*]}" >&2
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >/dev/null
-	apt-get install -y -qq "${missing[@]}" >/dev/null
+	local log
+	log=$(mktemp)
+	# Quiet unless it fails: debconf's notes on a fresh image are noise.
+	if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+		cat "$log" >&2
+		rm -f "$log"
+		echo "setup: installing ${missing[*]} failed" >&2
+		exit 2
+	fi
+	rm -f "$log"
+}
+
+# node:test's JUnit reporter (the node-test sample) needs Node 20.10 or later;
+# Debian 12's nodejs is 18. Say so now rather than as a failed check later.
+check_node() {
+	if ! node -e 'process.exit(require("node:test/reporters").junit ? 0 : 1)' >/dev/null 2>&1; then
+		echo "setup: $(command -v node) ($(node --version 2>/dev/null)) has no node:test JUnit reporter; the node-test tests need Node >= 20.10 under /usr (Debian 13's nodejs, or NodeSource's)" >&2
+		[ "${CI:-}" = true ] && exit 2
+	fi
+	return 0
 }
 
 need_go
 install_pkgs
+check_node

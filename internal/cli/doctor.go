@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/internal/initpolicy"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/policy"
@@ -22,11 +24,12 @@ import (
 const (
 	doctorContainerd   = "containerd"
 	doctorSandbox      = "sandbox"
+	doctorPytest       = "pytest"
 	doctorDependencies = "verification:dependencies"
 	doctorPolicy       = "policy"
 )
 
-var doctorChecks = []string{doctorContainerd, doctorSandbox, doctorDependencies, doctorPolicy}
+var doctorChecks = []string{doctorContainerd, doctorSandbox, doctorPytest, doctorDependencies, doctorPolicy}
 
 // DependencyRequest asks whether the prepared dependencies for one
 // strategy match the trusted base (spec § 3, step 2): the source checkout's
@@ -92,6 +95,7 @@ func init() {
 		long: `Checks, each with one PASS or FAIL line and the fix:
   containerd                 a containerd answers (--containerd-address, the system socket, or a private one runmill starts)
   sandbox                    the probe: a canary task measures every isolation guarantee verification relies on
+  pytest                     each interpreter a check runs pytest with ('python3 -m pytest') runs it in the sandbox
   verification:dependencies  prepared dependencies of the checks that declare them match the base
   policy                     .runmill/checks.yaml at --base (default HEAD) and --policy load strictly
 
@@ -173,11 +177,11 @@ func runDoctor(ctx context.Context, o doctorOptions) []doctorResult {
 	// operator's host paths, as verification will.
 	var pol *doctorPolicies
 	var polErr error
-	if want(doctorPolicy) || want(doctorDependencies) || want(doctorSandbox) {
+	if want(doctorPolicy) || want(doctorDependencies) || want(doctorSandbox) || want(doctorPytest) {
 		pol, polErr = loadDoctorPolicies(ctx, o)
 	}
 
-	if want(doctorContainerd) || want(doctorSandbox) {
+	if want(doctorContainerd) || want(doctorSandbox) || want(doctorPytest) {
 		stateDir := o.stateDir
 		if stateDir == "" {
 			d, err := os.MkdirTemp("", "runmill-doctor-")
@@ -206,6 +210,9 @@ func runDoctor(ctx context.Context, o doctorOptions) []doctorResult {
 		}
 		if want(doctorSandbox) {
 			out = append(out, doctorProbe(ctx, sb, err, stateDir, pol, polErr))
+		}
+		if want(doctorPytest) {
+			out = append(out, doctorPytestCheck(ctx, sb, err, pol, polErr))
 		}
 	}
 	if want(doctorDependencies) {
@@ -352,4 +359,106 @@ func doctorDeps(ctx context.Context, o doctorOptions, pol *doctorPolicies, polEr
 		details = append(details, fmt.Sprintf("%s (%s): %s", s, strings.Join(ids, ", "), d))
 	}
 	return doctorResult{Name: doctorDependencies, OK: true, Detail: strings.Join(details, "; ")}
+}
+
+// pytestCall finds the interpreter a command runs pytest with: the word
+// before `-m pytest` (python3, python3.11, /opt/py/bin/python3), after a
+// shell separator or an environment assignment.
+var pytestCall = regexp.MustCompile(`(?:^|[\s;&|(])((?:[^\s;&|()'"=]*/)?python[0-9.]*)\s+-m\s+pytest\b`)
+
+// doctorPytestCheck proves, for each interpreter the governing checks run
+// pytest with, that `INTERP -m pytest --version` runs inside the sandbox
+// with the operator's host paths: the interpreter the task's PATH resolves
+// to, its environment, its user. init proves the same on the host before
+// it writes the check (RM-INIT-003).
+func doctorPytestCheck(ctx context.Context, sb *sandbox.Sandbox, connErr error, pol *doctorPolicies, polErr error) doctorResult {
+	if polErr != nil {
+		r := failed(doctorPytest, polErr)
+		r.Detail = "cannot read which checks run pytest: " + r.Detail
+		return r
+	}
+	run := map[string]policy.CheckSpec{} // check id → definition; the operator's wins
+	for _, c := range pol.repo.Doc.Checks {
+		run[c.ID] = c
+	}
+	var hostPaths []string
+	if pol.operator != nil {
+		for _, c := range pol.operator.Doc.Verification.Commands {
+			run[c.ID] = c
+		}
+		hostPaths = pol.operator.Doc.Sandbox.HostPaths
+	}
+	users := map[string][]string{} // interpreter → check ids
+	var inImage []string
+	for id, c := range run {
+		m := pytestCall.FindStringSubmatch(c.Run)
+		switch {
+		case m == nil:
+		case c.Image != "":
+			inImage = append(inImage, id)
+		default:
+			users[m[1]] = append(users[m[1]], id)
+		}
+	}
+	sort.Strings(inImage)
+	imageNote := ""
+	if len(inImage) > 0 {
+		imageNote = fmt.Sprintf("; %s run in an image, not probed here", strings.Join(inImage, ", "))
+	}
+	if len(users) == 0 {
+		return doctorResult{Name: doctorPytest, OK: true, Detail: "no check runs pytest on the host toolchain" + imageNote}
+	}
+	if connErr != nil {
+		r := failed(doctorPytest, connErr)
+		r.Detail = "cannot run python3 -m pytest in the sandbox: " + r.Detail
+		return r
+	}
+	interps := make([]string, 0, len(users))
+	for i := range users {
+		interps = append(interps, i)
+	}
+	sort.Strings(interps)
+	var details []string
+	for _, interp := range interps {
+		ids := users[interp]
+		sort.Strings(ids)
+		q := shellWord(interp)
+		// command -v names the interpreter the task's PATH resolves to, on
+		// the first line, for the detail and the fix.
+		res, err := engine.ProbeTool(ctx, sb, hostPaths, "command -v "+q+" || { echo "+q+": not found on the sandbox PATH; exit 127; }; "+q+" -m pytest -p no:cacheprovider --version 2>&1")
+		if err != nil {
+			r := failed(doctorPytest, err)
+			r.Detail = "running python3 -m pytest in the sandbox: " + r.Detail
+			return r
+		}
+		lines := strings.Split(strings.TrimSpace(string(res.Stdout.Kept)), "\n")
+		resolved, said := interp, ""
+		if len(lines) > 0 && strings.HasPrefix(lines[0], "/") && res.ExitCode != 127 {
+			resolved = lines[0]
+		}
+		if len(lines) > 1 || res.ExitCode == 127 {
+			said = strings.TrimSpace(lines[len(lines)-1])
+		}
+		if res.ExitCode != 0 {
+			if said == "" {
+				said = strings.TrimSpace(string(res.Stderr.Kept))
+			}
+			fix := initpolicy.PytestFix(resolved, "")
+			if len(hostPaths) > 0 {
+				fix += ", or add the interpreter's prefix to sandbox.host_paths"
+			}
+			return failed(doctorPytest, rmerr.New(rmerr.InitToolchain, "%s -m pytest fails in the sandbox (checks: %s; exit %d): %s",
+				resolved, strings.Join(ids, ", "), res.ExitCode, said).WithHint("%s", fix))
+		}
+		details = append(details, fmt.Sprintf("%s: %s (checks: %s)", resolved, said, strings.Join(ids, ", ")))
+	}
+	return doctorResult{Name: doctorPytest, OK: true, Detail: "python3 -m pytest runs in the sandbox: " + strings.Join(details, "; ") + imageNote}
+}
+
+// shellWord quotes s for /bin/sh unless it is plainly safe.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -211,12 +212,131 @@ func TestDoctorTextAndAll(t *testing.T) {
 	r := policyRepo(t, "checks:\n  - id: web\n    run: x\n    dependencies: npm\n")
 	code, out, _ := runCLI(t, "", "doctor", "--repo", r.Dir, "--containerd-address", containerdAddress)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 1 || len(lines) != 5 || !strings.HasPrefix(lines[0], "PASS  containerd") || !strings.HasPrefix(lines[1], "PASS  sandbox") ||
-		!strings.HasPrefix(lines[2], "FAIL  verification:dependencies") || !strings.Contains(lines[3], "fix: ") || !strings.HasPrefix(lines[4], "PASS  policy") {
+	if code != 1 || len(lines) != 6 || !strings.HasPrefix(lines[0], "PASS  containerd") || !strings.HasPrefix(lines[1], "PASS  sandbox") ||
+		!strings.HasPrefix(lines[2], "PASS  pytest") || !strings.HasPrefix(lines[3], "FAIL  verification:dependencies") ||
+		!strings.Contains(lines[4], "fix: ") || !strings.HasPrefix(lines[5], "PASS  policy") {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 	code, _, errOut := runCLI(t, "", "doctor", "--check", "network")
 	if code != 2 || !strings.Contains(errOut, "RM-USAGE-001") {
 		t.Fatalf("unknown check: exit %d stderr %q", code, errOut)
+	}
+}
+
+// venvWithoutPytest lays out a real virtual environment by hand (what
+// `python3 -m venv --without-pip` writes): CPython reads pyvenv.cfg beside
+// its executable and, with system site packages off, cannot import the
+// system's pytest, whatever this machine has installed. World-readable, so
+// the sandbox's user can run it.
+func venvWithoutPytest(t *testing.T) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks("/usr/bin/python3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no /usr/bin/python3 (scripts/setup.sh installs python3-pytest): %v", err)
+		}
+		t.Skipf("no /usr/bin/python3: %v", err)
+	}
+	root := filepath.Join(t.TempDir(), "venv")
+	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for d := root; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	cfg := "home = " + filepath.Dir(real) + "\ninclude-system-site-packages = false\n"
+	if err := os.WriteFile(filepath.Join(root, "pyvenv.cfg"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(root, "bin", "python3")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// systemHasPytest asks the sandbox's default interpreter itself; with
+// CI=true it must (scripts/setup.sh installs python3-pytest).
+func systemHasPytest(t *testing.T) bool {
+	t.Helper()
+	ok := exec.Command("/usr/bin/python3", "-c", "import pytest").Run() == nil
+	if !ok && os.Getenv("CI") == "true" {
+		t.Fatal("CI=true and /usr/bin/python3 cannot import pytest (scripts/setup.sh installs python3-pytest)")
+	}
+	return ok
+}
+
+func TestDoctorPytest(t *testing.T) {
+	pytestCheck := func(interp string) string {
+		return "checks:\n  - id: py\n    run: PYTHONDONTWRITEBYTECODE=1 " + interp + " -m pytest -p no:cacheprovider --junitxml=reports/p.xml\n    report: {path: reports/p.xml, format: junit}\n"
+	}
+	t.Run("no check runs pytest", func(t *testing.T) {
+		r := policyRepo(t, unitCheck)
+		one(t, doctor(t, "--check", "pytest", "--repo", r.Dir, "--containerd-address", filepath.Join(t.TempDir(), "none.sock")), "pytest", true, "", "no check runs pytest")
+	})
+	t.Run("unreadable policy", func(t *testing.T) {
+		r := policyRepo(t, "checks: [\n")
+		one(t, doctor(t, "--check", "pytest", "--repo", r.Dir, "--containerd-address", filepath.Join(t.TempDir(), "none.sock")), "pytest", false, rmerr.VerifyManifest, "cannot read which checks run pytest")
+	})
+	t.Run("containerd unreachable", func(t *testing.T) {
+		r := policyRepo(t, pytestCheck("python3"))
+		one(t, doctor(t, "--check", "pytest", "--repo", r.Dir, "--containerd-address", filepath.Join(t.TempDir(), "none.sock")), "pytest", false, rmerr.SandboxUnavailable, "cannot run python3 -m pytest in the sandbox")
+	})
+	t.Run("the sandbox's python3", func(t *testing.T) {
+		needContainerd(t)
+		// Judged both ways: whatever /usr/bin/python3 says on the host,
+		// the sandbox must say the same.
+		has := systemHasPytest(t)
+		r := policyRepo(t, pytestCheck("python3"))
+		a := doctor(t, "--check", "pytest", "--repo", r.Dir, "--containerd-address", containerdAddress)
+		if has {
+			one(t, a, "pytest", true, "", "/usr/bin/python3: pytest ")
+			return
+		}
+		one(t, a, "pytest", false, rmerr.InitToolchain, "No module named pytest")
+		if !strings.Contains(a.Checks[0].Fix, "apt-get install python3-pytest") {
+			t.Errorf("fix %q", a.Checks[0].Fix)
+		}
+	})
+	t.Run("an interpreter without pytest", func(t *testing.T) {
+		needContainerd(t)
+		// The operator binds a virtual environment without pytest and the
+		// check calls its interpreter by path: doctor runs that one.
+		root := venvWithoutPytest(t)
+		interp := filepath.Join(root, "bin", "python3")
+		r := policyRepo(t, pytestCheck(interp))
+		op := operatorFile(t, "sandbox:\n  host_paths: [/usr, /bin, /lib, /lib64, "+root+"]\n")
+		a := doctor(t, "--check", "pytest", "--repo", r.Dir, "--policy", op, "--containerd-address", containerdAddress)
+		one(t, a, "pytest", false, rmerr.InitToolchain, interp+" -m pytest fails in the sandbox (checks: py; exit 1): "+interp+": No module named pytest")
+		if fix := a.Checks[0].Fix; !strings.Contains(fix, "install pytest for "+interp) || !strings.Contains(fix, "sandbox.host_paths") {
+			t.Errorf("fix %q", fix)
+		}
+	})
+	t.Run("an interpreter the sandbox does not bind", func(t *testing.T) {
+		needContainerd(t)
+		root := venvWithoutPytest(t)
+		interp := filepath.Join(root, "bin", "python3")
+		r := policyRepo(t, pytestCheck(interp))
+		one(t, doctor(t, "--check", "pytest", "--repo", r.Dir, "--containerd-address", containerdAddress), "pytest", false, rmerr.InitToolchain, "not found on the sandbox PATH")
+	})
+}
+
+func TestPytestCall(t *testing.T) {
+	for _, tc := range []struct{ run, want string }{
+		{"python3 -m pytest", "python3"},
+		{"PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -p no:cacheprovider", "python3"},
+		{"cd sub && /opt/py/bin/python3.12 -m  pytest -q", "/opt/py/bin/python3.12"},
+		{"export X=1\npython -m pytest", "python"},
+		{"python3 -m pytest_cov", ""},
+		{"pytest -q", ""},
+		{"python3 -m unittest", ""},
+		{"go test ./...", ""},
+	} {
+		got := ""
+		if m := pytestCall.FindStringSubmatch(tc.run); m != nil {
+			got = m[1]
+		}
+		if got != tc.want {
+			t.Errorf("%q: interpreter %q, want %q", tc.run, got, tc.want)
+		}
 	}
 }

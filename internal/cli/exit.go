@@ -42,7 +42,7 @@ func exitCode(cmd string, err error) int {
 			return exitAnswer
 		}
 	case rmerr.VerifyManifest, rmerr.VerifyNoRunnable, rmerr.VerifyTreeMoved, rmerr.VerifySkipped,
-		rmerr.VerifyDependencies, rmerr.CINeverScheduled:
+		rmerr.VerifyDependencies, rmerr.CINeverScheduled, rmerr.InitToolchain:
 		return exitAnswer
 	case rmerr.GitRepository:
 		if cmd == "verify" {

@@ -34,9 +34,14 @@ remote base first and name it) the way 'runmill doctor --check
 verification:dependencies' does: ahead, behind, missing or stale install. It
 fetches nothing and runs no package manager.
 
+It writes no check that can only fail: the pytest check only when 'python3 -m
+pytest' runs with the interpreter the sandbox sees and the sandbox's environment;
+otherwise it is left commented out with the fix (RM-INIT-003).
+
 Exit: 0 written (and dependencies ready) · 1 written, but the dependencies are not
-ready (RM-VERIFY-005, with the fix) · 2 a file exists (RM-INIT-001), nothing
-recognised (RM-INIT-002), usage.`,
+ready (RM-VERIFY-005) or a check was left out because its toolchain does not work
+here (RM-INIT-003), with the fix · 2 nothing written: a file exists (RM-INIT-001),
+nothing recognised or writable (RM-INIT-002), usage.`,
 	}
 	c.run = func(ctx context.Context, s IO, args []string) error {
 		repo, out, base := ".", "", "HEAD"
@@ -73,7 +78,15 @@ recognised (RM-INIT-002), usage.`,
 			}
 			return e
 		}
-		files := initpolicy.Render(plan, initpolicy.LocalHost{PATH: os.Getenv("PATH"), Getenv: os.Getenv})
+		files := initpolicy.Render(plan, initHost())
+		written := files.Written(plan)
+		if len(written) == 0 {
+			// Every recognised check needs a toolchain that does not work
+			// here: an empty manifest is never merge-ready, so nothing is
+			// written (as for RM-INIT-002).
+			return rmerr.New(rmerr.InitNothing, "no check can be written: %s", unusableSummary(files)).At(root, 0).
+				WithHint("%s; then run init again", unusableFixes(files))
+		}
 
 		// Every refusal comes before the first write: init writes both
 		// files or neither.
@@ -119,7 +132,7 @@ recognised (RM-INIT-002), usage.`,
 			return err
 		}
 
-		fmt.Fprintf(s.Err, "runmill init: wrote %s with checks: %s\n", checksFile, strings.Join(plan.Ecosystems(), ", "))
+		fmt.Fprintf(s.Err, "runmill init: wrote %s with checks: %s\n", checksFile, strings.Join(initpolicy.Plan{Checks: written}.Ecosystems(), ", "))
 		for _, t := range files.Toolchains {
 			switch {
 			case !t.Found():
@@ -129,9 +142,12 @@ recognised (RM-INIT-002), usage.`,
 			default:
 				fmt.Fprintf(s.Err, "  %s: %s (visible in the sandbox)\n", t.Tool, t.Visible)
 			}
-			if t.Note != "" {
-				fmt.Fprintf(s.Err, "  %s: %s\n", t.Tool, t.Note)
+			if t.Unusable != "" {
+				fmt.Fprintf(s.Err, "  %s: %s\n", t.Tool, t.Unusable)
 			}
+		}
+		for _, c := range files.Omitted {
+			fmt.Fprintf(s.Err, "  NOT WRITTEN: the %s check (commented out in %s): it can only fail here\n", c.Spec.ID, policy.RepoPolicyPath)
 		}
 		for _, n := range plan.Notes {
 			fmt.Fprintf(s.Err, "  note: %s\n", n)
@@ -142,9 +158,43 @@ recognised (RM-INIT-002), usage.`,
 		}
 		fmt.Fprintf(s.Err, "runmill init: operator policy template on %s; keep it outside the repository.\n", where)
 		fmt.Fprintf(s.Err, "next: review and commit %s, then run 'runmill verify --policy FILE' on a change\n", policy.RepoPolicyPath)
-		return initDependencies(ctx, s, root, base, plan)
+		errs := []error{initDependencies(ctx, s, root, base, initpolicy.Plan{Checks: written})}
+		if len(files.Omitted) > 0 {
+			errs = append(errs, rmerr.New(rmerr.InitToolchain, "not written: %s", unusableSummary(files)).At(checksFile, 0).
+				WithHint("%s; then uncomment the check in %s and run 'runmill doctor --check pytest'", unusableFixes(files), policy.RepoPolicyPath))
+		}
+		return errors.Join(errs...)
 	}
 	register(c)
+}
+
+// initHost is where init looks tools up: this machine, with the sandbox's
+// default binds. Tests point it at a real interpreter laid out in a temp
+// directory.
+var initHost = func() initpolicy.Host {
+	return initpolicy.LocalHost{PATH: os.Getenv("PATH"), Getenv: os.Getenv}
+}
+
+func unusableSummary(f initpolicy.Files) string {
+	var parts []string
+	for _, c := range f.Omitted {
+		for _, t := range f.Toolchains {
+			if t.Tool == c.Tool {
+				parts = append(parts, fmt.Sprintf("the %s check (%s)", c.Spec.ID, t.Unusable))
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func unusableFixes(f initpolicy.Files) string {
+	var fixes []string
+	for _, t := range f.Toolchains {
+		if t.Unusable != "" {
+			fixes = append(fixes, t.Fix)
+		}
+	}
+	return strings.Join(fixes, "; ")
 }
 
 func firstOf(a, b string) string {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/internal/initpolicy"
 	"github.com/runmill/verify/pkg/policy"
 )
 
@@ -131,5 +132,55 @@ func TestInitChecksDependencies(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir, ".runmill", "checks.yaml")); err != nil {
 		t.Fatalf("the policy was not written: %v", err)
+	}
+}
+
+// TestInitPytestUnusable: init looks python3 up as the sandbox will (here
+// binds of only a real virtual environment without pytest) and, since
+// `python3 -m pytest` cannot run there, does not write the pytest check.
+func TestInitPytestUnusable(t *testing.T) {
+	root := venvWithoutPytest(t)
+	defer func(f func() initpolicy.Host) { initHost = f }(initHost)
+	initHost = func() initpolicy.Host {
+		return initpolicy.LocalHost{PATH: filepath.Join(root, "bin") + ":/usr/bin:/bin", Getenv: func(string) string { return "" }, HostPaths: []string{root}}
+	}
+	t.Run("with another check", func(t *testing.T) {
+		dir := goRepo(t)
+		os.WriteFile(filepath.Join(dir, "pytest.ini"), []byte("[pytest]\n"), 0o644)
+		code, _, errOut := runCLI(t, "", "init", "--repo", dir)
+		b, err := os.ReadFile(filepath.Join(dir, ".runmill", "checks.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := policy.ParseRepository(b, "checks.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != 1 || !strings.Contains(errOut, "RM-INIT-003") || !strings.Contains(errOut, "No module named pytest") ||
+			!strings.Contains(errOut, "checks: go\n") || len(doc.Value.Checks) != 1 || doc.Value.Checks[0].ID != "go" ||
+			!strings.Contains(string(b), "#   run: PYTHONDONTWRITEBYTECODE=1 python3 -m pytest") {
+			t.Fatalf("exit %d, %d checks written\nstderr:\n%s\nchecks.yaml:\n%s", code, len(doc.Value.Checks), errOut, b)
+		}
+	})
+	t.Run("alone", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "pytest.ini"), []byte("[pytest]\n"), 0o644)
+		code, out, errOut := runCLI(t, "", "init", "--repo", dir)
+		if _, err := os.Stat(filepath.Join(dir, ".runmill")); code != 2 || out != "" || !os.IsNotExist(err) ||
+			!strings.Contains(errOut, "RM-INIT-002") || !strings.Contains(errOut, "install pytest for "+filepath.Join(root, "bin", "python3")) {
+			t.Fatalf("exit %d (.runmill: %v) stdout %q stderr %s", code, err, out, errOut)
+		}
+	})
+}
+
+// TestInitPytestUsable: with the machine's own binds, init writes the
+// pytest check exactly when the sandbox's python3 runs pytest.
+func TestInitPytestUsable(t *testing.T) {
+	has := systemHasPytest(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "pytest.ini"), []byte("[pytest]\n"), 0o644)
+	code, _, errOut := runCLI(t, "", "init", "--repo", dir)
+	if has && (code != 0 || !strings.Contains(errOut, "checks: pytest")) || !has && code != 2 {
+		t.Fatalf("pytest importable: %v; exit %d stderr %s", has, code, errOut)
 	}
 }

@@ -1,10 +1,14 @@
 package initpolicy
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/runmill/verify/internal/sandbox"
 )
@@ -25,13 +29,27 @@ type Toolchain struct {
 	// rustup proxy, whose default home is $HOME/.rustup and HOME is the
 	// task's /tmp).
 	Env []string
-	// Note is what a person must fix for the tool to work (a python3
-	// without pytest).
-	Note string
+	// Unusable says why the checks that need the tool cannot work with the
+	// one the sandbox sees (a python3 that cannot run pytest); "" when the
+	// tool works or was not proven to fail. init does not write those
+	// checks: a check that can only fail proves nothing.
+	Unusable string
+	// Fix says how to make it work.
+	Fix string
 }
 
 // Found reports whether the tool exists on the host at all.
 func (t Toolchain) Found() bool { return t.Visible != "" || t.Host != "" }
+
+// Interpreter is the path the sandbox's PATH resolves the tool to.
+func (t Toolchain) Interpreter() string { return firstOf(t.Visible, t.Host) }
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
 
 // Host answers where tools live.
 type Host interface {
@@ -48,6 +66,17 @@ type Host interface {
 type LocalHost struct {
 	PATH   string
 	Getenv func(string) string
+	// HostPaths are the binds the sandbox will have: sandbox.DefaultHostPaths
+	// when empty (what init's template starts from), else the operator's
+	// sandbox.host_paths, which replace the defaults.
+	HostPaths []string
+}
+
+func (h LocalHost) binds() []string {
+	if len(h.HostPaths) > 0 {
+		return h.HostPaths
+	}
+	return sandbox.DefaultHostPaths
 }
 
 var _ Host = LocalHost{}
@@ -55,18 +84,39 @@ var _ Host = LocalHost{}
 // Locate finds tool first where the task would with the default binds, then
 // on the host's PATH, and says what must be bound for the task to run it.
 func (h LocalHost) Locate(tool string) Toolchain {
+	t := h.locate(tool)
+	if tool == "python3" && t.Found() {
+		// The check runs `python3 -m pytest`: prove that, with the
+		// interpreter the task's PATH resolves to and the task's
+		// environment, not merely that some python3 exists.
+		binds := h.binds()
+		if len(t.Binds) > 0 {
+			binds = append(append([]string(nil), binds...), t.Binds...)
+		}
+		if err := ProbePytest(t.Interpreter(), sandbox.SearchPath(h.PATH, binds)); err != nil {
+			t.Unusable = err.Error()
+			t.Fix = PytestFix(t.Interpreter(), h.pytestElsewhere(t.Interpreter()))
+		}
+	}
+	return t
+}
+
+func (h LocalHost) locate(tool string) Toolchain {
 	t := Toolchain{Tool: tool}
-	for _, dir := range filepath.SplitList(sandbox.SearchPath(h.PATH, nil)) {
+	binds := h.binds()
+	for _, dir := range filepath.SplitList(sandbox.SearchPath(h.PATH, h.HostPaths)) {
+		if !under(dir, binds) {
+			// The task's PATH lists the standard directories whether or
+			// not they are bound; one that is not is empty there.
+			continue
+		}
 		p := filepath.Join(dir, tool)
 		real, ok := executable(p)
 		if !ok {
 			continue
 		}
 		t.Visible = p
-		if tool == "python3" && exec.Command(p, "-c", "import pytest").Run() != nil {
-			t.Note = p + " cannot import pytest: install it for that interpreter (Debian: python3-pytest)"
-		}
-		if !underDefaults(real) {
+		if !under(real, binds) {
 			// A default-visible link into a directory the task cannot see
 			// (/usr/local/bin/node → /opt/node/bin/node).
 			t.Binds = append(t.Binds, installRoot(real))
@@ -85,7 +135,7 @@ func (h LocalHost) Locate(tool string) Toolchain {
 		}
 		t.Host = p
 		t.Binds = appendNew(t.Binds, installRoot(p))
-		if !underDefaults(real) {
+		if !under(real, binds) {
 			t.Binds = appendNew(t.Binds, installRoot(real))
 		}
 		h.rustup(&t, real)
@@ -113,7 +163,7 @@ func (h LocalHost) rustup(t *Toolchain, real string) {
 	if home == "" {
 		return
 	}
-	if !underDefaults(home) {
+	if !under(home, h.binds()) {
 		t.Binds = appendNew(t.Binds, home)
 	}
 	t.Env = append(t.Env, "RUSTUP_HOME="+home)
@@ -131,13 +181,99 @@ func executable(p string) (string, bool) {
 	return real, true
 }
 
-func underDefaults(p string) bool {
-	for _, root := range sandbox.DefaultHostPaths {
+func underDefaults(p string) bool { return under(p, sandbox.DefaultHostPaths) }
+
+func under(p string, roots []string) bool {
+	for _, root := range roots {
+		root = filepath.Clean(root)
 		if p == root || strings.HasPrefix(p, root+"/") {
 			return true
 		}
 	}
 	return false
+}
+
+// pytestTimeout bounds one `python3 -m pytest --version`: it imports pytest
+// and its plugins, well under a second; a hang must not hang init.
+const pytestTimeout = time.Minute
+
+// ProbePytest runs `INTERP -m pytest --version` the way a check's command
+// would run it: PATH is the task's (sandboxPATH), HOME and TMPDIR are an
+// empty private directory (the task's HOME is inside its TMPDIR, so a
+// pytest installed in the operator's ~/.local does not count), and nothing
+// else comes from runmill's environment (no PYTHONPATH, VIRTUAL_ENV or
+// PYENV_*: the sandbox passes no host variable). nil means pytest runs;
+// the error quotes what the interpreter said.
+func ProbePytest(interp, sandboxPATH string) error {
+	tmp, err := os.MkdirTemp("", "runmill-pytest-probe-")
+	if err != nil {
+		return fmt.Errorf("creating a private directory for the pytest probe: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	ctx, cancel := context.WithTimeout(context.Background(), pytestTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, interp, "-m", "pytest", "-p", "no:cacheprovider", "--version")
+	cmd.Dir = tmp
+	cmd.Env = []string{"PATH=" + sandboxPATH, "HOME=" + tmp, "TMPDIR=" + tmp, "LANG=C.UTF-8", "LC_ALL=C.UTF-8",
+		"TZ=UTC", "CI=true", "RUNMILL=1", "PYTHONDONTWRITEBYTECODE=1"}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	said := strings.TrimSpace(string(lastLine(out)))
+	if said == "" {
+		said = err.Error()
+	}
+	return fmt.Errorf("%s -m pytest does not run with the sandbox's environment: %s", interp, said)
+}
+
+func lastLine(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}
+
+// PytestFix says how to make `python3 -m pytest` work for interp. other is
+// the prefix of another interpreter on this host that has pytest ("" when
+// none): the sandbox reaches it only by its path, with its prefix bound.
+func PytestFix(interp, other string) string {
+	fix := "install pytest for " + interp
+	if underDefaults(interp) {
+		fix += " (Debian/Ubuntu: apt-get install python3-pytest)"
+	} else {
+		fix += " (" + interp + " -m pip install pytest)"
+	}
+	if other != "" {
+		fix += fmt.Sprintf(", or use %s/bin/python3, which has pytest: add %s to sandbox.host_paths and call that interpreter by its path in an operator copy of the check", other, other)
+	}
+	return fix
+}
+
+// pytestElsewhere finds another python3 on the host's own PATH that can
+// import pytest (a pyenv or virtualenv interpreter the sandbox does not
+// see) and returns its sys.prefix. It runs with the host's environment: it
+// asks where pytest is, not whether the sandbox can run it.
+func (h LocalHost) pytestElsewhere(interp string) string {
+	seen := map[string]bool{interp: true}
+	for _, dir := range filepath.SplitList(h.PATH) {
+		p := filepath.Join(dir, "python3")
+		if !filepath.IsAbs(dir) || seen[p] {
+			continue
+		}
+		seen[p] = true
+		if _, ok := executable(p); !ok {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), pytestTimeout)
+		out, err := exec.CommandContext(ctx, p, "-c", "import sys, pytest; print(sys.prefix)").Output()
+		cancel()
+		if prefix := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(prefix) && !underDefaults(prefix) {
+			return prefix
+		}
+	}
+	return ""
 }
 
 // installRoot is the directory to bind for a tool at p: the parent of its

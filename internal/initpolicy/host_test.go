@@ -2,8 +2,10 @@ package initpolicy
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -58,4 +60,90 @@ func TestLocalHostLocate(t *testing.T) {
 	if !h.Present("/usr") || h.Present(filepath.Join(root, "nope")) {
 		t.Error("Present")
 	}
+}
+
+// systemPython3 is the interpreter the sandbox sees by default; with CI=true
+// it must exist (scripts/setup.sh installs python3-pytest, which brings it).
+func systemPython3(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/python3", "/bin/python3"} {
+		if _, ok := executable(p); ok {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI=true and no python3 under /usr/bin (scripts/setup.sh installs python3-pytest)")
+	}
+	t.Skip("no python3 under /usr/bin")
+	return ""
+}
+
+// venv lays out a real virtual environment by hand (what `python3 -m venv
+// --without-pip` writes, without needing Debian's python3-venv): CPython
+// reads pyvenv.cfg next to its executable and, with system site packages
+// off, cannot import the system's pytest. The directories are world-readable
+// so the sandbox's user can run it too.
+func venv(t *testing.T, python string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "venv")
+	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for d := root; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	real, err := filepath.EvalSymlinks(python)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := "home = " + filepath.Dir(real) + "\ninclude-system-site-packages = false\n"
+	if err := os.WriteFile(filepath.Join(root, "pyvenv.cfg"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(root, "bin", "python3")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestLocalHostPytest: init writes the pytest check only when `python3 -m
+// pytest` runs with the interpreter the sandbox's PATH resolves to.
+func TestLocalHostPytest(t *testing.T) {
+	sys := systemPython3(t)
+	t.Run("the sandbox's python3 has no pytest", func(t *testing.T) {
+		// The operator's host_paths bind only the venv: its python3 is the
+		// one the task's PATH finds, and it cannot import pytest.
+		root := venv(t, sys)
+		h := LocalHost{PATH: filepath.Join(root, "bin") + ":/usr/bin:/bin", Getenv: func(string) string { return "" }, HostPaths: []string{root}}
+		got := h.Locate("python3")
+		interp := filepath.Join(root, "bin", "python3")
+		if got.Visible != interp || !strings.Contains(got.Unusable, "No module named pytest") ||
+			!strings.Contains(got.Fix, "install pytest for "+interp) {
+			t.Fatalf("Locate(python3) = %+v", got)
+		}
+		if err := ProbePytest(interp, "/usr/bin:/bin"); err == nil {
+			t.Fatal("ProbePytest passed for an interpreter without pytest")
+		}
+	})
+	t.Run("the default python3", func(t *testing.T) {
+		h := LocalHost{PATH: os.Getenv("PATH"), Getenv: os.Getenv}
+		got := h.Locate("python3")
+		if got.Visible != sys {
+			t.Fatalf("Locate(python3).Visible = %q, want %s (the sandbox's PATH starts with the standard directories)", got.Visible, sys)
+		}
+		// Judged both ways: the interpreter itself says whether pytest
+		// imports, and Locate must agree.
+		hasPytest := exec.Command(sys, "-c", "import pytest").Run() == nil
+		if hasPytest != (got.Unusable == "") {
+			t.Fatalf("%s imports pytest: %v; Locate says Unusable %q", sys, hasPytest, got.Unusable)
+		}
+		if !hasPytest {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("CI=true and %s has no pytest (scripts/setup.sh installs python3-pytest)", sys)
+			}
+			if !strings.Contains(got.Fix, "apt-get install python3-pytest") {
+				t.Errorf("fix %q", got.Fix)
+			}
+		}
+	})
 }

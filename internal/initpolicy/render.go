@@ -17,6 +17,30 @@ type Files struct {
 	Operator []byte // the operator policy template
 	// Toolchains are the tools the checks need, located on this host.
 	Toolchains []Toolchain
+	// Omitted are the planned checks not written because the tool the
+	// sandbox sees cannot run them (Toolchain.Unusable): checks.yaml holds
+	// them commented out, with the fix.
+	Omitted []Check
+}
+
+// Written are the planned checks checks.yaml declares.
+func (f Files) Written(p Plan) []Check {
+	var out []Check
+	for _, c := range p.Checks {
+		if !containsCheck(f.Omitted, c.Spec.ID) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func containsCheck(cs []Check, id string) bool {
+	for _, c := range cs {
+		if c.Spec.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Render writes the plan as the repository's checks.yaml and an operator
@@ -39,10 +63,25 @@ func Render(p Plan, host Host) Files {
 		if !t.Found() {
 			missing = append(missing, c.Tool)
 		}
+		if t.Unusable != "" {
+			continue // no written check needs its binds
+		}
 		for _, b := range t.Binds {
 			binds = appendNew(binds, b)
 		}
 	}
+	unusable := map[string]Toolchain{}
+	for _, t := range f.Toolchains {
+		if t.Unusable != "" {
+			unusable[t.Tool] = t
+		}
+	}
+	for _, c := range p.Checks {
+		if _, bad := unusable[c.Tool]; bad {
+			f.Omitted = append(f.Omitted, c)
+		}
+	}
+	p.Checks = f.Written(p)
 	for _, c := range p.Checks {
 		for _, t := range f.Toolchains {
 			if t.Tool == c.Tool && len(t.Env) > 0 {
@@ -74,6 +113,21 @@ func Render(p Plan, host Host) Files {
 			comment(&b, "  ", l)
 		}
 		writeCheck(&b, "  ", c.Spec)
+	}
+	for _, c := range f.Omitted {
+		t := unusable[c.Tool]
+		b.WriteString("\n")
+		comment(&b, "  ", fmt.Sprintf("NOT WRITTEN: the %s check cannot pass on this machine: %s.", c.Spec.ID, t.Unusable))
+		comment(&b, "  ", "Fix: "+t.Fix+".")
+		comment(&b, "  ", "Then uncomment it:")
+		for _, l := range c.Comment {
+			comment(&b, "  ", "# "+l)
+		}
+		var cb bytes.Buffer
+		writeCheck(&cb, "", c.Spec)
+		for _, l := range strings.Split(strings.TrimSuffix(cb.String(), "\n"), "\n") {
+			comment(&b, "  ", l)
+		}
 	}
 	f.Checks = b.Bytes()
 
@@ -122,8 +176,8 @@ verification:
 		}
 	}
 	for _, t := range f.Toolchains {
-		if t.Note != "" {
-			comment(&b, "", "NOTE: "+t.Note+".")
+		if t.Unusable != "" {
+			comment(&b, "", "NOT WRITTEN: the checks that need "+t.Tool+" ("+t.Unusable+"). Fix: "+t.Fix+".")
 		}
 	}
 	if len(missing) > 0 {

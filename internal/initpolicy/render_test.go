@@ -26,7 +26,7 @@ func (fixedHost) Locate(tool string) Toolchain {
 	case "cargo":
 		return Toolchain{Tool: tool, Host: "/root/.cargo/bin/cargo", Binds: []string{"/root/.cargo", "/root/.rustup"}, Env: []string{"RUSTUP_HOME=/root/.rustup"}}
 	case "python3":
-		return Toolchain{Tool: tool, Visible: "/usr/bin/python3", Note: "/usr/bin/python3 cannot import pytest: install it for that interpreter (Debian: python3-pytest)"}
+		return Toolchain{Tool: tool, Visible: "/usr/bin/python3"}
 	case "node":
 		return Toolchain{Tool: tool}
 	}
@@ -34,6 +34,19 @@ func (fixedHost) Locate(tool string) Toolchain {
 }
 
 func (fixedHost) Present(path string) bool { return path != "/lib32" && path != "/libx32" }
+
+// noPytestHost is fixedHost where the sandbox's python3 cannot run pytest
+// (what LocalHost reports on a machine without python3-pytest).
+type noPytestHost struct{ fixedHost }
+
+func (h noPytestHost) Locate(tool string) Toolchain {
+	if tool == "python3" {
+		return Toolchain{Tool: tool, Visible: "/usr/bin/python3",
+			Unusable: "/usr/bin/python3 -m pytest does not run with the sandbox's environment: /usr/bin/python3: No module named pytest",
+			Fix:      PytestFix("/usr/bin/python3", "/root/.pyenv/versions/3.11.7")}
+	}
+	return h.fixedHost.Locate(tool)
+}
 
 func file(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
 
@@ -43,26 +56,29 @@ func TestDetectAndRender(t *testing.T) {
 		repo  fstest.MapFS
 		ids   []string
 		notes int
+		host  Host // fixedHost when nil
 	}{
-		{"go-with-modules", fstest.MapFS{"go.mod": file("module x\n"), "go.sum": file("golang.org/x/text v0.1.0 h1:abc=\n")}, []string{"go"}, 0},
-		{"node-test-plain", fstest.MapFS{"package.json": file(`{"scripts":{"test":"node --test"}}`)}, []string{"node-test"}, 0},
-		{"node-test-shell", fstest.MapFS{"package.json": file(`{"scripts":{"test":"node --test test/ && echo ok"}}`)}, []string{"node-test"}, 0},
-		{"vitest-npm", fstest.MapFS{"package.json": file(`{"devDependencies":{"vitest":"^4.1.0"}}`), "package-lock.json": file("{}")}, []string{"vitest"}, 0},
-		{"jest-junit", fstest.MapFS{"package.json": file(`{"scripts":{"test":"jest"},"devDependencies":{"jest":"30","jest-junit":"17"}}`), "package-lock.json": file("{}")}, []string{"jest"}, 0},
-		{"jest-bare", fstest.MapFS{"package.json": file(`{"scripts":{"test":"jest"},"devDependencies":{"jest":"30"}}`), "package-lock.json": file("{}")}, []string{"jest"}, 1},
-		{"mocha-no-lock", fstest.MapFS{"package.json": file(`{"scripts":{"test":"mocha"}}`)}, []string{"mocha"}, 1},
-		{"mocha-workspaces", fstest.MapFS{"package.json": file(`{"scripts":{"test":"mocha"},"workspaces":["a"]}`), "package-lock.json": file("{}")}, []string{"mocha"}, 1},
-		{"yarn", fstest.MapFS{"package.json": file(`{"devDependencies":{"vitest":"4"}}`), "yarn.lock": file("")}, []string{"vitest"}, 1},
-		{"npm-test-unknown", fstest.MapFS{"package.json": file(`{"scripts":{"test":"ava"}}`)}, []string{"npm-test"}, 1},
-		{"npm-default", fstest.MapFS{"package.json": file(`{"scripts":{"test":"echo \"Error: no test specified\" && exit 1"}}`)}, nil, 1},
-		{"package-json-broken", fstest.MapFS{"package.json": file(`{`)}, nil, 1},
-		{"python-setup-only", fstest.MapFS{"setup.py": file("from setuptools import setup\n")}, []string{"pytest"}, 0},
-		{"cargo-registry", fstest.MapFS{"Cargo.toml": file("[package]\n"), "Cargo.lock": file("[[package]]\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n")}, []string{"cargo"}, 1},
-		{"cargo-no-lock", fstest.MapFS{"Cargo.toml": file("[package]\n")}, []string{"cargo"}, 1},
-		{"report-path-taken", fstest.MapFS{"go.mod": file("module x\n"), "reports/go.json": file("{}")}, []string{"go"}, 0},
+		{"go-with-modules", fstest.MapFS{"go.mod": file("module x\n"), "go.sum": file("golang.org/x/text v0.1.0 h1:abc=\n")}, []string{"go"}, 0, nil},
+		{"node-test-plain", fstest.MapFS{"package.json": file(`{"scripts":{"test":"node --test"}}`)}, []string{"node-test"}, 0, nil},
+		{"node-test-shell", fstest.MapFS{"package.json": file(`{"scripts":{"test":"node --test test/ && echo ok"}}`)}, []string{"node-test"}, 0, nil},
+		{"vitest-npm", fstest.MapFS{"package.json": file(`{"devDependencies":{"vitest":"^4.1.0"}}`), "package-lock.json": file("{}")}, []string{"vitest"}, 0, nil},
+		{"jest-junit", fstest.MapFS{"package.json": file(`{"scripts":{"test":"jest"},"devDependencies":{"jest":"30","jest-junit":"17"}}`), "package-lock.json": file("{}")}, []string{"jest"}, 0, nil},
+		{"jest-bare", fstest.MapFS{"package.json": file(`{"scripts":{"test":"jest"},"devDependencies":{"jest":"30"}}`), "package-lock.json": file("{}")}, []string{"jest"}, 1, nil},
+		{"mocha-no-lock", fstest.MapFS{"package.json": file(`{"scripts":{"test":"mocha"}}`)}, []string{"mocha"}, 1, nil},
+		{"mocha-workspaces", fstest.MapFS{"package.json": file(`{"scripts":{"test":"mocha"},"workspaces":["a"]}`), "package-lock.json": file("{}")}, []string{"mocha"}, 1, nil},
+		{"yarn", fstest.MapFS{"package.json": file(`{"devDependencies":{"vitest":"4"}}`), "yarn.lock": file("")}, []string{"vitest"}, 1, nil},
+		{"npm-test-unknown", fstest.MapFS{"package.json": file(`{"scripts":{"test":"ava"}}`)}, []string{"npm-test"}, 1, nil},
+		{"npm-default", fstest.MapFS{"package.json": file(`{"scripts":{"test":"echo \"Error: no test specified\" && exit 1"}}`)}, nil, 1, nil},
+		{"package-json-broken", fstest.MapFS{"package.json": file(`{`)}, nil, 1, nil},
+		{"python-setup-only", fstest.MapFS{"setup.py": file("from setuptools import setup\n")}, []string{"pytest"}, 0, nil},
+		{"cargo-registry", fstest.MapFS{"Cargo.toml": file("[package]\n"), "Cargo.lock": file("[[package]]\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n")}, []string{"cargo"}, 1, nil},
+		{"cargo-no-lock", fstest.MapFS{"Cargo.toml": file("[package]\n")}, []string{"cargo"}, 1, nil},
+		{"report-path-taken", fstest.MapFS{"go.mod": file("module x\n"), "reports/go.json": file("{}")}, []string{"go"}, 0, nil},
 		{"polyglot", fstest.MapFS{"go.mod": file("module x\n"), "package.json": file(`{"scripts":{"test":"vitest run"}}`), "package-lock.json": file("{}"),
-			"pytest.ini": file("[pytest]\n"), "Cargo.toml": file("[workspace]\n"), "Cargo.lock": file("version = 4\n")}, []string{"go", "vitest", "pytest", "cargo"}, 0},
-		{"nothing", fstest.MapFS{"README.md": file("hi\n")}, nil, 0},
+			"pytest.ini": file("[pytest]\n"), "Cargo.toml": file("[workspace]\n"), "Cargo.lock": file("version = 4\n")}, []string{"go", "vitest", "pytest", "cargo"}, 0, nil},
+		{"nothing", fstest.MapFS{"README.md": file("hi\n")}, nil, 0, nil},
+		{"pytest-missing", fstest.MapFS{"go.mod": file("module x\n"), "pytest.ini": file("[pytest]\n")}, []string{"go", "pytest"}, 0, noPytestHost{}},
+		{"pytest-missing-only", fstest.MapFS{"pyproject.toml": file("[tool.pytest.ini_options]\n")}, []string{"pytest"}, 0, noPytestHost{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := Detect(tc.repo)
@@ -78,7 +94,11 @@ func TestDetectAndRender(t *testing.T) {
 			if len(p.Checks) == 0 {
 				return
 			}
-			f := Render(p, fixedHost{})
+			var host Host = fixedHost{}
+			if tc.host != nil {
+				host = tc.host
+			}
+			f := Render(p, host)
 			golden.Bytes(t, filepath.Join("testdata", "golden", "render", tc.name+".yaml"),
 				[]byte(string(f.Checks)+"# ---- operator policy ----\n"+string(f.Operator)))
 
@@ -92,7 +112,21 @@ func TestDetectAndRender(t *testing.T) {
 			if err != nil {
 				t.Fatalf("generated operator policy does not load: %v\n%s", err, f.Operator)
 			}
-			for i, c := range p.Checks {
+			// A check whose toolchain cannot work is not written, and
+			// every other one is.
+			written := f.Written(p)
+			if len(written)+len(f.Omitted) != len(p.Checks) || len(repo.Value.Checks) != len(written) {
+				t.Fatalf("%d planned, %d written, %d omitted; checks.yaml has %d", len(p.Checks), len(written), len(f.Omitted), len(repo.Value.Checks))
+			}
+			for _, c := range f.Omitted {
+				if c.Tool != "python3" || !strings.Contains(string(f.Checks), "NOT WRITTEN: the "+c.Spec.ID+" check") || !strings.Contains(string(f.Checks), "apt-get install python3-pytest") {
+					t.Errorf("omitted %s without the reason and fix in checks.yaml", c.Spec.ID)
+				}
+			}
+			if _, ok := tc.host.(noPytestHost); ok != (len(f.Omitted) > 0) {
+				t.Errorf("omitted %v with host %T", f.Omitted, tc.host)
+			}
+			for i, c := range written {
 				got := repo.Value.Checks[i]
 				if got.ID != c.Spec.ID || got.Run != c.Spec.Run || !reflect.DeepEqual(got.Report, c.Spec.Report) ||
 					got.Timeout != c.Spec.Timeout || got.Dependencies != c.Spec.Dependencies {
