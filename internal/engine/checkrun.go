@@ -18,7 +18,6 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/outcome"
-	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/treehash"
@@ -194,7 +193,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	}()
 	// Zero-test detection reads the whole output, not the stored prefix:
 	// "0 passed" tends to be the last line of a long log.
-	zs := outcome.NewZeroTestScanner()
+	zs := outcome.NewOutputScanner()
 	timeout := c.Timeout.D()
 	if timeout == 0 {
 		timeout = e.defaultTimeout
@@ -311,9 +310,8 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 
 	// Output phrases (spec § 4: zero tests, identity-free skips) are
 	// observations; Judge decides whether they count.
-	if m, ok := zs.Result(); ok {
-		f := m.Finding()
-		f.Check, f.Rule = c.ID, verdict.OutputRulePrefix+"zero-tests"
+	for _, f := range zs.Result().Findings() {
+		f.Check, f.Rule = c.ID, verdict.OutputRulePrefix+strings.TrimPrefix(f.Rule, "outcome.")
 		rec.Observations = append(rec.Observations, f)
 	}
 	if c.Report == nil {
@@ -420,7 +418,11 @@ func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path st
 		finding("report.unreadable", "", "storing the report: %v", err)
 		return nil
 	}
-	inv, perr := report.Parse(bytes.NewReader(b), report.Format(c.Report.Format), report.Options{Identity: report.Identity(c.Report.Identity)})
+	// A baseline's repeated ids carry no authority but do not void the
+	// rest of its report (the change that renames them can land); the
+	// candidate's ids must be unique (spec § 4).
+	inv, perr := report.Parse(bytes.NewReader(b), report.Format(c.Report.Format), report.Options{
+		Identity: report.Identity(c.Report.Identity), AllowDuplicateIDs: rec.Phase == verdict.Baseline})
 	rec.Report = &evidence.ReportRecord{
 		Path: c.Report.Path, Format: report.Format(c.Report.Format), Identity: report.Identity(c.Report.Identity),
 		SHA256: strings.TrimPrefix(addr, "sha256/"), Size: int64(len(b)), Artifact: addr,
@@ -429,12 +431,7 @@ func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path st
 		finding("report.invalid", string(rmerr.CodeOf(perr)), "the report %s is invalid: %v", c.Report.Path, perr)
 		return nil
 	}
-	rec.Report.Inventory = evidence.ToInventory(inv)
-	rec.Report.FailedTests = evidence.FailedTestsOf(inv)
-	for _, f := range inv.Faults {
-		rec.Report.Faults = append(rec.Report.Faults, printable.Text(f.Scope+": "+f.Message, 1000))
-	}
-	rec.Report.ClaimedFailures = -1
+	evidence.ReportFactsOf(rec.Report, inv)
 	return inv
 }
 

@@ -64,7 +64,7 @@ func (r *CheckRun) Facts() verdict.Result {
 	if rep := r.Report; rep != nil && rep.Inventory != nil {
 		res.Report = &verdict.ReportFacts{
 			Passed: len(rep.Inventory.Passed), Failed: len(rep.Inventory.Failed), Skipped: len(rep.Inventory.Skipped),
-			FailedTests: rep.FailedTests, Faults: rep.Faults, ClaimedFailures: rep.ClaimedFailures,
+			FailedTests: rep.FailedTests, Faults: rep.Faults, ClaimedFailures: rep.ClaimedFailures, ShownFailures: rep.ShownFailures,
 			Duplicates: len(rep.Duplicates),
 		}
 	}
@@ -108,6 +108,26 @@ func Decide(p *Delivery) verdict.Verdict {
 // maxMessageLine bounds the first line of a failure message a record keeps.
 const maxMessageLine = 200
 
+// ReportFactsOf fills rec's report facts from a parsed inventory: the
+// named failed tests, the faults, the summary's claim and the baseline's
+// repeated ids. The engine calls it; Verify reads the same fields.
+func ReportFactsOf(rec *ReportRecord, inv *report.Inventory) {
+	rec.Inventory = ToInventory(inv)
+	rec.FailedTests = FailedTestsOf(inv)
+	rec.Faults = nil
+	for _, f := range inv.Faults {
+		rec.Faults = append(rec.Faults, printable.Text(f.Scope+": "+f.Message, maxFault))
+	}
+	rec.ClaimedFailures, rec.ShownFailures = -1, 0
+	if claimed, shown, _ := inv.ClaimsMoreFailures(); inv.Claims != nil && (inv.Claims.Failures != nil || inv.Claims.Errors != nil) {
+		rec.ClaimedFailures, rec.ShownFailures = claimed, shown
+	}
+	rec.Duplicates = slices.Clone(inv.Duplicates)
+}
+
+// maxFault bounds one recorded fault.
+const maxFault = 1000
+
 // FailedTestsOf lists what a report record names of its failed tests: the
 // first verdict.MaxNamedFailures failed ids in order, each with the first
 // line of its message.
@@ -115,7 +135,7 @@ func FailedTestsOf(inv *report.Inventory) []verdict.FailedTest {
 	var out []verdict.FailedTest
 	for _, t := range inv.Tests {
 		if t.Status == report.Failed {
-			out = append(out, verdict.FailedTest{ID: t.ID, Message: printable.FirstLine(t.Message, maxMessageLine)})
+			out = append(out, verdict.FailedTest{ID: t.ID, Message: report.FirstLine(t.Message, maxMessageLine)})
 		}
 	}
 	return verdict.SortFailedTests(out)

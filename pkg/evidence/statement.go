@@ -216,7 +216,11 @@ type ReportRecord struct {
 	// errored (JUnit failures + errors), -1 when it says nothing; recorded
 	// because a summary claiming more failures than the file shows fails
 	// the check.
-	ClaimedFailures int `json:"claimed_failures"`
+	ClaimedFailures int64 `json:"claimed_failures"`
+	// ShownFailures are the failure elements the file shows (failure,
+	// error and rerun elements; a test may carry several), which the claim
+	// is held to.
+	ShownFailures int64 `json:"shown_failures"`
 	// Duplicates are the ids a baseline report repeats; they carry no
 	// preservation authority and are not in Inventory.
 	Duplicates []report.TestID `json:"duplicates,omitempty"`

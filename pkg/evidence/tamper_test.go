@@ -197,7 +197,7 @@ var statementRules = []rule{
 	// Signer-asserted facts.
 	// oom_killed only words the exit-code finding of a failed run, and a
 	// baseline's summary claims decide nothing.
-	{"changed", check + `\.(duration_ms|notes\[0\]|oom_killed)|` + base + `\.report\.claimed_failures|` + pred + `\.(run_id|runmill_version)|` + pred + `\.sandbox\..*`, valid},
+	{"changed", check + `\.(duration_ms|notes\[0\]|oom_killed|report\.shown_failures)|` + base + `\.report\.claimed_failures|` + pred + `\.(run_id|runmill_version)|` + pred + `\.sandbox\..*`, valid},
 	{"changed", mchk + `\.(reasons\[0\]|declared_skips\[0\]\.cause|timeout)|` + pred + `\.manifest\.(changed_paths|github\..*|policies\.(operator|repository)\.path)`, valid},
 	{"changed", pred + `\.reviews\[1\]\.(reviewer|commit)`, valid}, // a comment, not an approval
 	{"changed", cand + `\.stdout\.(sha256|size)`, valid},           // the stored prefix cannot prove the whole stream

@@ -260,28 +260,6 @@ func ScanOutput(r io.Reader) (OutputFindings, error) {
 	return s.Result(), nil
 }
 
-// ZeroTestScanner is the zero-test half of an OutputScanner.
-//
-// Deprecated: use OutputScanner, whose Result also reports identity-free
-// skips; this stays only until internal/engine calls NewOutputScanner.
-type ZeroTestScanner struct{ OutputScanner }
-
-// NewZeroTestScanner returns a scanner at the start of an output stream.
-//
-// Deprecated: use NewOutputScanner.
-func NewZeroTestScanner() *ZeroTestScanner {
-	return &ZeroTestScanner{OutputScanner{line: 1}}
-}
-
-// Result is OutputScanner.Result's zero-test match.
-func (s *ZeroTestScanner) Result() (ZeroTestMatch, bool) {
-	o := s.OutputScanner.Result()
-	if o.ZeroTests == nil {
-		return ZeroTestMatch{}, false
-	}
-	return *o.ZeroTests, true
-}
-
 // scan decides every position that has its full lookahead (or all of them at
 // the end of the stream), then drops what no later decision can read.
 func (s *OutputScanner) scan(eof bool) {

@@ -225,19 +225,6 @@ func TestOutputScannerWriteAfterResult(t *testing.T) {
 	}
 }
 
-// TestZeroTestScannerCompat: the deprecated wrapper the engine still calls
-// answers as OutputScanner's zero-test half.
-func TestZeroTestScannerCompat(t *testing.T) {
-	s := outcome.NewZeroTestScanner()
-	s.Write([]byte("x\n  0 passing (1ms)\n  1 pending\n"))
-	m, ok := s.Result()
-	if !ok || m.Phrase != "0 passing" || m.Line != 2 {
-		t.Fatalf("Result = %+v %v", m, ok)
-	}
-	if _, ok := outcome.NewZeroTestScanner().Result(); ok {
-		t.Fatal("empty output reported zero tests")
-	}
-}
 
 type failingReader struct{}
 

@@ -85,8 +85,11 @@ type ReportFacts struct {
 	// message"): a package that did not build, a TAP "Bail out!".
 	Faults []string `json:"faults,omitempty"`
 	// ClaimedFailures is what the report's own summary says failed (JUnit
-	// failures + errors attributes), -1 when it says nothing.
-	ClaimedFailures int `json:"claimed_failures"`
+	// failures + errors attributes), -1 when it says nothing; ShownFailures
+	// the failure elements the file shows (a test may carry two, a rerun
+	// one each), which the claim is held to.
+	ClaimedFailures int64 `json:"claimed_failures"`
+	ShownFailures   int64 `json:"shown_failures"`
 	// Duplicates are ids a baseline report repeats: they carry no
 	// preservation authority (a candidate report with repeats does not
 	// parse).
@@ -194,9 +197,9 @@ func (j *judging) candidate() {
 		j.fail(Finding{Rule: RuleReportFault, Message: "the report records a failure outside any test: " + f,
 			Hint: "fix the failure (a package that does not build, a crash, a bail-out); a report with faults never describes a pass"})
 	}
-	if rep.ClaimedFailures > rep.Failed {
+	if rep.ClaimedFailures > rep.ShownFailures {
 		j.fail(Finding{Rule: RuleClaimedFailed,
-			Message: fmt.Sprintf("the report's summary says %d tests failed or errored, but the file shows %d failed test elements: the file says something failed", rep.ClaimedFailures, rep.Failed),
+			Message: fmt.Sprintf("the report's summary says %d tests failed or errored, but the file shows %d failure elements: the file says something failed", rep.ClaimedFailures, rep.ShownFailures),
 			Hint:    "make the reporter write every failing test case; a summary that claims failures is not a pass"})
 	}
 }

@@ -74,7 +74,10 @@ func TestJudge(t *testing.T) {
 			run: cand(func(r *verdict.Result) { r.Report.ClaimedFailures = 2 }),
 			status: F, coverage: Pr, rules: []string{verdict.RuleClaimedFailed}},
 		{name: "summary agreeing with the file", req: reportCheck,
-			run: cand(func(r *verdict.Result) { r.Report, r.ExitCode = rep(2, 1, 0), 1; r.Report.ClaimedFailures = 1 }),
+			run: cand(func(r *verdict.Result) {
+				r.Report, r.ExitCode = rep(2, 1, 0), 1
+				r.Report.ClaimedFailures, r.Report.ShownFailures = 2, 2 // two <failure> elements in one test
+			}),
 			status: F, coverage: Pr, rules: []string{verdict.RuleCheckFailed, verdict.RuleTestsFailed}},
 		{name: "declared report missing", req: reportCheck,
 			run: cand(func(r *verdict.Result) { r.Report, r.Observations = nil, []verdict.Finding{obs("report.empty")} }),
