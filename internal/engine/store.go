@@ -13,12 +13,16 @@ import (
 // StateDir picks runmill's state directory: the flag, else
 // $RUNMILL_STATE_DIR, else /var/lib/runmill for root and
 // $XDG_STATE_HOME/runmill (~/.local/state/runmill) otherwise.
+//
+// A relative directory is made absolute against the working directory: the
+// sandbox binds state paths into tasks and containerd resolves them from
+// its own directory, so a relative one would name another place.
 func StateDir(flag string, getenv func(string) string) string {
 	if flag != "" {
-		return flag
+		return absolute(flag)
 	}
 	if d := getenv("RUNMILL_STATE_DIR"); d != "" {
-		return d
+		return absolute(d)
 	}
 	if os.Geteuid() == 0 {
 		return "/var/lib/runmill"
@@ -27,6 +31,13 @@ func StateDir(flag string, getenv func(string) string) string {
 		return filepath.Join(d, "runmill")
 	}
 	return filepath.Join(getenv("HOME"), ".local", "state", "runmill")
+}
+
+func absolute(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
 }
 
 // store keeps a run's artifacts content-addressed under dir/sha256/<hex>,
