@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -243,4 +245,52 @@ func gitRepo(t *testing.T) (dir, base, candidate string) {
 	write("README.md", "candidate: docs only\n")
 	git("commit", "-q", "-am", "candidate")
 	return dir, base, git("rev-parse", "HEAD")
+}
+
+// TestNodeJUnitIDsAgree is issue #12's false alarm at its source: Node
+// 20's JUnit reporter names a test-less file under test/ by its absolute
+// path, so two checkouts at different host paths used to report different
+// ids for the same tree. At the fixed path they report the same ones.
+func TestNodeJUnitIDsAgree(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed on this host: nothing to run the reporter with")
+	}
+	names := regexp.MustCompile(`<testcase name="([^"]*)"[^>]* classname="([^"]*)"`)
+	var ids [2][]string
+	for i := range ids {
+		dir := filepath.Join(t.TempDir(), "checkouts", "s1019"+strconv.Itoa(i), "co")
+		for name, content := range map[string]string{
+			"test/helpers.js":   "module.exports = {}\n",
+			"test/add.test.js":  "const test = require('node:test');\ntest('adds', () => {});\n",
+			"reports/unit.xml":  "",
+			"package.json":      `{"name": "x", "private": true}` + "\n",
+			"node_modules/.dir": "",
+		} {
+			p := filepath.Join(dir, name)
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		report := filepath.Join(dir, "reports", "unit.xml")
+		res := run(t, sandbox.Spec{
+			Command:  "node --test --test-reporter=junit --test-reporter-destination=reports/unit.xml",
+			Checkout: dir, ReadOnly: []string{dir}, ReportFile: report,
+		})
+		b, _ := os.ReadFile(report)
+		if res.ExitCode != 0 {
+			t.Fatalf("node --test: exit %d, stderr %s\nreport %s", res.ExitCode, res.Stderr.Kept, b)
+		}
+		for _, m := range names.FindAllStringSubmatch(string(b), -1) {
+			ids[i] = append(ids[i], m[2]+"::"+m[1])
+		}
+		slices.Sort(ids[i])
+	}
+	want := []string{"test::" + sandbox.CheckoutPath + "/test/helpers.js", "test::adds"}
+	for i := range ids {
+		if !slices.Equal(ids[i], want) {
+			t.Errorf("checkout %d: ids %q, want %q", i, ids[i], want)
+		}
+	}
 }
