@@ -3,8 +3,9 @@
 // SHA-256 and size of everything it printed.
 //
 // A task gets an empty read-only root with the host toolchain (or an OCI
-// image) bound read-only, the caller's read-only paths (checkout, git
-// metadata, prepared dependencies) bound recursively read-only, exactly one
+// image) bound read-only, the checkout at the fixed CheckoutPath and the
+// caller's other read-only paths (git objects, prepared dependencies), all
+// bound recursively read-only, exactly one
 // writable report file, a private size-limited tmpfs TMPDIR, a network
 // namespace with nothing but loopback, a non-root user without any
 // capability, no_new_privs, containerd's default seccomp profile, pids,

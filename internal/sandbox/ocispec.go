@@ -80,14 +80,11 @@ func ociSpec(ctx context.Context, p *plan, rootfs string, etc []bind, rro bool) 
 	for _, b := range etc {
 		layered = append(layered, bindMount(b.Source, b.Destination, []string{"bind", "ro", "nosuid", "nodev", "noexec"}))
 	}
-	for _, ro := range p.ReadOnly {
-		layered = append(layered, bindMount(ro, ro, roOpts))
+	for _, b := range p.roBinds {
+		layered = append(layered, bindMount(b.Source, b.Destination, roOpts))
 	}
-	for _, v := range p.Views {
-		layered = append(layered, bindMount(v.Source, v.Destination, roOpts))
-	}
-	if p.ReportFile != "" {
-		layered = append(layered, bindMount(p.ReportFile, p.ReportFile, []string{"bind", "rw", "nosuid", "nodev", "noexec"}))
+	if p.report.Source != "" {
+		layered = append(layered, bindMount(p.report.Source, p.report.Destination, []string{"bind", "rw", "nosuid", "nodev", "noexec"}))
 	}
 	// Parents before children: a bind below /tmp must land inside the
 	// tmpfs, the report file on top of the read-only checkout.

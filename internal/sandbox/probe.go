@@ -76,11 +76,15 @@ func (r ProbeReport) Failed() []ProbeCheck {
 // probeTimeout bounds the canary; it runs a few cats and one perl.
 const probeTimeout = 30 * time.Second
 
-const probeReportText = "runmill-probe-report"
+const (
+	probeReportText   = "runmill-probe-report"
+	probeCheckoutText = "runmill-probe-checkout"
+)
 
 // Probe runs a canary task with spec's settings (paths, image, limits,
-// user, environment; Command and ReportFile must be empty, the probe sets
-// its own) and measures what is enforced. It returns the report and, when a
+// user, environment; Command, Checkout, Dir and ReportFile must be empty:
+// the probe brings its own checkout, mounted at CheckoutPath as a check's
+// is, with the report file inside it) and measures what is enforced. It returns the report and, when a
 // guarantee is missing, an RM-SANDBOX-002 error: the caller must then not
 // run checks, rather than run them with weaker isolation.
 func (s *Sandbox) Probe(ctx context.Context, spec Spec) (ProbeReport, error) {
@@ -125,14 +129,14 @@ func (s *Sandbox) Probe(ctx context.Context, spec Spec) (ProbeReport, error) {
 type probeSetup struct {
 	plan   *plan
 	dir    string   // the probe's own host directory, removed afterwards
-	canary string   // world-writable directory bound read-only
+	canary string   // the canary checkout on the host: world-writable, bound read-only at CheckoutPath
 	absent []string // host paths that must not exist in the task
 }
 
 // prepareProbe creates the probe's host files and the canary plan.
 func (s *Sandbox) prepareProbe(spec Spec) (_ *probeSetup, retErr error) {
-	if spec.Command != "" || spec.ReportFile != "" {
-		return nil, rmerr.New(rmerr.SandboxSpec, "the probe sets its own command and report file; leave them empty")
+	if spec.Command != "" || spec.ReportFile != "" || spec.Checkout != "" || spec.Dir != "" {
+		return nil, rmerr.New(rmerr.SandboxSpec, "the probe sets its own command, checkout, working directory and report file; leave them empty")
 	}
 	base := filepath.Join(s.workDir, "probe", ownerDirName(s.owner))
 	if err := os.MkdirAll(base, 0o700); err != nil {
@@ -147,11 +151,12 @@ func (s *Sandbox) prepareProbe(spec Spec) (_ *probeSetup, retErr error) {
 			os.RemoveAll(dir)
 		}
 	}()
-	// The canary read-only directory is world-writable on the host, so only
-	// the mount can stop the write: a denial then proves the mount, not the
-	// file mode.
+	// The canary checkout is world-writable on the host, so only the mount
+	// can stop the write: a denial then proves the mount, not the file
+	// mode. Its report file lies inside it, bound over the read-only
+	// checkout exactly as a check's is.
 	canary := filepath.Join(dir, "ro")
-	report := filepath.Join(dir, "report")
+	report := filepath.Join(canary, "report")
 	outside := filepath.Join(dir, "outside") // exists on the host, never bound
 	for _, f := range []struct {
 		path    string
@@ -160,7 +165,7 @@ func (s *Sandbox) prepareProbe(spec Spec) (_ *probeSetup, retErr error) {
 		content string
 	}{
 		{canary, 0o777, true, ""},
-		{filepath.Join(canary, "file"), 0o666, false, ""},
+		{filepath.Join(canary, "file"), 0o666, false, probeCheckoutText},
 		{report, 0o600, false, ""},
 		{outside, 0o644, false, "runmill-probe-outside"},
 	} {
@@ -177,7 +182,7 @@ func (s *Sandbox) prepareProbe(spec Spec) (_ *probeSetup, retErr error) {
 			return nil, rmerr.Wrap(rmerr.SandboxRuntime, err, "preparing probe files")
 		}
 	}
-	spec.ReadOnly = append(slices.Clone(spec.ReadOnly), canary)
+	spec.Checkout = canary
 	spec.ReportFile = report
 	spec.Timeout = probeTimeout
 	spec.ID = ""
@@ -186,8 +191,9 @@ func (s *Sandbox) prepareProbe(spec Spec) (_ *probeSetup, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	ps := &probeSetup{plan: p, dir: dir, canary: canary, absent: []string{outside, s.address}}
-	p.Command = probeScript(p, canary, ps.absent)
+	// The host path of the checkout must be as invisible as any other.
+	ps := &probeSetup{plan: p, dir: dir, canary: canary, absent: []string{outside, canary, s.address}}
+	p.Command = probeScript(p, ps.absent)
 	return ps, nil
 }
 
@@ -198,7 +204,7 @@ const probeMarker = "\n@@runmill-probe "
 // fact, perl (Debian's essential perl-base) for the socket tests when it
 // exists. It prints raw facts; all judgement happens in evaluateProbe, in
 // Go, where it can be tested.
-func probeScript(p *plan, canary string, absent []string) string {
+func probeScript(p *plan, absent []string) string {
 	var b strings.Builder
 	b.WriteString(`section() { printf '\n@@runmill-probe %s\n' "$1"; }
 section status; cat /proc/self/status
@@ -213,27 +219,38 @@ for f in /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/mem
   if [ -r "$f" ]; then section "file $f"; cat "$f"; fi
 done
 `)
-	// Write attempts: the canary directory and file (world-writable, so
-	// only the mount refuses), every read-only path, the root and each
-	// toolchain bind. The shell's error text says why it was refused.
-	targets := []string{canary, filepath.Join(canary, "file"), "/"}
-	targets = append(targets, p.ReadOnly...)
-	for _, hb := range p.hostBinds {
-		targets = append(targets, hb.Destination)
+	// The checkout at its fixed path: the working directory, and the
+	// canary file read through it.
+	fmt.Fprintf(&b, "section checkout\npwd\ncat %s\n", shQuote(CheckoutPath+"/file"))
+	// Write attempts: the canary checkout and its file (world-writable, so
+	// only the mount refuses), every read-only bind, the root and each
+	// toolchain bind, at their paths in the task. The shell's error text
+	// says why it was refused.
+	targets := []bind{{"", "/"}}
+	targets = append(targets, p.roBinds...)
+	targets = append(targets, p.hostBinds...)
+	if len(p.roBinds) > 0 && p.roBinds[0].Destination == CheckoutPath {
+		src := filepath.Join(p.roBinds[0].Source, "file")
+		targets = slices.Insert(targets, 1, bind{src, CheckoutPath + "/file"})
 	}
-	for _, t := range uniq(targets) {
-		fmt.Fprintf(&b, "section %s\n", shQuote("write "+t))
-		if fi, err := os.Stat(t); err == nil && !fi.IsDir() {
-			fmt.Fprintf(&b, "if (: >> %s) 2>&1; then echo RESULT=writable; else echo RESULT=denied; fi\n", shQuote(t))
+	seen := map[string]bool{}
+	for _, t := range targets {
+		if seen[t.Destination] {
+			continue
+		}
+		seen[t.Destination] = true
+		fmt.Fprintf(&b, "section %s\n", shQuote("write "+t.Destination))
+		if fi, err := os.Stat(t.Source); t.Source != "" && err == nil && !fi.IsDir() {
+			fmt.Fprintf(&b, "if (: >> %s) 2>&1; then echo RESULT=writable; else echo RESULT=denied; fi\n", shQuote(t.Destination))
 		} else {
-			fmt.Fprintf(&b, "if (: > %s) 2>&1; then echo RESULT=writable; else echo RESULT=denied; fi\n", shQuote(filepath.Join(t, ".runmill-probe-write")))
+			fmt.Fprintf(&b, "if (: > %s) 2>&1; then echo RESULT=writable; else echo RESULT=denied; fi\n", shQuote(filepath.Join(t.Destination, ".runmill-probe-write")))
 		}
 	}
 	for _, a := range absent {
 		fmt.Fprintf(&b, "section %s\nif [ -e %s ] || [ -L %s ]; then echo RESULT=present; cat %s 2>&1; else echo RESULT=absent; fi\n",
 			shQuote("absent "+a), shQuote(a), shQuote(a), shQuote(a))
 	}
-	fmt.Fprintf(&b, "section report\nif printf %%s %s > %s; then echo RESULT=ok; else echo RESULT=failed; fi\n", probeReportText, shQuote(p.ReportFile))
+	fmt.Fprintf(&b, "section report\nif printf %%s %s > %s; then echo RESULT=ok; else echo RESULT=failed; fi\n", probeReportText, shQuote(p.report.Destination))
 	b.WriteString(`section tmpdir
 if printf x > "$TMPDIR/.runmill-probe" && [ -s "$TMPDIR/.runmill-probe" ]; then echo RESULT=ok; else echo RESULT=failed; fi
 if command -v perl >/dev/null 2>&1; then section net; perl -e '` + probePerl + `' 2>&1; fi
@@ -272,7 +289,7 @@ const (
 
 // evaluateProbe turns the canary's raw facts into checks.
 func evaluateProbe(ps *probeSetup, res Result, hostReport []byte, rro bool) []ProbeCheck {
-	p, canary, absent := ps.plan, ps.canary, ps.absent
+	p, absent := ps.plan, ps.absent
 	sec := parseSections(res.Stdout.Kept)
 	var checks []ProbeCheck
 	add := func(name string, ok bool, format string, args ...any) {
@@ -350,7 +367,7 @@ func evaluateProbe(ps *probeSetup, res Result, hostReport []byte, rro bool) []Pr
 	// Mounts: everything read-only except the few places a task may write.
 	writable := func(mp string) bool {
 		return mp == "/proc" || strings.HasPrefix(mp, "/proc/") || mp == "/dev" || strings.HasPrefix(mp, "/dev/") ||
-			mp == "/sys/fs/cgroup" || mp == TmpPath || mp == p.ReportFile
+			mp == "/sys/fs/cgroup" || mp == TmpPath || mp == p.report.Destination
 	}
 	var rw []string
 	mounted := map[string]bool{}
@@ -371,12 +388,19 @@ func evaluateProbe(ps *probeSetup, res Result, hostReport []byte, rro bool) []Pr
 	}
 	add("mounts.read-only", len(rw) == 0 && mounted["/"], "writable mounts outside /proc, /dev, TMPDIR and the report: %v (%s)", rw, rroNote)
 	var unmounted []string
-	for _, ro := range append(slices.Clone(p.ReadOnly), p.ReportFile, TmpPath) {
-		if !mounted[ro] {
-			unmounted = append(unmounted, ro)
+	want := []string{p.report.Destination, TmpPath}
+	for _, b := range p.roBinds {
+		want = append(want, b.Destination)
+	}
+	for _, mp := range want {
+		if !mounted[mp] {
+			unmounted = append(unmounted, mp)
 		}
 	}
 	add("mounts.present", len(unmounted) == 0, "missing mounts: %v", unmounted)
+	co := strings.Split(strings.TrimSpace(sec["checkout"]), "\n")
+	add("checkout.fixed-path", mounted[CheckoutPath] && len(co) == 2 && co[0] == CheckoutPath && co[1] == probeCheckoutText,
+		"working directory and %s/file read %q, want %s and %q", CheckoutPath, co, CheckoutPath, probeCheckoutText)
 
 	for name, body := range sec {
 		t, ok := strings.CutPrefix(name, "write ")
@@ -386,7 +410,7 @@ func evaluateProbe(ps *probeSetup, res Result, hostReport []byte, rro bool) []Pr
 		r := resultOf(body)
 		ok = r == "denied"
 		detail := strings.TrimSpace(strings.TrimSuffix(body, "RESULT="+r+"\n"))
-		if strings.HasPrefix(t, canary) {
+		if _, canary := under(t, CheckoutPath); canary {
 			// World-writable on the host: only a read-only mount explains a denial.
 			ok = ok && strings.Contains(body, "Read-only file system")
 		}
@@ -493,16 +517,6 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
-}
-
-func uniq(vs []string) []string {
-	var out []string
-	for _, v := range vs {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 func u(v uint64) string { return strconv.FormatUint(v, 10) }

@@ -68,10 +68,12 @@ func fixtureProbe(t *testing.T) (*probeSetup, string) {
 	}
 	canary := fixtureProbeDir + "/ro"
 	p := &plan{
-		Spec: Spec{ReadOnly: []string{canary}, ReportFile: fixtureProbeDir + "/report", Limits: fixtureLimits},
-		env:  env, uid: DefaultUID, gid: DefaultGID,
+		Spec:    Spec{Checkout: canary, ReportFile: canary + "/report", Limits: fixtureLimits},
+		roBinds: []bind{{canary, CheckoutPath}},
+		report:  bind{canary + "/report", CheckoutPath + "/report"},
+		env:     env, uid: DefaultUID, gid: DefaultGID,
 	}
-	return &probeSetup{plan: p, dir: fixtureProbeDir, canary: canary, absent: []string{fixtureProbeDir + "/outside", fixtureSocket}}, out
+	return &probeSetup{plan: p, dir: fixtureProbeDir, canary: canary, absent: []string{fixtureProbeDir + "/outside", canary, fixtureSocket}}, out
 }
 
 func TestEvaluateProbe(t *testing.T) {
@@ -88,7 +90,7 @@ func TestEvaluateProbe(t *testing.T) {
 		{name: "new privileges", edit: replace("NoNewPrivs:\t1", "NoNewPrivs:\t0"), wantFailed: []string{"no-new-privileges"}},
 		{name: "writable toolchain", edit: replace(" /usr ro,", " /usr rw,"), wantFailed: []string{"mounts.read-only"}},
 		{name: "writable submount", edit: func(s string) string {
-			return strings.Replace(s, "\n@@runmill-probe environ", "\n999 65 0:99 / "+fixtureProbeDir+"/ro/sub rw,relatime - tmpfs tmpfs rw\n@@runmill-probe environ", 1)
+			return strings.Replace(s, "\n@@runmill-probe environ", "\n999 65 0:99 / "+CheckoutPath+"/sub rw,relatime - tmpfs tmpfs rw\n@@runmill-probe environ", 1)
 		}, wantFailed: []string{"mounts.read-only"}},
 		{name: "host network", edit: func(s string) string {
 			return strings.Replace(s, "\n@@runmill-probe route\n", "  eth0: 1 2 0 0 0 0 0 0 1 2 0 0 0 0 0 0\n@@runmill-probe route\n", 1)
@@ -104,12 +106,24 @@ func TestEvaluateProbe(t *testing.T) {
 			j := strings.Index(s, "\n@@runmill-probe end")
 			return s[:i] + s[j:]
 		}},
-		{name: "canary denied by mode, not mount", edit: replace("ro/.runmill-probe-write: Read-only file system", "ro/.runmill-probe-write: Permission denied"), wantFailed: []string{"write.denied " + fixtureProbeDir + "/ro"}},
+		{name: "canary denied by mode, not mount", edit: replace("checkout/.runmill-probe-write: Read-only file system", "checkout/.runmill-probe-write: Permission denied"), wantFailed: []string{"write.denied " + CheckoutPath}},
+		{name: "canary file denied by mode, not mount", edit: replace("checkout/file: Read-only file system", "checkout/file: Permission denied"), wantFailed: []string{"write.denied " + CheckoutPath + "/file"}},
 		{name: "canary writable", edit: func(s string) string {
-			i := strings.Index(s, "@@runmill-probe write "+fixtureProbeDir+"/ro\n")
+			i := strings.Index(s, "@@runmill-probe write "+CheckoutPath+"\n")
 			j := i + strings.Index(s[i:], "RESULT=denied")
 			return s[:j] + "RESULT=writable" + s[j+len("RESULT=denied"):]
-		}, wantFailed: []string{"write.denied " + fixtureProbeDir + "/ro"}},
+		}, wantFailed: []string{"write.denied " + CheckoutPath}},
+		// A task that sees its checkout elsewhere (or not at all) would
+		// name other paths in its ids than the next run does.
+		{name: "checkout not the working directory", edit: replace("@@runmill-probe checkout\n"+CheckoutPath+"\n", "@@runmill-probe checkout\n/tmp\n"), wantFailed: []string{"checkout.fixed-path"}},
+		{name: "checkout not mounted", edit: replace(" "+CheckoutPath+" ro,", " /elsewhere ro,"), wantFailed: []string{"checkout.fixed-path", "mounts.present"}},
+		{name: "checkout content missing", edit: replace(CheckoutPath+"\n"+probeCheckoutText+"\n", CheckoutPath+"\ncat: "+CheckoutPath+"/file: No such file or directory\n"), wantFailed: []string{"checkout.fixed-path"}},
+		{name: "host checkout path visible", edit: func(s string) string {
+			i := strings.Index(s, "@@runmill-probe absent "+fixtureProbeDir+"/ro\n")
+			j := i + strings.Index(s[i:], "RESULT=absent")
+			return s[:j] + "RESULT=present" + s[j+len("RESULT=absent"):]
+		}, wantFailed: []string{"host.hidden " + fixtureProbeDir + "/ro"}},
+		{name: "report not mounted over the checkout", edit: replace(" "+CheckoutPath+"/report rw,", " /report rw,"), wantFailed: []string{"mounts.present", "mounts.read-only"}},
 		{name: "socket visible", edit: func(s string) string {
 			i := strings.Index(s, "@@runmill-probe absent "+fixtureSocket+"\n")
 			j := i + strings.Index(s[i:], "RESULT=absent")

@@ -32,28 +32,42 @@ type Spec struct {
 	ID string
 	// Command is run by /bin/sh -c.
 	Command string
-	// Dir is the working directory inside the task (absolute); TmpPath when empty.
+	// Checkout is the host directory of the checkout (absolute). It is
+	// bound read-only (same options as ReadOnly) at CheckoutPath, so every
+	// run sees its checkout at one path whatever its host path: base and
+	// candidate, run after run. Report ids, messages and build caches that
+	// name absolute paths then agree between runs. The host path itself is
+	// not visible in the task. Optional.
+	Checkout string
+	// Dir is the working directory inside the task (absolute): CheckoutPath
+	// when empty and Checkout is set, else TmpPath. A host path equal to or
+	// under Checkout is translated (see InTask).
 	Dir string
 	// Env is the task's exact environment ("KEY=value"); nothing is
 	// inherited from runmill. The caller builds it from an allow-list. The
 	// sandbox adds the variables it owns (SandboxEnvKeys) and PATH when absent.
 	Env []string
 	// ReadOnly are host paths bound read-only at the same path: the
-	// checkout, its git metadata, prepared dependencies. Submounts are
-	// read-only too (rro) where the runtime supports it; the probe measures
-	// it. They must be readable by UID/GID.
+	// checkout's object directories (its .git/objects/info/alternates names
+	// them by host path), prepared dependencies. An entry equal to or under
+	// Checkout is seen at its place under CheckoutPath instead (equal: it is
+	// the checkout's own bind), so callers may list the checkout here too.
+	// Submounts are read-only too (rro) where the runtime supports it; the
+	// probe measures it. They must be readable by UID/GID.
 	ReadOnly []string
 	// Views are host directories bound read-only somewhere else: Source
 	// appears at Destination (prepared dependencies at
 	// <checkout>/node_modules, whose host copy lives outside the
 	// checkout). Destination must already exist as a directory in a path
 	// bound above it, since nothing can create a mount point in a
-	// read-only bind. Same options as ReadOnly.
+	// read-only bind. Same options as ReadOnly. A Destination under
+	// Checkout is a host path, translated like ReadOnly.
 	Views []View
 	// ReportFile is the one host file the task may write: it must exist, be
 	// a regular, empty file named by its real path (no symlink anywhere on
 	// the way), and is bound read-write at the same path and chowned to the
-	// task's user. Optional.
+	// task's user. Under Checkout it is seen at its place under
+	// CheckoutPath. Optional.
 	ReportFile string
 	// HostPaths are host toolchain paths bound read-only at the same path
 	// (symlinks such as /bin → usr/bin are resolved on the host).
@@ -109,6 +123,13 @@ const (
 	// TmpPath is where the private TMPDIR is mounted; HOME and the Go and
 	// npm caches live inside it.
 	TmpPath = "/tmp"
+	// CheckoutPath is where Spec.Checkout is mounted. It lies under a
+	// top-level directory named for runmill, which no distribution, image
+	// or DefaultHostPaths entry has: the bind never shadows a toolchain
+	// directory of an image's root, and it is apart from TMPDIR and the
+	// generated /etc files. Changing it changes every report id that
+	// names an absolute path, so it is fixed for good.
+	CheckoutPath = "/runmill/checkout"
 )
 
 // DefaultLimits apply field by field where a Spec leaves a limit zero.
@@ -149,7 +170,11 @@ type plan struct {
 	Spec
 	env       []string
 	hostBinds []bind // toolchain binds, symlinks resolved
-	uid, gid  uint32
+	// roBinds are the checkout, ReadOnly and Views, each at its place in
+	// the task; report is ReportFile's bind (zero without one).
+	roBinds  []bind
+	report   bind
+	uid, gid uint32
 }
 
 // bind is one host path mounted at a path inside the task.
@@ -177,10 +202,26 @@ func (sp Spec) validate() (*plan, error) {
 	if strings.ContainsRune(p.Command, 0) {
 		bad("command", "command contains a NUL byte")
 	}
-	if p.Dir == "" {
+	if p.Checkout != "" {
+		if err := checkBindPath(p.Checkout); err != nil {
+			bad("checkout", "%v", err)
+		} else if fi, err := os.Stat(p.Checkout); err != nil {
+			bad("checkout", "checkout: %v", err)
+		} else if !fi.IsDir() {
+			bad("checkout", "checkout %s is not a directory", p.Checkout)
+		} else {
+			p.roBinds = append(p.roBinds, bind{Source: p.Checkout, Destination: CheckoutPath})
+		}
+	}
+	switch {
+	case p.Dir == "" && p.Checkout != "":
+		p.Dir = CheckoutPath
+	case p.Dir == "":
 		p.Dir = TmpPath
-	} else if !filepath.IsAbs(p.Dir) {
+	case !filepath.IsAbs(p.Dir):
 		bad("dir", "working directory %q is not absolute", p.Dir)
+	default:
+		p.Dir = sp.InTask(p.Dir)
 	}
 	if p.Timeout == 0 {
 		p.Timeout = DefaultTimeout
@@ -228,37 +269,91 @@ func (sp Spec) validate() (*plan, error) {
 	if p.GoCache != "" {
 		if err := checkBindPath(p.GoCache); err != nil {
 			bad("go_cache", "%v", err)
-		} else if !slices.Contains(p.ReadOnly, p.GoCache) {
+		} else if !slices.Contains(p.ReadOnly, p.GoCache) && !p.inCheckout(p.GoCache) {
 			bad("go_cache", "go build cache %s must be bound read-only (list it in ReadOnly)", p.GoCache)
 		}
 	}
-	env, envErrs := buildEnv(p.Env, p.GoCache)
+	env, envErrs := buildEnv(p.Env, sp.InTask(p.GoCache))
 	errs = append(errs, envErrs...)
 	p.env = env
+	if p.Checkout != "" {
+		for i, kv := range p.Env {
+			if strings.Contains(kv, p.Checkout) {
+				k, _, _ := strings.Cut(kv, "=")
+				bad(fmt.Sprintf("env[%d]", i), "%s names the host checkout path %s, which the task does not see; name it as %s (sandbox.Spec.InTask)", k, p.Checkout, CheckoutPath)
+			}
+		}
+	}
 
+	// Everything that is not the checkout keeps its host path inside the
+	// task, so it must stay clear of CheckoutPath: a bind over it would
+	// hide or mix into the checkout, one around it would leave runc no
+	// mount point to create in a read-only bind.
+	clash := func(field, what, dst string) bool {
+		if p.Checkout == "" || !overlaps(dst, CheckoutPath) {
+			return false
+		}
+		bad(field, "%s %s would be mounted over or around the checkout's fixed path %s; bind it elsewhere", what, dst, CheckoutPath)
+		return true
+	}
 	for i, ro := range p.ReadOnly {
 		field := fmt.Sprintf("read_only[%d]", i)
 		if err := checkBindPath(ro); err != nil {
 			bad(field, "%v", err)
 			continue
 		}
+		inCheckout := p.inCheckout(ro)
+		if !inCheckout && clash(field, "read-only path", ro) {
+			continue
+		}
 		if _, err := os.Stat(ro); err != nil {
 			bad(field, "read-only path: %v", err)
+			continue
+		}
+		switch {
+		case ro == p.Checkout:
+			// The checkout's own bind, made above.
+		case inCheckout:
+			p.roBinds = append(p.roBinds, bind{Source: ro, Destination: sp.InTask(ro)})
+		default:
+			p.roBinds = append(p.roBinds, bind{Source: ro, Destination: ro})
 		}
 	}
 	for i, v := range p.Views {
 		field := fmt.Sprintf("views[%d]", i)
+		inCheckout := p.inCheckout(v.Destination)
+		if checkBindPath(v.Destination) == nil && !inCheckout && clash(field, "view destination", v.Destination) {
+			continue
+		}
+		ok := true
 		for _, path := range []string{v.Source, v.Destination} {
 			if err := checkBindPath(path); err != nil {
 				bad(field, "%v", err)
-			} else if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
-				bad(field, "view %s: not a directory (%v)", path, err)
+				ok = false
+			} else if fi, err := os.Stat(path); err != nil {
+				bad(field, "view: %v", err)
+				ok = false
+			} else if !fi.IsDir() {
+				bad(field, "view %s is not a directory", path)
+				ok = false
 			}
+		}
+		switch {
+		case !ok:
+		case v.Destination == p.Checkout:
+			bad(field, "view %s would replace the whole checkout; mount it at a directory inside it", v.Source)
+		case inCheckout:
+			p.roBinds = append(p.roBinds, bind{Source: v.Source, Destination: sp.InTask(v.Destination)})
+		default:
+			p.roBinds = append(p.roBinds, bind{Source: v.Source, Destination: v.Destination})
 		}
 	}
 	if p.ReportFile != "" {
+		outside := !p.inCheckout(p.ReportFile)
 		if err := checkBindPath(p.ReportFile); err != nil {
 			bad("report_file", "%v", err)
+		} else if outside && clash("report_file", "report file", p.ReportFile) {
+			// Refused by clash.
 		} else if fi, err := os.Lstat(p.ReportFile); err != nil {
 			bad("report_file", "report file: %v", err)
 		} else if !fi.Mode().IsRegular() {
@@ -269,6 +364,8 @@ func (sp Spec) validate() (*plan, error) {
 			// The one writable host file must be exactly the file named:
 			// a symlinked parent would hand the task a file elsewhere.
 			bad("report_file", "report file %s resolves to %s through a symlink", p.ReportFile, real)
+		} else {
+			p.report = bind{Source: p.ReportFile, Destination: sp.InTask(p.ReportFile)}
 		}
 	}
 
@@ -280,6 +377,9 @@ func (sp Spec) validate() (*plan, error) {
 		for i, hp := range hostPaths {
 			if err := checkBindPath(hp); err != nil {
 				bad(fmt.Sprintf("host_paths[%d]", i), "%v", err)
+				continue
+			}
+			if clash(fmt.Sprintf("host_paths[%d]", i), "host path", hp) {
 				continue
 			}
 			src, err := filepath.EvalSymlinks(hp)
@@ -299,6 +399,50 @@ func (sp Spec) validate() (*plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// InTask is where the task sees hostPath: its place under CheckoutPath
+// when it is Checkout or lies under it, else hostPath itself (every other
+// bind keeps its host path). Paths that are not absolute are returned as
+// they are. Callers use it to name a checkout path to the task, in a
+// command's environment or a message.
+func (sp Spec) InTask(hostPath string) string {
+	if sp.Checkout == "" || !filepath.IsAbs(hostPath) {
+		return hostPath
+	}
+	hostPath = filepath.Clean(hostPath)
+	rel, ok := under(hostPath, filepath.Clean(sp.Checkout))
+	if !ok {
+		return hostPath
+	}
+	return filepath.Join(CheckoutPath, rel)
+}
+
+// inCheckout reports whether the host path is Checkout or lies under it.
+func (sp Spec) inCheckout(hostPath string) bool {
+	if sp.Checkout == "" {
+		return false
+	}
+	_, ok := under(hostPath, sp.Checkout)
+	return ok
+}
+
+// under returns p relative to dir when p is dir ("") or lies below it.
+func under(p, dir string) (string, bool) {
+	if p == dir {
+		return "", true
+	}
+	if rest, ok := strings.CutPrefix(p, strings.TrimSuffix(dir, "/")+"/"); ok {
+		return rest, true
+	}
+	return "", false
+}
+
+// overlaps reports whether a mount at a would cover b or lie inside it.
+func overlaps(a, b string) bool {
+	_, in := under(a, b)
+	_, around := under(b, a)
+	return in || around
 }
 
 // checkBindPath refuses paths that cannot be a clean bind destination, or

@@ -209,3 +209,183 @@ func TestSearchPath(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckoutPlan: with Checkout set, the checkout and everything given
+// by a host path inside it (ReadOnly entries, view destinations, the
+// report file, the working directory) land at the same place under
+// CheckoutPath; everything else keeps its host path; no mount names the
+// host checkout as a destination.
+func TestCheckoutPlan(t *testing.T) {
+	dir := t.TempDir()
+	co := filepath.Join(dir, "s10195-1", "co")
+	objects := filepath.Join(dir, "repo", ".git", "objects")
+	view := filepath.Join(dir, "view")
+	for _, d := range []string{filepath.Join(co, ".git"), filepath.Join(co, "node_modules"), filepath.Join(co, "reports"), objects, view} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report := filepath.Join(co, "reports", "x.xml")
+	os.WriteFile(report, nil, 0o600)
+
+	for _, tt := range []struct {
+		name, dir, wantDir string
+	}{
+		{"default dir", "", CheckoutPath},
+		{"host dir is the checkout", co, CheckoutPath},
+		{"host dir inside", filepath.Join(co, "pkg", "a"), CheckoutPath + "/pkg/a"},
+		{"unclean host dir", co + "/pkg/../pkg", CheckoutPath + "/pkg"},
+		{"task dir", CheckoutPath + "/pkg", CheckoutPath + "/pkg"},
+		{"scratch dir", TmpPath, TmpPath},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Spec{
+				Command: "true", Checkout: co, Dir: tt.dir,
+				// What the engine passes: the checkout's ReadOnlyPaths
+				// (the checkout itself first) plus its git metadata.
+				ReadOnly:   []string{co, filepath.Join(co, ".git"), objects},
+				Views:      []View{{Source: view, Destination: filepath.Join(co, "node_modules")}},
+				ReportFile: report,
+			}.validate()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Dir != tt.wantDir {
+				t.Errorf("Dir = %q, want %q", p.Dir, tt.wantDir)
+			}
+			wantBinds := []bind{
+				{co, CheckoutPath},
+				{filepath.Join(co, ".git"), CheckoutPath + "/.git"},
+				{objects, objects},
+				{view, CheckoutPath + "/node_modules"},
+			}
+			if !slices.Equal(p.roBinds, wantBinds) {
+				t.Errorf("read-only binds\n%q\nwant\n%q", p.roBinds, wantBinds)
+			}
+			if want := (bind{report, CheckoutPath + "/reports/x.xml"}); p.report != want {
+				t.Errorf("report bind %q, want %q", p.report, want)
+			}
+			s, err := ociSpec(testCtx(), p, "rootfs", nil, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Process.Cwd != tt.wantDir {
+				t.Errorf("cwd %q", s.Process.Cwd)
+			}
+			index := map[string]int{}
+			for i, m := range s.Mounts {
+				index[m.Destination] = i
+				if _, in := under(m.Destination, co); in {
+					t.Errorf("mount at the host checkout path: %+v", m)
+				}
+			}
+			if !(index[CheckoutPath] < index[CheckoutPath+"/node_modules"] && index[CheckoutPath] < index[CheckoutPath+"/reports/x.xml"]) {
+				t.Errorf("mount order: %v", index)
+			}
+			if m := s.Mounts[index[CheckoutPath]]; m.Source != co || !slices.Contains(m.Options, "rro") || !slices.Contains(m.Options, "ro") {
+				t.Errorf("checkout mount %+v", m)
+			}
+			if m := s.Mounts[index[CheckoutPath+"/reports/x.xml"]]; m.Source != report || !slices.Contains(m.Options, "rw") {
+				t.Errorf("report mount %+v", m)
+			}
+		})
+	}
+
+	// Two checkouts at different host paths plan the same task paths.
+	other := filepath.Join(dir, "s20000-7", "co")
+	os.MkdirAll(filepath.Join(other, "reports"), 0o755)
+	os.WriteFile(filepath.Join(other, "reports", "x.xml"), nil, 0o600)
+	var dests [2][]string
+	for i, c := range []string{co, other} {
+		p, err := Spec{Command: "true", Checkout: c, ReadOnly: []string{c}, ReportFile: filepath.Join(c, "reports", "x.xml")}.validate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range append(p.roBinds, p.report) {
+			dests[i] = append(dests[i], b.Destination)
+		}
+		dests[i] = append(dests[i], p.Dir)
+	}
+	if !slices.Equal(dests[0], dests[1]) {
+		t.Errorf("task paths differ between checkouts: %q vs %q", dests[0], dests[1])
+	}
+
+	// A prepared build cache inside the checkout is named by its task path.
+	os.MkdirAll(filepath.Join(co, ".cache"), 0o755)
+	p, err := Spec{Command: "true", Checkout: co, GoCache: filepath.Join(co, ".cache")}.validate()
+	if err != nil || !slices.Contains(p.env, "GOCACHE="+CheckoutPath+"/.cache") {
+		t.Errorf("GoCache in the checkout: %v, env %q", err, p.env)
+	}
+}
+
+func TestInTask(t *testing.T) {
+	sp := Spec{Checkout: "/state/checkouts/s1/abc-1"}
+	for in, want := range map[string]string{
+		"/state/checkouts/s1/abc-1":                  CheckoutPath,
+		"/state/checkouts/s1/abc-1/":                 CheckoutPath,
+		"/state/checkouts/s1/abc-1/test/helpers.js":  CheckoutPath + "/test/helpers.js",
+		"/state/checkouts/s1/abc-1/a/../b":           CheckoutPath + "/b",
+		"/state/checkouts/s1/abc-10/test/helpers.js": "/state/checkouts/s1/abc-10/test/helpers.js", // a sibling, not inside
+		"/state/checkouts/s1":                        "/state/checkouts/s1",
+		"/repo/.git/objects":                         "/repo/.git/objects",
+		"relative/path":                              "relative/path",
+		"":                                           "",
+	} {
+		if got := sp.InTask(in); got != want {
+			t.Errorf("InTask(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := (Spec{}).InTask("/state/co/x"); got != "/state/co/x" {
+		t.Errorf("without Checkout: InTask = %q", got)
+	}
+}
+
+// TestCheckoutRefused: every way a spec could mix something into the
+// checkout's fixed path, or leak its host path, names its field.
+func TestCheckoutRefused(t *testing.T) {
+	dir := t.TempDir()
+	co := filepath.Join(dir, "co")
+	os.MkdirAll(filepath.Join(co, "node_modules"), 0o755)
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o600)
+	view := filepath.Join(dir, "view")
+	os.Mkdir(view, 0o755)
+	const fixed = "the checkout's fixed path"
+	for name, tt := range map[string]struct {
+		spec  Spec
+		field string
+		msg   string // in the finding's text, when the field alone is not proof
+	}{
+		"relative checkout":        {Spec{Checkout: "co"}, "checkout", ""},
+		"unclean checkout":         {Spec{Checkout: co + "/"}, "checkout", ""},
+		"missing checkout":         {Spec{Checkout: filepath.Join(dir, "nope")}, "checkout", ""},
+		"checkout is a file":       {Spec{Checkout: file}, "checkout", "not a directory"},
+		"checkout over /proc":      {Spec{Checkout: "/proc"}, "checkout", "reserved"},
+		"read-only at the path":    {Spec{Checkout: co, ReadOnly: []string{CheckoutPath}}, "read_only[0]", fixed},
+		"read-only under the path": {Spec{Checkout: co, ReadOnly: []string{dir, CheckoutPath + "/x"}}, "read_only[1]", fixed},
+		"read-only around it":      {Spec{Checkout: co, ReadOnly: []string{filepath.Dir(CheckoutPath)}}, "read_only[0]", fixed},
+		"view over the path":       {Spec{Checkout: co, Views: []View{{Source: view, Destination: CheckoutPath + "/node_modules"}}}, "views[0]", fixed},
+		"view replaces checkout":   {Spec{Checkout: co, Views: []View{{Source: view, Destination: co}}}, "views[0]", "replace the whole checkout"},
+		"report at the path":       {Spec{Checkout: co, ReportFile: CheckoutPath + "/r.xml"}, "report_file", fixed},
+		"host path at the path":    {Spec{Checkout: co, HostPaths: []string{"/usr", CheckoutPath}}, "host_paths[1]", fixed},
+		"env names host checkout":  {Spec{Checkout: co, Env: []string{"CI=true", "NODE_PATH=" + co + "/node_modules"}}, "env[1]", "host checkout path"},
+	} {
+		tt.spec.Command = "true"
+		_, err := tt.spec.validate()
+		var list rmerr.List
+		if rmerr.CodeOf(err) != rmerr.SandboxSpec || !asList(err, &list) || !slices.ContainsFunc(list, func(e *rmerr.Error) bool {
+			return e.Field == tt.field && strings.Contains(e.Error(), tt.msg)
+		}) {
+			t.Errorf("%s: want %s in field %s saying %q, got %v", name, rmerr.SandboxSpec, tt.field, tt.msg, err)
+		}
+	}
+	// The same paths are fine without a Checkout, and an env value that
+	// names the task path is fine with one: the refusals are about the
+	// fixed path, not about those names.
+	if _, err := (Spec{Command: "true", ReportFile: filepath.Join(dir, "file"), Env: []string{"NODE_PATH=" + co}}).validate(); err != nil {
+		t.Errorf("no Checkout: %v", err)
+	}
+	if _, err := (Spec{Command: "true", Checkout: co, Env: []string{"NODE_PATH=" + CheckoutPath + "/node_modules"}}).validate(); err != nil {
+		t.Errorf("env naming the task path: %v", err)
+	}
+}
