@@ -201,7 +201,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	spec := sandbox.Spec{
 		Observer:   zs,
 		Command:    c.Command,
-		Dir:        co.Dir,
+		Checkout:   co.Dir,
 		Env:        withEnv(baseEnv(e.hostPaths), view.Env),
 		ReadOnly:   slices.Concat(co.ReadOnlyPaths(), view.ReadOnly),
 		Views:      sandboxViews(view.Mounts),

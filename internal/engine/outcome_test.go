@@ -156,9 +156,36 @@ func TestMaskedFailures(t *testing.T) {
 			ready: false, want: []string{verdict.RuleTestsFailed, "example.com/calc::TestSub", "want 2"}},
 		{name: "go-json build failure behind ; true", base: change{".runmill/checks.yaml": goPolicy, "testdata/go.json": goReports["pass"]},
 			cand:  change{"testdata/go.json": goReports["build"]},
-			ready: false, want: []string{verdict.RuleReportFault}},
+			ready: false, want: []string{verdict.RuleReportFault, "example.com/calc"}},
 	} {
 		t.Run(c.name, func(t *testing.T) { runOutcome(t, c) })
+	}
+}
+
+// TestPathsInIDs: node 20's JUnit reporter names a test-less file under
+// test/ by its absolute path; every run sees its checkout at one fixed path,
+// so a docs-only change is not a removed test (issue 12's false alarm, with
+// the policy runmill init writes for node --test).
+func TestPathsInIDs(t *testing.T) {
+	policy := `checks:
+  - id: unit
+    run: node --test --test-reporter=junit --test-reporter-destination=reports/unit.xml
+    report: {path: reports/unit.xml, format: junit}
+    timeout: 60s
+`
+	run := runOutcome(t, outcomeCase{name: "docs-only change",
+		base: change{".runmill/checks.yaml": policy, "test/a.test.js": nodeTests, "test/helpers.js": "module.exports = { two: 2 };\n"},
+		cand: change{"README.md": "docs\n"}, ready: true})
+	found := false
+	for _, c := range run.Delivery.Checks {
+		if c.Report != nil && c.Report.Inventory != nil {
+			for _, id := range c.Report.Inventory.Passed {
+				found = found || strings.Contains(string(id), "/runmill/checkout/test/helpers.js")
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no id names the helper at the fixed checkout path: %+v", run.Delivery.Checks)
 	}
 }
 
@@ -194,8 +221,9 @@ func TestJUnitErrorAndClaims(t *testing.T) {
 		ready: false, want: []string{verdict.RuleClaimedFailed}})
 }
 
-// goJSONReports writes real `go test -json` reports of one module: all
-// passing, a failing test, and a package that does not build.
+// goJSONReports writes real `go test -json` reports of one module of two
+// packages: all passing, a failing test in calc, and calc not building
+// (util's test still runs and passes).
 func goJSONReports(t *testing.T) map[string]string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
@@ -206,26 +234,28 @@ func goJSONReports(t *testing.T) map[string]string {
 	}
 	dir := t.TempDir()
 	write := func(name, content string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	write("go.mod", "module example.com/calc\n\ngo 1.22\n")
 	write("calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\nfunc Sub(a, b int) int { return a - b }\n")
+	write("util/util.go", "package util\n\nfunc Join(a, b string) string { return a + b }\n")
+	write("util/util_test.go", "package util\n\nimport \"testing\"\n\nfunc TestJoin(t *testing.T) {\n\tif Join(\"a\", \"b\") != \"ab\" {\n\t\tt.Fatal(\"join\")\n\t}\n}\n")
 	testSrc := "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 1) != 2 {\n\t\tt.Fatal(\"got\", Add(1, 1), \"want 2\")\n\t}\n}\n\nfunc TestSub(t *testing.T) {\n\tif got := Sub(3, 1); got != WANT {\n\t\tt.Fatalf(\"got %d, want 2\", got)\n\t}\n}\n"
 	out := map[string]string{}
-	for name, src := range map[string]string{
-		"pass":  strings.Replace(testSrc, "WANT", "2", 1),
-		"fail":  strings.Replace(testSrc, "WANT", "3", 1),
-		"build": strings.Replace(testSrc, "WANT", "undefinedName", 1),
-	} {
-		write("calc_test.go", src)
+	for _, name := range []string{"pass", "fail", "build"} {
+		want := map[string]string{"pass": "2", "fail": "3", "build": "undefinedName"}[name]
+		write("calc_test.go", strings.Replace(testSrc, "WANT", want, 1))
 		cmd := exec.Command(goBin, "test", "-count=1", "-json", "./...")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GOWORK=off")
 		b, _ := cmd.Output() // exits 1 for fail and build: the report is the point
-		if len(b) == 0 {
-			t.Fatalf("go test -json wrote nothing for %s", name)
+		if !strings.Contains(string(b), `"Test":"TestJoin"`) {
+			t.Fatalf("go test -json for %s did not run util's test:\n%s", name, b)
 		}
 		out[name] = string(b)
 	}
@@ -246,8 +276,8 @@ func TestOutputPhrases(t *testing.T) {
 			base: change{".runmill/checks.yaml": nodeSpec, "tests/a.test.js": nodeTests}, cand: change{"tests/a.test.js": skipped},
 			ready: false, want: []string{"output.identity-free-skip", "skipped 1"}},
 		{name: "pr-only: node's tests 0 is a zero-test run", operator: prOnly,
-			base: change{".runmill/checks.yaml": nodeSpec, "tests/a.test.js": nodeTests},
-			cand: change{"tests/a.test.js": "", "tests/README": "moved\n"},
+			base:  change{".runmill/checks.yaml": nodeSpec, "tests/a.test.js": nodeTests},
+			cand:  change{"tests/a.test.js": "", "tests/README": "moved\n"},
 			ready: false, want: []string{"output.zero-tests"}},
 		{name: "pr-only: an honest change passes unproven", operator: prOnly,
 			base: change{".runmill/checks.yaml": nodeSpec, "tests/a.test.js": nodeTests}, cand: change{"README.md": "docs\n"},
@@ -255,8 +285,8 @@ func TestOutputPhrases(t *testing.T) {
 		// A valid report is the authority on whether tests ran: a phrase a
 		// passing test printed is a note.
 		{name: "a zero-test phrase beside a valid report is a note",
-			base: change{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\nzero_qty\n"},
-			cand: change{"tests/say": "No tests found in the fixtures directory (expected)\n"},
+			base:  change{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\nzero_qty\n"},
+			cand:  change{"tests/say": "No tests found in the fixtures directory (expected)\n"},
 			ready: true},
 	} {
 		t.Run(c.name, func(t *testing.T) { runOutcome(t, c) })

@@ -85,6 +85,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.StateDir = absolute(o.StateDir)
 	progress := o.Progress
 	if progress == nil {
 		progress = io.Discard
@@ -230,7 +231,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 		findings []verdict.Finding
 		err      error
 	}
-	scanned := make(chan scan, 1)
+	scanned := make(chan scan, 2)
 	go func() {
 		tracked, err := repo.TrackedFiles(ctx, m.Candidate)
 		if err != nil {
@@ -240,6 +241,25 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 		tree, fs, err := e.scanCandidate(ctx, m.Candidate, tracked)
 		scanned <- scan{tree, fs, err}
 	}()
+	// Spec § 3: a focused baseline fails closed (it ran part of the suite,
+	// so its inventory under-states what passed), wherever a baseline
+	// runs under a contract.
+	baseScan := needsBaselineScan(m)
+	if baseScan {
+		go func() {
+			tracked, err := repo.TrackedFiles(ctx, mergeBase)
+			if err != nil {
+				scanned <- scan{err: err}
+				return
+			}
+			_, fs, err := e.scanCommit(ctx, mergeBase, tracked, false)
+			for i := range fs {
+				fs[i].Message = "at the baseline commit " + short12(mergeBase) + ": " + fs[i].Message
+				fs[i].Hint = "the baseline is focused, so its inventory does not say what passed; remove the marker at the base first (a change that only removes it still fails closed)"
+			}
+			scanned <- scan{findings: fs, err: err}
+		}()
+	}
 	parallel := o.Parallel
 	if parallel <= 0 {
 		parallel = budgets.Parallel
@@ -279,6 +299,9 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 		wg.Wait()
 		<-e.depsReady // an import in progress finishes before the run returns
 		<-scanned
+		if baseScan {
+			<-scanned
+		}
 		return nil, perr
 	}
 	logf("sandbox probe: %d guarantees measured, all held (%s, runc %s)", len(probe.Checks), probe.Runtime.Address, probe.Runtime.Runc)
@@ -299,15 +322,22 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 
 	wg.Wait()
 	<-e.depsReady
-	sc := <-scanned
+	scans := []scan{<-scanned}
+	if baseScan {
+		scans = append(scans, <-scanned)
+	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	if sc.err != nil {
-		return nil, sc.err
+	for _, sc := range scans {
+		if sc.err != nil {
+			return nil, sc.err
+		}
+		if sc.tree != "" {
+			d.Candidate.Tree = sc.tree
+		}
+		d.Failures = append(d.Failures, sc.findings...)
 	}
-	d.Candidate.Tree = sc.tree
-	d.Failures = append(d.Failures, sc.findings...)
 	for _, recs := range records {
 		d.Checks = append(d.Checks, recs...)
 	}
@@ -544,9 +574,28 @@ func baseEnv(hostPaths []string) []string {
 	return append(env, checkout.GitEnv()...)
 }
 
+// needsBaselineScan: some report-producing check runs a baseline under a
+// contract (not new in the change).
+func needsBaselineScan(m *discovery.Manifest) bool {
+	for _, c := range m.Checks {
+		if c.Runnable() && c.Report != nil && !evidence.Requirement(m, c).NewInChange {
+			return true
+		}
+	}
+	return false
+}
+
+func short12(commit string) string { return commit[:min(12, len(commit))] }
+
 // scanCandidate measures the candidate tree and scans its tracked test files
 // for focus markers in one fresh checkout.
 func (e *executor) scanCandidate(ctx context.Context, commit string, tracked []string) (string, []verdict.Finding, error) {
+	return e.scanCommit(ctx, commit, tracked, true)
+}
+
+// scanCommit scans one fresh checkout of commit for focus markers, and
+// measures its tree when measure is set.
+func (e *executor) scanCommit(ctx context.Context, commit string, tracked []string, measure bool) (string, []verdict.Finding, error) {
 	co, err := e.checkouts.Create(ctx, commit)
 	if err != nil {
 		return "", nil, err
@@ -555,9 +604,11 @@ func (e *executor) scanCandidate(ctx context.Context, commit string, tracked []s
 	if e.ledger != nil {
 		e.ledger.addRun(ledgerRun{checkoutDir: co.Dir, mounted: co.Mounted()})
 	}
-	tree, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
-	if err != nil {
-		return "", nil, err
+	var tree treehash.Digest
+	if measure {
+		if tree, _, err = treehash.Sum(ctx, co.Dir, treehash.Options{}); err != nil {
+			return "", nil, err
+		}
 	}
 	rep, err := outcome.FindFocus(co.Dir, tracked, outcome.FocusOptions{})
 	if err != nil {
@@ -566,6 +617,9 @@ func (e *executor) scanCandidate(ctx context.Context, commit string, tracked []s
 	fs := rep.Findings()
 	for _, f := range fs {
 		e.logf("focus marker: %s:%d %s", f.File, f.Line, f.Message)
+	}
+	if !measure {
+		return "", fs, nil
 	}
 	return tree.String(), fs, nil
 }
