@@ -290,6 +290,11 @@ func TestScanFocusAnyFile(t *testing.T) {
 			ignored: []string{"2:17 suite.only", "4:52 test.only"}},
 		{name: "runner implementation object", file: "node_modules/qunit/qunit.js",
 			src: "const QUnit = { only: function only(name, cb) { test.only(name, cb); } };", ignored: []string{"1:49 test.only"}},
+		{name: "runner adapter defining fdescribe", file: "vendor/jest-circus/build/jestAdapterInit.js",
+			src: "const g = {\n  fdescribe: _.default.describe.only,\n  fit: _.default.it.only,\n};", ignored: []string{"2:24 describe.only", "3:18 it.only"}},
+		{name: "Jasmine defining fit", file: "lib/jasmine.js", src: "this.fit = function (d, fn) { return env.it.only(d, fn); };", ignored: []string{"1:42 it.only"}},
+		{name: "vendored dependency", file: "node_modules/@bcoe/v8-coverage/src/test/merge.spec.ts",
+			src: "case 'only': it.only(item.name, test); break;", ignored: []string{"1:14 it.only"}},
 		// Named like a test, the same text is refused: the exemption is for
 		// bundles, never for test files.
 		{name: "runner implementation in a test file", file: "test/vendor/mocha.js",

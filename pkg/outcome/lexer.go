@@ -36,7 +36,7 @@ type lexer struct {
 
 	// What the file shows about itself (see the package comment on focus).
 	testContext bool // it calls a test function or imports a test framework
-	definesOnly bool // it assigns an only member (X.only = …, only: function)
+	definesOnly bool // it defines focus (X.only = …, only: function, fdescribe: …)
 
 	// strong: focus whatever the file; weak: focus in a test file or a file
 	// with test context; benign: listed, never focus.
@@ -360,6 +360,13 @@ func (l *lexer) rules(t token) {
 		case t.punct("(", ".", "?.", "<"):
 			l.hit(&l.weak, Focus{Line: at.line, Column: at.col, Marker: marker, In: "code"})
 		}
+	}
+
+	// fdescribe: …, this.fit = …: the file defines the focus functions
+	// (Jasmine, jest-circus' adapter).
+	if p := h[n]; p.kind == tIdent && (p.text == "fit" || p.text == "fdescribe") &&
+		(t.is(tPunct, ":") && h[n-1].punct("{", ",") || t.is(tPunct, "=") && !l.peekIs("=") && h[n-1].punct(".")) {
+		l.definesOnly = true
 	}
 
 	// fit( / fdescribe( / fit.each(, and test context.
