@@ -583,7 +583,7 @@ func spell(toks []token, over bool) string {
 	var b strings.Builder
 	for i, t := range toks {
 		if p := toks[max(i-1, 0)]; i > 0 && !(p.kind == tPunct && p.line == t.line && p.col+len(p.text) == t.col) {
-			b.WriteByte(' ') // a space where the source has one after a punctuator: "a && b", "!0"
+			b.WriteByte(' ') // none after a punctuator set tight against the next token: "!0", "&&"
 		}
 		switch t.kind {
 		case tString:
