@@ -46,7 +46,11 @@ func TestIsTestFile(t *testing.T) {
 		{"e2e/home.ts", true},
 		{"./src/foo.test.js", true},
 
+		{"src/cart.tests.js", true},
+		{"src/cart.specs.ts", true},
+
 		{"src/foo.ts", false},
+		{"lib/describe-helpers.js", false},
 		{"src/latest.js", false},
 		{"src/inspect.js", false},
 		{"src/contest.js", false},
@@ -67,6 +71,7 @@ func TestIsTestFile(t *testing.T) {
 func TestScanFocus(t *testing.T) {
 	type tc struct {
 		name    string
+		file    string // "x.test.js" when empty
 		src     string
 		focused []string // "line:col marker"
 		ignored []string // "line:col marker in"
@@ -83,7 +88,10 @@ func TestScanFocus(t *testing.T) {
 		return out
 	}
 	run := func(t *testing.T, c tc) {
-		rep, err := outcome.ScanFocus(strings.NewReader(c.src), "x.test.js", outcome.FocusOptions{})
+		if c.file == "" {
+			c.file = "x.test.js"
+		}
+		rep, err := outcome.ScanFocus(strings.NewReader(c.src), c.file, outcome.FocusOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,9 +107,12 @@ func TestScanFocus(t *testing.T) {
 		if got := show(rep.Ignored, true); !slices.Equal(got, c.ignored) {
 			t.Errorf("ignored = %q; want %q", got, c.ignored)
 		}
-		for _, f := range rep.Focused {
-			if f.File != "x.test.js" {
+		for _, f := range slices.Concat(rep.Focused, rep.Ignored) {
+			if f.File != c.file {
 				t.Errorf("file = %q", f.File)
+			}
+			if f.In == "code" && !slices.Contains(rep.Focused, f) && f.Note == "" {
+				t.Errorf("%+v: ignored in code without a note saying why", f)
 			}
 		}
 	}
@@ -135,8 +146,48 @@ func TestScanFocus(t *testing.T) {
 		{name: "fit as a value", src: "const fit = 1; let x = { fit: 2 };"},
 		{name: "onlyOnce", src: "emitter.onlyOnce('x'); it.onlyIf(true)('a');"},
 		{name: "spread only", src: "f(...only(x));"},
-		{name: "only property read", src: "const o = it.only;"},
+		// An alias of a focused test function is one: const o = it.only;
+		// o('a', fn) focuses just as it.only('a', fn) does.
+		{name: "only property read is an alias", src: "const o = it.only;", focused: []string{"1:11 it.only"}},
+		{name: "only passed on", src: "wrap(describe.only)('a');", focused: []string{"1:6 describe.only"}},
+		{name: "only at the end of the file", src: "export default test.only", focused: []string{"1:16 test.only"}},
+		{name: "assigning only is no focus", src: "it.only = function (t, fn) {}; if (typeof test.only === 'function') {}"},
 		{name: "only false", src: "test('a', { only: false }, fn); x = { only: trueish };"},
+
+		// Index forms and other only values (issue #12).
+		{name: "index single quote", src: "it['only']('a', fn);", focused: []string{"1:1 it['only']"}},
+		{name: "index double quote", src: `it["only"]('a', fn);`, focused: []string{"1:1 it['only']"}},
+		{name: "index template", src: "it[`only`]('a', fn);", focused: []string{"1:1 it['only']"}},
+		{name: "index then each", src: "describe['only'].each([1])('a', fn);", focused: []string{"1:1 describe['only']"}},
+		{name: "optional index", src: "it?.['only']('a');", focused: []string{"1:1 it?.['only']"}},
+		{name: "index on a call result", src: "f()['only']('a');", focused: []string{"1:4 ['only']"}},
+		{name: "index over lines and comments", src: "describe\n  [ /* x */ 'only' ]\n  ('a', fn);", focused: []string{"1:1 describe['only']"}},
+		{name: "array literal is no index", src: "const a = ['only']; f(['only']);"},
+		{name: "other index", src: "it['skip']('a'); it[`only${x}`]('b'); it['onlyx']('c');"},
+		{name: "only: 1", src: "test('a', {only: 1}, fn);", focused: []string{"1:12 only: 1"}},
+		{name: "only: !0", src: "test('a', {only: !0}, fn);", focused: []string{"1:12 only: !0"}},
+		{name: "only: string", src: `test('a', { only: "yes" }, fn);`, focused: []string{"1:13 only: 'yes'"}},
+		{name: "only: object", src: "describe('a', { only: {} }, fn);", focused: []string{"1:17 only: {"}},
+		{name: "only: name", src: "it('a', { timeout: 5, only: flag }, fn);", focused: []string{"1:23 only: flag"}},
+		{name: "only: expression", src: "suite('a', { only: a && b }, fn);", focused: []string{"1:14 only: a && b"}},
+		{name: "computed key", src: "test('a', { ['only']: 1 }, fn);", focused: []string{"1:13 only: 1"}},
+		{name: "shorthand", src: "const only = 1; test('a', { only }, fn); test('b', { skip, only, x }, fn);",
+			focused: []string{"1:29 { only }", "1:60 { only }"}},
+		{name: "spread then only", src: "test('a', { ...base, only: true }, fn);", focused: []string{"1:22 only: true"}},
+		{name: "subtest option", src: "test('a', async (t) => {\n  await t.test('b', { only: true }, fn);\n});", focused: []string{"2:23 only: true"}},
+		{name: "Deno.test", src: "Deno.test({ name: 'a', only: true, fn() {} });", focused: []string{"1:24 only: true"}},
+		{name: "options by name", src: "const opts = { only: true };\ntest('a', opts, fn);", focused: []string{"1:16 only: true"}},
+		{name: "falsy only values", src: "test('a', { only: false }); test('b', { only: 0 }); test('c', { only: !1 });\n" +
+			"test('d', { only: null }); test('e', { only: undefined }); test('f', { only: '' });\n" +
+			"test('g', { only: void 0 }); test('h', { only: -0 }); test('i', { only: 0n }); test('j', { only: !true }, fn);\n" +
+			"test('k', { only: NaN }); test('l', { only: 0x0 }); test('m', { only: `` }); const o = { only: 0.0 };"},
+		{name: "only option of another call", src: "it('picks', () => {\n  expect(pick(obj, { only: true })).toEqual(x);\n});",
+			ignored: []string{"2:22 only: true code"}},
+		{name: "only key inside a nested option", src: "test('a', { meta: { only: true } }, fn);", focused: []string{"1:21 only: true"}},
+		{name: "only key of a type", src: "type O = { only: boolean }; let u: { only?: true };"},
+		{name: "fit without a name in a test file", src: "fit(cases[0], fn);", focused: []string{"1:1 fit"}},
+		{name: "NUL byte in a comment", src: "// \x00 generated\nit.only('a', fn);\x00", focused: []string{"2:1 it.only"}},
+		{name: "NUL bytes in code", src: "\x00\x00describe.only('a', fn);", focused: []string{"1:3 describe.only"}},
 		{name: "ternary is not an option", src: "x = c ? only : true;"},
 
 		{name: "line comment", src: "// don't use .only( here, nor fit( or { only: true }\nit('a');",
@@ -170,26 +221,134 @@ func TestScanFocus(t *testing.T) {
 	}
 }
 
+// TestScanFocusAnyFile: every JavaScript/TypeScript source is scanned, and
+// the file decides which rules hold (see the package comment). Both ways:
+// the evasions of issue #12 in files not named like tests are caught, and
+// ordinary library code using an only method or option is not refused.
+func TestScanFocusAnyFile(t *testing.T) {
+	type tc struct {
+		name    string
+		file    string
+		src     string
+		focused []string // "line:col marker"
+		ignored []string // "line:col marker" of occurrences in code, listed with a note
+	}
+	run := func(t *testing.T, c tc) {
+		rep, err := outcome.ScanFocus(strings.NewReader(c.src), c.file, outcome.FocusOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var focused, ignored []string
+		for _, f := range rep.Focused {
+			focused = append(focused, fmt.Sprintf("%d:%d %s", f.Line, f.Column, f.Marker))
+		}
+		for _, f := range rep.Ignored {
+			if f.In != "code" {
+				continue
+			}
+			if f.Note == "" {
+				t.Errorf("%+v ignored without a note", f)
+			}
+			ignored = append(ignored, fmt.Sprintf("%d:%d %s", f.Line, f.Column, f.Marker))
+		}
+		if !slices.Equal(focused, c.focused) {
+			t.Errorf("focused = %q; want %q", focused, c.focused)
+		}
+		if !slices.Equal(ignored, c.ignored) {
+			t.Errorf("ignored = %q; want %q", ignored, c.ignored)
+		}
+	}
+	for _, c := range []tc{
+		// False greens of issue #12: focus in files not named like tests.
+		{name: "helper file describe.only", file: "lib/describe-helpers.js",
+			src: "export function focusAll(name, fn) {\n  return describe.only(name, fn);\n}", focused: []string{"2:10 describe.only"}},
+		{name: "tests part in the name", file: "src/cart.tests.js", src: "x.only('a', fn);", focused: []string{"1:1 x.only"}},
+		{name: "index form in a plain source", file: "src/cart.js", src: "it['only']('adds', fn);", focused: []string{"1:1 it['only']"}},
+		{name: "option in a plain source", file: "src/run.mjs", src: "test('a', {only: 1}, fn);\ntest('b', {only: !0}, fn);",
+			focused: []string{"1:12 only: 1", "2:12 only: !0"}},
+		{name: "fit with a name in a plain source", file: "src/helpers.ts", src: "export const f = () => fit('does x', fn);", focused: []string{"1:24 fit"}},
+		{name: "fdescribe in a plain source", file: "src/helpers.ts", src: "fdescribe('x', fn);", focused: []string{"1:1 fdescribe"}},
+		{name: "alias in a file with test context", file: "lib/helpers.js", src: "const d = describe;\nd.only('x', fn);", focused: []string{"2:1 d.only"}},
+		{name: "options object with test context", file: "lib/opts.js",
+			src: "import { test } from 'node:test';\nconst opts = { only: true };\ntest('a', opts, fn);", focused: []string{"2:16 only: true"}},
+		{name: "fit without a name after a test call", file: "lib/x.js", src: "it('a', fn);\nfit(cases[0], fn);", focused: []string{"2:1 fit"}},
+		{name: "NUL byte in a comment of a plain source", file: "src/gen.js", src: "/* \x00 */ it.only('a', fn);", focused: []string{"1:9 it.only"}},
+		{name: "minified file", file: "__tests__/app.min.js", src: "describe(\"a\",()=>{it.only(\"b\",()=>{})});", focused: []string{"1:19 it.only"}},
+		{name: "declaration file", file: "types/x.d.ts", src: "declare function fit(name: string): void;\ndeclare const it: { only(n: string): void };"},
+
+		// False alarms avoided: ordinary library code.
+		{name: "Joi only", file: "src/schema.js", src: "const s = Joi.string().valid('a').only();", ignored: []string{"1:34 .only"}},
+		{name: "collect.js only", file: "src/user.ts", src: "return collect(user).only('name', 'email');", ignored: []string{"1:21 .only"}},
+		{name: "canvas-fit", file: "src/view.js", src: "import fit from 'canvas-fit';\nwindow.addEventListener('resize', fit(canvas), false);", ignored: []string{"2:35 fit"}},
+		{name: "ML fit", file: "src/model.ts", src: "const m = fit(xs, ys);", ignored: []string{"1:11 fit"}},
+		{name: "only option of a library call", file: "src/pick.js", src: "const r = pick(obj, { only: true });", ignored: []string{"1:23 only: true"}},
+		{name: "only option of a library call in a test", file: "src/pick.test.js", src: "expect(pick(obj, {only: true})).toEqual({});", ignored: []string{"1:19 only: true"}},
+		{name: "options object without test context", file: "src/config.js", src: "export const defaults = { only: true, depth: 2 };", ignored: []string{"1:27 only: true"}},
+		{name: "only: name outside a test call", file: "src/config.js", src: "const o = { only: flags.only }; build(o);"},
+		{name: "runner implementation", file: "vendor/mocha.js",
+			src:     "context.describe.only = function (title, fn) {\n  return common.suite.only({ title, fn });\n};\ncontext.it.only = function (t, fn) { return common.test.only(mocha, context.it(t, fn)); };",
+			ignored: []string{"2:17 suite.only", "4:52 test.only"}},
+		{name: "runner implementation object", file: "node_modules/qunit/qunit.js",
+			src: "const QUnit = { only: function only(name, cb) { test.only(name, cb); } };", ignored: []string{"1:49 test.only"}},
+		{name: "runner adapter defining fdescribe", file: "vendor/jest-circus/build/jestAdapterInit.js",
+			src: "const g = {\n  fdescribe: _.default.describe.only,\n  fit: _.default.it.only,\n};", ignored: []string{"2:24 describe.only", "3:18 it.only"}},
+		{name: "Jasmine defining fit", file: "lib/jasmine.js", src: "this.fit = function (d, fn) { return env.it.only(d, fn); };", ignored: []string{"1:42 it.only"}},
+		{name: "vendored dependency", file: "node_modules/@bcoe/v8-coverage/src/test/merge.spec.ts",
+			src: "case 'only': it.only(item.name, test); break;", ignored: []string{"1:14 it.only"}},
+		// Named like a test, the same text is refused: the exemption is for
+		// bundles, never for test files.
+		{name: "runner implementation in a test file", file: "test/vendor/mocha.js",
+			src:     "context.describe.only = function (title, fn) {\n  return common.suite.only({ title, fn });\n};",
+			focused: []string{"2:17 suite.only"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { run(t, c) })
+	}
+}
+
 func TestScanFocusLimits(t *testing.T) {
-	t.Run("binary", func(t *testing.T) {
-		rep, err := outcome.ScanFocus(strings.NewReader("it.only('a');\x00\x01"), "b.test.js", outcome.FocusOptions{})
+	t.Run("a NUL byte makes no file unscanned", func(t *testing.T) {
+		rep, err := outcome.ScanFocus(strings.NewReader("\x00\x01it.only('a');\x00\x01"), "b.test.js", outcome.FocusOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.Files != 0 || len(rep.Focused) != 0 || len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "binary") {
-			t.Fatalf("got %+v; want the file skipped as binary", rep)
+		if rep.Files != 1 || len(rep.Focused) != 1 || len(rep.Skipped)+len(rep.Unscanned) != 0 {
+			t.Fatalf("got %+v; want the file scanned and its focus found", rep)
 		}
 	})
-	t.Run("longer than the cap", func(t *testing.T) {
-		src := "it.only('a');\n" + strings.Repeat("x", 100) + "\nfit('b');"
-		rep, err := outcome.ScanFocus(strings.NewReader(src), "big.test.js", outcome.FocusOptions{MaxFileBytes: 50})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Focused) != 1 || rep.Focused[0].Marker != "it.only" || len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "only the first 50 bytes") {
-			t.Fatalf("got %+v; want the prefix scanned and a note", rep)
-		}
-	})
+	// Longer than the cap: the prefix is scanned either way; a test file
+	// fails closed (padding must not hide a focus), any other file — a
+	// bundle, a fixture — is noted.
+	type capCase struct {
+		file      string
+		unscanned bool
+	}
+	for _, c := range []capCase{
+		{"big.test.js", true},
+		{"test/unit/big.js", true},
+		{"test/fixtures/big.js", false},
+		{"__tests__/__fixtures__/big.js", false},
+		{"dist/bundle.min.js", false},
+		{"src/generated.js", false},
+	} {
+		t.Run("longer than the cap/"+c.file, func(t *testing.T) {
+			src := "it.only('a');\n" + strings.Repeat("x", 100) + "\nfit('b');"
+			rep, err := outcome.ScanFocus(strings.NewReader(src), c.file, outcome.FocusOptions{MaxFileBytes: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			list, other := rep.Skipped, rep.Unscanned
+			if c.unscanned {
+				list, other = other, list
+			}
+			if len(rep.Focused) != 1 || rep.Focused[0].Marker != "it.only" || len(list) != 1 || len(other) != 0 ||
+				!strings.Contains(list[0].Reason, "only the first 50 bytes") {
+				t.Fatalf("got %+v; want the prefix scanned and the file listed as unscanned=%v", rep, c.unscanned)
+			}
+			if got := len(rep.Findings()); got != 1+len(rep.Unscanned) {
+				t.Fatalf("%d findings; want one per focus and per unscanned test file", got)
+			}
+		})
+	}
 	t.Run("occurrence cap", func(t *testing.T) {
 		src := strings.Repeat("it.only('a');\n", 1500)
 		rep, err := outcome.ScanFocus(strings.NewReader(src), "many.test.js", outcome.FocusOptions{})
@@ -202,11 +361,13 @@ func TestScanFocusLimits(t *testing.T) {
 	})
 }
 
-// TestFindFocus scans a small checkout: only tracked test files are read,
-// symbolic links and special files are not followed, and large or binary
-// files are skipped with a note.
+// TestFindFocus scans a small checkout: every tracked JavaScript/TypeScript
+// source is read whatever its name or bytes, untracked files and other
+// extensions are not, symbolic links are never followed out of the
+// checkout, and files over the cap fail closed when they are tests.
 func TestFindFocus(t *testing.T) {
-	root := t.TempDir()
+	parent := t.TempDir()
+	root := filepath.Join(parent, "checkout")
 	write := func(name, content string) {
 		t.Helper()
 		p := filepath.Join(root, filepath.FromSlash(name))
@@ -217,22 +378,35 @@ func TestFindFocus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("src/app.js", "it.only('not a test file');\n")
+	link := func(target, name string) {
+		t.Helper()
+		if err := os.Symlink(target, filepath.Join(root, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("src/app.js", "it.only('in a file not named like a test');\n")
+	write("src/schema.js", "export const s = Joi.any().only();\n")
 	write("src/app.test.js", "describe('app', () => {\n  it.only('focused', () => {});\n  // it.only( in a comment\n});\n")
 	write("test/helpers.js", "export const focus = () => fdescribe('x', () => {});\n")
 	write("test/clean.spec.ts", "test('a', () => {});\n")
 	write("test/untracked.test.js", "fit('not tracked');\n")
 	write("test/big.test.js", strings.Repeat("// filler\n", 200)+"it.only('beyond the cap');\n")
-	write("test/bin.test.js", "it.only('x')\x00")
-	outside := filepath.Join(t.TempDir(), "secret.test.js")
+	write("dist/bundle.js", strings.Repeat("var a = 1;\n", 200)+"it.only('beyond the cap of a bundle');\n")
+	write("test/bin.test.js", "// \x00\x01\x02\nit.only('x')\x00")
+	write("node_modules/lib/index.js", "module.exports = () => describe.only('vendored', () => {});\n")
+	write("README.md", "it.only('prose')\n")
+	write("test/real.txt", "it.only('behind a link');\n")
+	outside := filepath.Join(parent, "secret.test.js")
 	if err := os.WriteFile(outside, []byte("it.only('outside');"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(root, "test", "link.test.js")); err != nil {
-		t.Fatal(err)
-	}
-	tracked := []string{"src/app.js", "src/app.test.js", "test/helpers.js", "test/clean.spec.ts",
-		"test/big.test.js", "test/bin.test.js", "test/link.test.js", "src/app.test.js"}
+	link("../../secret.test.js", "test/link.test.js")
+	link("../../secret.test.js", "src/link.js")
+	link("clean.spec.ts", "test/alias.spec.ts")
+	link("real.txt", "test/txt.test.js")
+	tracked := []string{"src/app.js", "src/schema.js", "src/app.test.js", "test/helpers.js", "test/clean.spec.ts",
+		"test/big.test.js", "dist/bundle.js", "test/bin.test.js", "node_modules/lib/index.js", "README.md", "test/real.txt",
+		"test/link.test.js", "src/link.js", "test/alias.spec.ts", "test/txt.test.js", "./src/app.test.js"}
 	if runtime.GOOS != "windows" {
 		if err := syscall.Mkfifo(filepath.Join(root, "test", "fifo.test.js"), 0o644); err != nil {
 			t.Fatal(err)

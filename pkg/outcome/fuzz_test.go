@@ -71,9 +71,10 @@ func FuzzOutputChunking(f *testing.F) {
 	})
 }
 
-// FuzzFocus: the focus scanner never panics or fails on any content, and
-// every occurrence it reports lies inside the file, at a byte that starts
-// its marker.
+// FuzzFocus: the focus scanner never panics or fails on any content, every
+// occurrence it reports lies inside the file at a byte that starts its
+// marker, and a file not named like a test is never judged more strictly
+// than the same bytes in a test file (its focus is a subset).
 func FuzzFocus(f *testing.F) {
 	for _, s := range []string{
 		"it.only('a', () => {});", "describe\n  .only('e', () => {});", "fit('b'); benefit(1); model.fit(2);",
@@ -81,6 +82,10 @@ func FuzzFocus(f *testing.F) {
 		"// don't use .only( here\n", "const s = `${ fdescribe('z') } it.only(`;", "x = a / b; y = /it.only(/;",
 		"const bad = 'it.only(\n", "/* fit(\n", "`\n${`${`", "#!/usr/bin/env node\nit.only()", "é\u2028it.only(1)",
 		"f(...only(x)); function fit(a) {}", "a\\\nb'\\", "/[/]/.only(", "x?.only?.(1)",
+		"it['only']('a'); it?.[`only`](b); f()[\"only\"]()", "test('a', {only: !0}, fn); test('b', {['only']: 1}); test('c', {only})",
+		"const o = {only: 1e3}; pick(o, {only: 'x'}); Deno.test({only: void 0})", "x.only = function(){}; y = {only: function(){}}; it.only('z')",
+		"const d = describe; d.only(1); import {test} from 'node:test'", "\x00\x00it.only(\x00)", "{{{{((([[[only: true]]])))}}}}",
+		"test('a', {only: `x${y}`}, {only: -0}, {only: 0x00n})",
 	} {
 		f.Add([]byte(s))
 	}
@@ -89,10 +94,14 @@ func FuzzFocus(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		lib, err := outcome.ScanFocus(bytes.NewReader(data), "lib/f.js", outcome.FocusOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		lines := bytes.Split(data, []byte("\n"))
-		for _, list := range [][]outcome.Focus{rep.Focused, rep.Ignored} {
+		for _, list := range [][]outcome.Focus{rep.Focused, rep.Ignored, lib.Focused, lib.Ignored} {
 			for _, fc := range list {
-				if fc.File != "f.test.js" || fc.Line < 1 || fc.Line > len(lines) {
+				if fc.File != "f.test.js" && fc.File != "lib/f.js" || fc.Line < 1 || fc.Line > len(lines) {
 					t.Fatalf("occurrence %+v outside the file (%d lines)", fc, len(lines))
 				}
 				line := lines[fc.Line-1]
@@ -102,8 +111,12 @@ func FuzzFocus(f *testing.F) {
 				}
 				c := line[off]
 				switch {
-				case fc.Marker == "only: true":
-					if c != 'o' && c != '\'' && c != '"' {
+				case strings.HasPrefix(fc.Marker, "only:"):
+					if c != 'o' && c != '\'' && c != '"' && c != '[' {
+						t.Fatalf("occurrence %+v starts at %q", fc, line[off:])
+					}
+				case fc.Marker == "{ only }":
+					if c != 'o' {
 						t.Fatalf("occurrence %+v starts at %q", fc, line[off:])
 					}
 				case c != fc.Marker[0]:
@@ -111,8 +124,19 @@ func FuzzFocus(f *testing.F) {
 				}
 			}
 		}
-		if rep.Files+len(rep.Skipped) == 0 {
-			t.Fatalf("file neither scanned nor skipped: %+v", rep)
+		strict := map[outcome.Focus]bool{}
+		for _, fc := range rep.Focused {
+			fc.File = ""
+			strict[fc] = true
+		}
+		for _, fc := range lib.Focused {
+			fc.File = ""
+			if !strict[fc] && len(rep.Focused) < 1000 {
+				t.Fatalf("%+v focused in lib/f.js but not in f.test.js", fc)
+			}
+		}
+		if rep.Files != 1 || lib.Files != 1 {
+			t.Fatalf("file not scanned: %+v", rep)
 		}
 	})
 }
