@@ -8,6 +8,10 @@ import (
 	"syscall"
 
 	"github.com/runmill/verify/internal/cli"
+	// The hidden in-task init mode (`runmill __task-init …`, PID 1 of every
+	// sandbox task) is dispatched by this package's init, before main and
+	// the CLI, so it never appears in --help (docs/sandbox.md § Leftovers).
+	_ "github.com/runmill/verify/internal/taskinit"
 )
 
 func main() {

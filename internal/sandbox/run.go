@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/runmill/verify/internal/taskinit"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -54,7 +57,17 @@ const (
 	// private pid namespace every writer is dead once init is, so this only
 	// guards against a misbehaving runtime.
 	drainGrace = 10 * time.Second
+	// initGrace is how much longer than the run's limit the in-task init
+	// waits before ending the task itself. While runmill lives, its own
+	// timer fires first and records the timeout as it always did; the
+	// init's limit is the backstop for a runmill that can no longer kill
+	// (killed, OOM-killed, stopped).
+	initGrace = time.Second
 )
+
+// outerTimerOff disables Run's own wall-clock timer, leaving the limit to
+// the in-task init alone. Only a test sets it (DisableOuterTimerUnsafe).
+var outerTimerOff atomic.Bool
 
 // Run runs spec.Command in a fresh task and returns what happened. The
 // container and task are deleted whatever happened (in the background once
@@ -153,6 +166,11 @@ func (s *Sandbox) prepare(ctx context.Context, p *plan) (_ *Task, retErr error) 
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.SandboxRuntime, err, "building the task spec")
 	}
+	initBin, lifeline, err := s.taskInit()
+	if err != nil {
+		return nil, err
+	}
+	withInit(spec, p.Timeout+initGrace, initBin, lifeline)
 	// Share this process's running shim (see keeper.go). Without a keeper
 	// the run still works; it only starts and stops a shim of its own.
 	if s.ensureKeeper(ctx) == nil {
@@ -266,12 +284,16 @@ func (t *Task) run(ctx context.Context) (res Result, retErr error) {
 	}
 	timer := time.NewTimer(p.Timeout)
 	defer timer.Stop()
+	timeout := timer.C
+	if outerTimerOff.Load() {
+		timeout = nil
+	}
 
 	var status containerd.ExitStatus
 	var cancelled error
 	select {
 	case status = <-t.exitC:
-	case <-timer.C:
+	case <-timeout:
 		res.TimedOut = true
 	case <-ctx.Done():
 		cancelled = ctx.Err()
@@ -298,6 +320,11 @@ func (t *Task) run(ctx context.Context) (res Result, retErr error) {
 		return res, rmerr.Wrap(rmerr.SandboxRuntime, err, "reading exit status of task %s", p.ID)
 	}
 	res.ExitCode = int(status.ExitCode())
+	// The init ended the task at its own limit (this process's timer was
+	// late or off): still a timeout, recorded exactly as one ended here.
+	if res.ExitCode == taskinit.ExitKilled && res.Duration >= p.Timeout {
+		res.TimedOut = true
+	}
 
 	drained := make(chan struct{})
 	go func() { task.IO().Wait(); close(drained) }()
@@ -352,7 +379,75 @@ func (t *Task) run(ctx context.Context) (res Result, retErr error) {
 	return res, nil
 }
 
-// oomKills returns how many processes the task's memory cgroup OOM-killed.
+// withInit makes the task's process runmill's own binary in the init mode
+// (internal/taskinit), which runs the command under limit and ends the task
+// when the lifeline reports this process gone. Both are bound read-only at
+// a path checkBindPath reserves; the FIFO's mode (0644, runmill's owner)
+// lets the task's user read it but never hold it open for writing, which
+// would keep a dead runmill's lifeline alive.
+func withInit(spec *specs.Spec, limit time.Duration, initBin, lifeline string) {
+	spec.Process.Args = taskinit.Args(limit, spec.Process.Args...)
+	spec.Mounts = append(spec.Mounts,
+		bindMount(initBin, taskinit.Path, []string{"bind", "ro", "nosuid", "nodev"}),
+		bindMount(lifeline, taskinit.LifelinePath, []string{"bind", "ro", "nosuid", "nodev", "noexec"}))
+}
+
+// taskInit returns the init binary (this process's own executable: runmill
+// is built static, so it runs in any root) and the lifeline FIFO, created
+// and opened for writing on first use. The descriptor stays open until
+// Close; when this process dies the kernel closes it, and every task's init
+// reads end-of-file.
+func (s *Sandbox) taskInit() (initBin, lifeline string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lifeline != nil {
+		return s.initBin, s.lifeline.Name(), nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return "", "", rmerr.Wrap(rmerr.SandboxRuntime, err, "finding runmill's own binary, each task's init")
+	}
+	if fi, err := os.Stat(exe); err != nil {
+		return "", "", rmerr.Wrap(rmerr.SandboxRuntime, err, "reading runmill's own binary")
+	} else if fi.Mode()&0o001 == 0 {
+		return "", "", rmerr.New(rmerr.SandboxRuntime, "runmill's binary %s is not executable by other users (mode %s); every task runs it as its init, as the task's non-root user", exe, fi.Mode().Perm()).
+			WithHint("chmod a+rx %s", exe)
+	}
+	dir, err := s.fifoDir()
+	if err != nil {
+		return "", "", err
+	}
+	path := filepath.Join(dir, "lifeline-"+s.instance)
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		return "", "", rmerr.Wrap(rmerr.SandboxRuntime, err, "creating the lifeline FIFO %s", path)
+	}
+	if err := os.Chmod(path, 0o644); err != nil { // past the umask
+		return "", "", rmerr.Wrap(rmerr.SandboxRuntime, err, "creating the lifeline FIFO %s", path)
+	}
+	// Read-write, so the open never waits for a reader.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return "", "", rmerr.Wrap(rmerr.SandboxRuntime, err, "opening the lifeline FIFO %s", path)
+	}
+	s.initBin, s.lifeline = exe, f
+	return exe, path, nil
+}
+
+// closeLifeline closes the lifeline once no task needs it (Close).
+func (s *Sandbox) closeLifeline() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lifeline == nil {
+		return nil
+	}
+	err := s.lifeline.Close()
+	s.lifeline = nil
+	return err
+}
+
 // usage is what a task's cgroup says it consumed.
 type usage struct {
 	oomKills    uint64

@@ -71,6 +71,11 @@ type Sandbox struct {
 
 	keeperMu sync.Mutex
 	keeper   containerd.Container // holds the shim group open; see keeper.go
+
+	// The task init (run.go): runmill's binary and the lifeline FIFO,
+	// held open for writing while this Sandbox lives.
+	initBin  string
+	lifeline *os.File
 }
 
 // Connect reaches containerd (or starts a private one) and returns a Sandbox
@@ -191,6 +196,7 @@ func (s *Sandbox) Close() error {
 	err := errors.Join(s.cleanupErrs...)
 	s.mu.Unlock()
 	err = errors.Join(err, s.dropKeeper())
+	err = errors.Join(err, s.closeLifeline())
 	// This process's FIFO and probe directories are not leftovers: remove
 	// them now, so the next run's sweep reports only what a crash left.
 	for _, sub := range []string{"fifo", "probe"} {

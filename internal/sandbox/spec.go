@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runmill/verify/internal/taskinit"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -460,7 +461,7 @@ func checkBindPath(p string) error {
 	if strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f }) {
 		return fmt.Errorf("%q contains a control character", p)
 	}
-	for _, reserved := range []string{"/proc", "/dev", "/sys"} {
+	for _, reserved := range []string{"/proc", "/dev", "/sys", taskinit.Dir} {
 		if p == reserved || strings.HasPrefix(p, reserved+"/") {
 			return fmt.Errorf("%q is reserved inside the sandbox", p)
 		}

@@ -19,8 +19,8 @@ import (
 const helperEnv = "RUNMILL_SANDBOX_TEST_HELPER"
 
 func helperMain() int {
-	var id, address, state, report string
-	fmt.Sscan(os.Getenv(helperEnv), &id, &address, &state, &report)
+	var id, address, state, report, tag string
+	fmt.Sscan(os.Getenv(helperEnv), &id, &address, &state, &report, &tag)
 	if address == "-" {
 		address = os.Getenv("RUNMILL_CONTAINERD_ADDRESS")
 	}
@@ -29,9 +29,12 @@ func helperMain() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if os.Getenv(hogEnv) != "" {
+		go hog(report)
+	}
 	_, err = s.Run(context.Background(), sandbox.Spec{
 		ID:         id,
-		Command:    "setsid sleep 313.40 & sleep 313.41 & echo started > " + report + "; wait",
+		Command:    "setsid sleep " + tag + "0 & sleep " + tag + "1 & echo started > " + report + "; wait",
 		ReportFile: report,
 		Timeout:    5 * time.Minute,
 	})
@@ -45,7 +48,7 @@ func helperMain() int {
 func TestSweepAfterKill(t *testing.T) {
 	s := needSandbox(t)
 	id := killedRun(t, s.Address(), stateDir)
-	sweep(t, s, id)
+	sweep(t, s, id, "313.4")
 }
 
 // TestSweepAfterKillWithPrivateDaemon: the killed runmill had started its
@@ -73,48 +76,49 @@ func TestSweepAfterKillWithPrivateDaemon(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	sweep(t, next, id)
+	sweep(t, next, id, "313.4")
 }
 
 // killedRun starts a run in a stand-in runmill, kills that process with
 // SIGKILL once the task runs, and returns the run's container id.
 func killedRun(t *testing.T, address, state string) string {
 	t.Helper()
+	id, helper := helperRun(t, address, state, "313.4")
+	helper.Process.Kill()
+	helper.Wait()
+	return id
+}
+
+// helperRun starts a run in a stand-in runmill and returns once its task's
+// two sleepers (sleep <tag>0, daemonized, and sleep <tag>1) are seen
+// running, so their absence later means something.
+func helperRun(t *testing.T, address, state, tag string, env ...string) (string, *exec.Cmd) {
+	t.Helper()
 	id := fmt.Sprintf("sweep-test-%d", time.Now().UnixNano())
 	report := filepath.Join(t.TempDir(), "report")
 	os.WriteFile(report, nil, 0o600)
 	helper := exec.Command(os.Args[0], "-test.run=^$")
-	helper.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s", helperEnv, id, address, state, report))
+	helper.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s %s", helperEnv, id, address, state, report, tag))
+	helper.Env = append(helper.Env, env...)
 	helper.Stderr = os.Stderr
 	if err := helper.Start(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if b, _ := os.ReadFile(report); strings.Contains(string(b), "started") {
-			break
+		if b, _ := os.ReadFile(report); strings.Contains(string(b), "started") && sleeperRuns(tag+"0") && sleeperRuns(tag+"1") {
+			return id, helper
 		}
 		if time.Now().After(deadline) {
 			helper.Process.Kill()
-			t.Fatal("helper run never started")
+			helper.Wait()
+			t.Fatal("the helper's task never ran")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	helper.Process.Kill()
-	helper.Wait()
-
-	// The killed runmill's task outlives it: that is the leftover. (The
-	// sleepers were forked before the marker, but may not have exec'd yet.)
-	for !sleeperRuns("313.40") || !sleeperRuns("313.41") {
-		if time.Now().After(deadline) {
-			t.Fatal("the killed run's task is not running; nothing to sweep")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return id
 }
 
-func sweep(t *testing.T, s *sandbox.Sandbox, id string) {
+func sweep(t *testing.T, s *sandbox.Sandbox, id, tag string) {
 	t.Helper()
 	removed, err := s.Sweep(context.Background())
 	if err != nil {
@@ -127,8 +131,8 @@ func sweep(t *testing.T, s *sandbox.Sandbox, id string) {
 	if !slices.ContainsFunc(removed, func(r string) bool { return strings.HasPrefix(r, "directory ") && strings.Contains(r, "/fifo/") }) {
 		t.Errorf("sweep did not remove the dead process's FIFO directory: %q", removed)
 	}
-	assertNoSleeper(t, "313.40")
-	assertNoSleeper(t, "313.41")
+	assertNoSleeper(t, tag+"0")
+	assertNoSleeper(t, tag+"1")
 	assertNoProcesses(t, id)
 	again, err := s.Sweep(context.Background())
 	if err != nil || len(again) != 0 {
