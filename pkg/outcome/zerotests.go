@@ -313,7 +313,7 @@ func (s *OutputScanner) try(cands []*phrase, i int) {
 			// The rest of the line names the skipped test or the rest of
 			// the summary; both help whoever reads the finding.
 			eol := i
-			for eol < v.lim && eol < i+maxText && s.buf[eol] != '\n' {
+			for eol < v.lim && eol < i+maxQuoted && s.buf[eol] != '\n' {
 				eol++
 			}
 			text := strings.TrimRight(s.text(i, max(eol, end)), " \t\r")
@@ -322,11 +322,11 @@ func (s *OutputScanner) try(cands []*phrase, i int) {
 	}
 }
 
-// maxText bounds the output a match quotes.
-const maxText = 128
+// maxQuoted bounds the output a match quotes.
+const maxQuoted = 128
 
 func (s *OutputScanner) text(i, end int) string {
-	return strings.ToValidUTF8(string(s.buf[i:min(end, i+maxText)]), "\uFFFD")
+	return strings.ToValidUTF8(string(s.buf[i:min(end, i+maxQuoted)]), "\uFFFD")
 }
 
 // escState removes ANSI escape sequences (CSI "ESC [ … final" and two-byte
