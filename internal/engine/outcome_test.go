@@ -17,15 +17,15 @@ import (
 // each with the verdict and the finding it must show. docs/outcome.md lists
 // the rules with the test that proves each one.
 
-// change is one candidate: files to write (content "" removes the path).
-type change map[string]string
+// files is one commit's edits: files to write (content "" removes the path).
+type files map[string]string
 
 // outcomeCase is a repository at base, a candidate change, and what the
 // verdict must say.
 type outcomeCase struct {
 	name     string
-	base     change // files of the base commit (the policy included)
-	cand     change // the candidate's edits on top of base
+	base     files  // files of the base commit (the policy included)
+	cand     files  // the candidate's edits on top of base
 	operator string // operator policy text, "" for none
 	ready    bool
 	want     []string // substrings some reason must contain
@@ -67,7 +67,7 @@ func runOutcome(t *testing.T, c outcomeCase) *engine.Run {
 	return run
 }
 
-func apply(r *gittest.Repo, c change) {
+func apply(r *gittest.Repo, c files) {
 	for path, content := range c {
 		if content == "" {
 			r.Remove(path)
@@ -145,17 +145,17 @@ func TestMaskedFailures(t *testing.T) {
     report: {path: reports/unit.json, format: go-json}
 `
 	for _, c := range []outcomeCase{
-		{name: "junit failure behind || true", base: change{".runmill/checks.yaml": nodeJUnitPolicy, "tests/a.test.js": nodeTests},
-			cand:  change{"tests/a.test.js": strings.Replace(nodeTests, "3 - 1, 2", "3 - 1, 3", 1)},
+		{name: "junit failure behind || true", base: files{".runmill/checks.yaml": nodeJUnitPolicy, "tests/a.test.js": nodeTests},
+			cand:  files{"tests/a.test.js": strings.Replace(nodeTests, "3 - 1, 2", "3 - 1, 3", 1)},
 			ready: false, want: []string{verdict.RuleTestsFailed, "subtracts"}},
-		{name: "tap not ok with exit 0", base: change{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\nzero_qty\n"},
-			cand:  change{"tests/list": "total\nzero_qty FAIL\n"},
+		{name: "tap not ok with exit 0", base: files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\nzero_qty\n"},
+			cand:  files{"tests/list": "total\nzero_qty FAIL\n"},
 			ready: false, want: []string{verdict.RuleTestsFailed, "zero_qty"}},
-		{name: "go-json failure behind ; true", base: change{".runmill/checks.yaml": goPolicy, "testdata/go.json": goReports["pass"]},
-			cand:  change{"testdata/go.json": goReports["fail"]},
+		{name: "go-json failure behind ; true", base: files{".runmill/checks.yaml": goPolicy, "testdata/go.json": goReports["pass"]},
+			cand:  files{"testdata/go.json": goReports["fail"]},
 			ready: false, want: []string{verdict.RuleTestsFailed, "example.com/calc::TestSub", "want 2"}},
-		{name: "go-json build failure behind ; true", base: change{".runmill/checks.yaml": goPolicy, "testdata/go.json": goReports["pass"]},
-			cand:  change{"testdata/go.json": goReports["build"]},
+		{name: "go-json build failure behind ; true", base: files{".runmill/checks.yaml": goPolicy, "testdata/go.json": goReports["pass"]},
+			cand:  files{"testdata/go.json": goReports["build"]},
 			ready: false, want: []string{verdict.RuleReportFault, "example.com/calc"}},
 	} {
 		t.Run(c.name, func(t *testing.T) { runOutcome(t, c) })
@@ -174,8 +174,8 @@ func TestPathsInIDs(t *testing.T) {
     timeout: 60s
 `
 	run := runOutcome(t, outcomeCase{name: "docs-only change",
-		base: change{".runmill/checks.yaml": policy, "test/a.test.js": nodeTests, "test/helpers.js": "module.exports = { two: 2 };\n"},
-		cand: change{"README.md": "docs\n"}, ready: true})
+		base: files{".runmill/checks.yaml": policy, "test/a.test.js": nodeTests, "test/helpers.js": "module.exports = { two: 2 };\n"},
+		cand: files{"README.md": "docs\n"}, ready: true})
 	found := false
 	for _, c := range run.Delivery.Checks {
 		if c.Report != nil && c.Report.Inventory != nil {
@@ -202,7 +202,7 @@ func TestJUnitErrorAndClaims(t *testing.T) {
 	tests := "import pytest\n\ndef test_adds():\n    assert 1 + 1 == 2\n\ndef test_subtracts():\n    assert 3 - 1 == 2\n"
 	fixtureError := tests + "\n@pytest.fixture\ndef db():\n    raise RuntimeError('database is down')\n\ndef test_query(db):\n    assert db\n"
 	runOutcome(t, outcomeCase{name: "junit error behind || true",
-		base: change{".runmill/checks.yaml": policy, "tests/test_calc.py": tests}, cand: change{"tests/test_calc.py": fixtureError},
+		base: files{".runmill/checks.yaml": policy, "tests/test_calc.py": tests}, cand: files{"tests/test_calc.py": fixtureError},
 		ready: false, want: []string{verdict.RuleTestsFailed, "test_query", "database is down"}})
 
 	// A summary that claims a failure no element shows: the file says
@@ -217,7 +217,7 @@ func TestJUnitErrorAndClaims(t *testing.T) {
 			`" errors="0"><testcase classname="calc" name="adds"/><testcase classname="calc" name="subtracts"/></testsuite>` + "\n"
 	}
 	runOutcome(t, outcomeCase{name: "summary claims a failure",
-		base: change{".runmill/checks.yaml": claimPolicy, "testdata/junit.xml": xml(0)}, cand: change{"testdata/junit.xml": xml(1)},
+		base: files{".runmill/checks.yaml": claimPolicy, "testdata/junit.xml": xml(0)}, cand: files{"testdata/junit.xml": xml(1)},
 		ready: false, want: []string{verdict.RuleClaimedFailed}})
 }
 
@@ -273,20 +273,20 @@ func TestOutputPhrases(t *testing.T) {
 		// Spec § 4: fail_on_skipped_check: false never turns an observed
 		// identity-free skip or zero-test run into a pass.
 		{name: "pr-only: an identity-free skip is not a pass", operator: prOnly,
-			base: change{".runmill/checks.yaml": nodeSpec, "tests/a.test.js": nodeTests}, cand: change{"tests/a.test.js": skipped},
+			base: files{".runmill/checks.yaml": nodeSpec, "tests/a.test.js": nodeTests}, cand: files{"tests/a.test.js": skipped},
 			ready: false, want: []string{"output.identity-free-skip", "skipped 1"}},
 		{name: "pr-only: node's tests 0 is a zero-test run", operator: prOnly,
-			base:  change{".runmill/checks.yaml": nodeSpec, "tests/a.test.js": nodeTests},
-			cand:  change{"tests/a.test.js": "", "tests/README": "moved\n"},
+			base:  files{".runmill/checks.yaml": nodeSpec, "tests/a.test.js": nodeTests},
+			cand:  files{"tests/a.test.js": "", "tests/README": "moved\n"},
 			ready: false, want: []string{"output.zero-tests"}},
 		{name: "pr-only: an honest change passes unproven", operator: prOnly,
-			base: change{".runmill/checks.yaml": nodeSpec, "tests/a.test.js": nodeTests}, cand: change{"README.md": "docs\n"},
+			base: files{".runmill/checks.yaml": nodeSpec, "tests/a.test.js": nodeTests}, cand: files{"README.md": "docs\n"},
 			ready: true},
 		// A valid report is the authority on whether tests ran: a phrase a
 		// passing test printed is a note.
 		{name: "a zero-test phrase beside a valid report is a note",
-			base:  change{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\nzero_qty\n"},
-			cand:  change{"tests/say": "No tests found in the fixtures directory (expected)\n"},
+			base:  files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\nzero_qty\n"},
+			cand:  files{"tests/say": "No tests found in the fixtures directory (expected)\n"},
 			ready: true},
 	} {
 		t.Run(c.name, func(t *testing.T) { runOutcome(t, c) })
@@ -295,8 +295,8 @@ func TestOutputPhrases(t *testing.T) {
 
 func TestHonestChangesPass(t *testing.T) {
 	declared := tapListPolicy + "    declared_skips:\n      - test_id: fixture\n        cause: needs the live price feed; ENG-88\n"
-	skippedAtBase := change{".runmill/checks.yaml": declared, "tests/tap.sh": tapScript, "tests/list": "total\nfixture SKIP\n"}
-	bailedBase := change{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\nzero_qty\nBAIL database down\n", "tests/exit": "1\n"}
+	skippedAtBase := files{".runmill/checks.yaml": declared, "tests/tap.sh": tapScript, "tests/list": "total\nfixture SKIP\n"}
+	bailedBase := files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\nzero_qty\nBAIL database down\n", "tests/exit": "1\n"}
 	goReports := goJSONReports(t)
 	goPolicy := `checks:
   - id: unit
@@ -306,35 +306,35 @@ func TestHonestChangesPass(t *testing.T) {
 	for _, c := range []outcomeCase{
 		// The declared-skip lifecycle: with the spec's own example (a
 		// declared test skipped at base) later changes land.
-		{name: "a README edit beside a declared skip", base: skippedAtBase, cand: change{"README.md": "docs\n"}, ready: true},
+		{name: "a README edit beside a declared skip", base: skippedAtBase, cand: files{"README.md": "docs\n"}, ready: true},
 		{name: "the change that removes the declaration", base: skippedAtBase,
-			cand: change{".runmill/checks.yaml": tapListPolicy}, ready: true},
+			cand: files{".runmill/checks.yaml": tapListPolicy}, ready: true},
 		{name: "a declared test that passes again is stale", base: skippedAtBase,
-			cand: change{"tests/list": "total\nfixture\n"}, ready: false, want: []string{"outcome.declared-skip.stale", "fixture"}},
+			cand: files{"tests/list": "total\nfixture\n"}, ready: false, want: []string{"outcome.declared-skip.stale", "fixture"}},
 		// A broken base does not block its own fix; its passed tests keep
 		// authority.
 		{name: "a base that bailed out: the fix lands", base: bailedBase,
-			cand: change{"tests/list": "total\nzero_qty\nfixture\n", "tests/exit": ""}, ready: true},
+			cand: files{"tests/list": "total\nzero_qty\nfixture\n", "tests/exit": ""}, ready: true},
 		{name: "a base that bailed out: its passed tests keep authority", base: bailedBase,
-			cand: change{"tests/list": "total\nfixture\n", "tests/exit": ""}, ready: false, want: []string{"RM-VERIFY-003", "zero_qty"}},
-		{name: "a base whose Go package does not build: the fix lands", base: change{".runmill/checks.yaml": goPolicy, "testdata/go.json": goReports["build"]},
-			cand: change{"testdata/go.json": goReports["pass"]}, ready: true},
+			cand: files{"tests/list": "total\nfixture\n", "tests/exit": ""}, ready: false, want: []string{"RM-VERIFY-003", "zero_qty"}},
+		{name: "a base whose Go package does not build: the fix lands", base: files{".runmill/checks.yaml": goPolicy, "testdata/go.json": goReports["build"]},
+			cand: files{"testdata/go.json": goReports["pass"]}, ready: true},
 		{name: "a base with duplicate ids: the renaming lands",
-			base:  change{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "same\nsame\nother\n"},
-			cand:  change{"tests/list": "same a\nsame b\nother\n"},
+			base:  files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "same\nsame\nother\n"},
+			cand:  files{"tests/list": "same a\nsame b\nother\n"},
 			ready: true},
 		{name: "a base with duplicate ids: unique ids keep authority",
-			base:  change{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "same\nsame\nother\n"},
-			cand:  change{"tests/list": "same a\nsame b\n"},
+			base:  files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "same\nsame\nother\n"},
+			cand:  files{"tests/list": "same a\nsame b\n"},
 			ready: false, want: []string{"other"}},
 		{name: "the candidate's duplicate ids still fail",
-			base:  change{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "a\nb\n"},
-			cand:  change{"tests/list": "a\nb\nb\n"},
+			base:  files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "a\nb\n"},
+			cand:  files{"tests/list": "a\nb\nb\n"},
 			ready: false, want: []string{verdict.RuleReportUnproven}},
 		// Adopting runmill in one change: the policy and its script are new,
 		// so the baseline cannot run; there is no baseline contract.
-		{name: "adopting runmill in one change", base: change{"README.md": "a project\n"},
-			cand:  change{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\n"},
+		{name: "adopting runmill in one change", base: files{"README.md": "a project\n"},
+			cand:  files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\n"},
 			ready: true},
 	} {
 		t.Run(c.name, func(t *testing.T) { runOutcome(t, c) })
@@ -345,11 +345,11 @@ func TestHonestChangesPass(t *testing.T) {
 func TestBrokenBaselinesFailClosed(t *testing.T) {
 	for _, c := range []outcomeCase{
 		{name: "a zero-test baseline",
-			base: change{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total SKIP\n"},
-			cand: change{"tests/list": "total\n"}, ready: false, want: []string{"baseline run: its report executed no test"}},
+			base: files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total SKIP\n"},
+			cand: files{"tests/list": "total\n"}, ready: false, want: []string{"baseline run: its report executed no test"}},
 		{name: "a baseline without a report",
-			base: change{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": "exit 3\n"},
-			cand: change{"tests/tap.sh": tapScript, "tests/list": "total\n"}, ready: false, want: []string{verdict.RuleBaselineInvalid}},
+			base: files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": "exit 3\n"},
+			cand: files{"tests/tap.sh": tapScript, "tests/list": "total\n"}, ready: false, want: []string{verdict.RuleBaselineInvalid}},
 	} {
 		t.Run(c.name, func(t *testing.T) { runOutcome(t, c) })
 	}
