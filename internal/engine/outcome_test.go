@@ -1,12 +1,14 @@
 package engine_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/cli"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/evidence"
@@ -321,11 +323,11 @@ func TestHonestChangesPass(t *testing.T) {
 			cand: files{"testdata/go.json": goReports["pass"]}, ready: true},
 		{name: "a base with duplicate ids: the renaming lands",
 			base:  files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "same\nsame\nother\n"},
-			cand:  files{"tests/list": "same a\nsame b\nother\n"},
+			cand:  files{"tests/list": "same_a\nsame_b\nother\n"},
 			ready: true},
 		{name: "a base with duplicate ids: unique ids keep authority",
 			base:  files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "same\nsame\nother\n"},
-			cand:  files{"tests/list": "same a\nsame b\n"},
+			cand:  files{"tests/list": "same_a\nsame_b\n"},
 			ready: false, want: []string{"other"}},
 		{name: "the candidate's duplicate ids still fail",
 			base:  files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "a\nb\n"},
@@ -352,5 +354,88 @@ func TestBrokenBaselinesFailClosed(t *testing.T) {
 			cand: files{"tests/tap.sh": tapScript, "tests/list": "total\n"}, ready: false, want: []string{verdict.RuleBaselineInvalid}},
 	} {
 		t.Run(c.name, func(t *testing.T) { runOutcome(t, c) })
+	}
+}
+
+func TestFocusEvasions(t *testing.T) {
+	base := files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\n",
+		"tests/cart.test.js": "describe('cart', () => {\n  it('totals', () => {});\n});\n"}
+	for _, c := range []outcomeCase{
+		{name: "a NUL byte in a comment", base: base,
+			cand: files{"tests/cart.test.js": "// \x00 binary?\ndescribe('cart', () => {\n  it.only('totals', () => {});\n});\n"},
+			want: []string{"outcome.focused", "tests/cart.test.js"}},
+		{name: "a marker in a helper not named like a test", base: base,
+			cand: files{"lib/describe-helpers.js": "module.exports = (name, fn) => describe.only(name, fn);\n"},
+			want: []string{"outcome.focused", "lib/describe-helpers.js"}},
+		{name: "a .tests.js file", base: base,
+			cand: files{"src/cart.tests.js": "it.only('totals', () => {});\n"}, want: []string{"outcome.focused", "src/cart.tests.js"}},
+		{name: "index access", base: base,
+			cand: files{"tests/cart.test.js": "it['only']('totals', () => {});\n"}, want: []string{"outcome.focused"}},
+		{name: "only: 1", base: base,
+			cand: files{"tests/cart.test.js": "const test = require('node:test');\ntest('totals', {only: 1}, () => {});\n"}, want: []string{"outcome.focused"}},
+		{name: "only: !0", base: base,
+			cand: files{"tests/cart.test.js": "const test = require('node:test');\ntest('totals', {only: !0}, () => {});\n"}, want: []string{"outcome.focused"}},
+		// The other direction: an options object of an ordinary call is no
+		// focus, in library code or in a test.
+		{name: "an only option of a library call", base: base,
+			cand: files{"lib/pick.js": "const pick = require('./pick-impl');\nmodule.exports = (o) => pick(o, {only: true});\n"}, ready: true},
+		// Spec § 3: a focused baseline fails closed.
+		{name: "a focused baseline", base: files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\n",
+			"tests/cart.test.js": "it.only('totals', () => {});\n"},
+			cand: files{"tests/cart.test.js": "it('totals', () => {});\n"}, want: []string{"outcome.focused", "at the baseline commit"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { runOutcome(t, c) })
+	}
+}
+
+// TestHostileNamesAreEscaped (issue 13, S5): a file name that holds a
+// workflow command and terminal escapes reaches the progress stream as
+// escaped text, never as a line of its own.
+func TestHostileNamesAreEscaped(t *testing.T) {
+	r := gittest.New(t)
+	apply(r, files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\n"})
+	base := r.Commit("base")
+	hostile := "x\n::error::INJ\n\x1b[2K\x1b[1AMERGE-READY all fine\x1b[8m.test.js"
+	r.Write(hostile, "it.only('x', () => {});\n")
+	cand := r.Commit("hostile name")
+	var progress strings.Builder
+	run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.Progress = &progress })
+	if run.MergeReady() || !hasRule(run, "outcome.focused") {
+		t.Fatalf("the focus in the hostile file was not found:\n%s", strings.Join(rules(run), "\n"))
+	}
+	out := progress.String()
+	if strings.ContainsRune(out, 0x1b) {
+		t.Errorf("an escape byte reached the progress stream:\n%q", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if line != "" && !strings.HasPrefix(line, "runmill: ") {
+			t.Errorf("progress line %q was started by repository text", line)
+		}
+	}
+	if !strings.Contains(out, `x\n::error::INJ\n\x1b[2K`) {
+		t.Errorf("the file name is not shown escaped:\n%s", out)
+	}
+}
+
+// TestRelativeStateDir: `--out relstate` works (it used to end with exit 3
+// and an RM-SANDBOX error).
+func TestRelativeStateDir(t *testing.T) {
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	r := gittest.New(t)
+	apply(r, files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\n"})
+	base := r.Commit("base")
+	r.Write("README.md", "docs\n")
+	cand := r.Commit("docs")
+	t.Chdir(t.TempDir())
+	var stdout, stderr strings.Builder
+	code := cli.Run(context.Background(), []string{"verify", "--repo", r.Dir, "--base", base, "--candidate", cand,
+		"--out", "relstate", "--containerd-address", containerdAddress}, cli.IO{In: strings.NewReader(""), Out: &stdout, Err: &stderr})
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if runs, err := os.ReadDir(filepath.Join("relstate", "runs")); err != nil || len(runs) != 1 {
+		t.Fatalf("relstate/runs: %v %v", runs, err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/outcome"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/treehash"
 	"github.com/runmill/verify/pkg/verdict"
@@ -90,7 +91,12 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(progress, "runmill: "+format+"\n", args...) }
+	// Progress quotes repository text (file names, test ids, messages):
+	// each line is escaped whole, so nothing it quotes can move the
+	// cursor or start a line GitHub reads as a workflow command.
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(progress, "runmill: %s\n", printable.Text(fmt.Sprintf(format, args...), 0))
+	}
 
 	// Reaching containerd (or starting a private one, a few hundred ms)
 	// needs nothing from Discovery: it runs meanwhile.
