@@ -172,12 +172,47 @@ type goPrepared struct {
 
 // hostGoModCache is `go env GOMODCACHE` of the host (no network, no module
 // download: go env only reads configuration).
+//
+// It runs in "/" with hostGoEnv, never in the candidate's directory and
+// never with runmill's whole environment (issue 13, S6): a candidate go.mod
+// saying `toolchain go1.99.1` must not make the host download and run a
+// toolchain, and the go command has no business seeing the signing key or
+// the GitHub token.
 var hostGoModCache = func(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMODCACHE").Output()
+	cmd := exec.CommandContext(ctx, "go", "env", "GOMODCACHE")
+	cmd.Dir = "/"
+	cmd.Env = hostGoEnv(os.LookupEnv)
+	out, err := cmd.Output()
 	if err != nil {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
 		return "", fmt.Errorf("go env GOMODCACHE: %w", err)
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// hostGoPassed are the variables from which the go command derives
+// GOMODCACHE — the variable itself, GOPATH (whose first entry's pkg/mod is
+// the default), the go env file (GOENV, else $XDG_CONFIG_HOME/go/env, else
+// $HOME/.config/go/env) — and what it needs to find itself (PATH, GOROOT).
+// Passing exactly these keeps the operator's answer what it was with the
+// whole environment.
+var hostGoPassed = []string{"PATH", "HOME", "XDG_CONFIG_HOME", "GOENV", "GOPATH", "GOMODCACHE", "GOROOT"}
+
+// hostGoEnv is the environment of runmill's own go command on the host:
+// hostGoPassed from lookup, and settings no go env file and no go.mod can
+// override — GOTOOLCHAIN=local (run the installed go, never switch to or
+// download another), GOPROXY=off (nothing to download from, should anything
+// try), GOFLAGS empty, GOWORK=off.
+func hostGoEnv(lookup func(string) (string, bool)) []string {
+	env := make([]string, 0, len(hostGoPassed)+4)
+	for _, k := range hostGoPassed {
+		if v, ok := lookup(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, "GOTOOLCHAIN=local", "GOPROXY=off", "GOFLAGS=", "GOWORK=off")
 }
 
 // moduleCache is the declared module cache, or the host's.

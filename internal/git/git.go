@@ -46,14 +46,25 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 	return r, nil
 }
 
-// Env is the environment every git invocation gets: no system or global
-// config, no prompts, no optional locks (read-only checkouts must work).
+// Env is the environment every git invocation on the host gets (runmill's
+// own plumbing and internal/checkout's): an allow-list, never the inherited
+// environment, so git and anything it could start see no GITHUB_TOKEN, no
+// signing key, no RUNMILL_* setting and no GIT_DIR/GIT_INDEX_FILE pointing it
+// elsewhere (issue 13, S6). Besides PATH it holds only git's own safety
+// settings: no system or global config, no prompts, no optional locks
+// (read-only checkouts must work), no replace refs (a commit reads as its
+// own objects, never as a refs/replace substitute), no lazy fetch of missing
+// objects from a promisor remote (git ≥ 2.45; the host reads, it does not
+// download), the C locale for parseable messages and a HOME with nothing in
+// it.
 func Env() []string {
 	env := []string{
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_OPTIONAL_LOCKS=0",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_NO_LAZY_FETCH=1",
 		"LC_ALL=C",
 		"HOME=/nonexistent",
 	}

@@ -1,7 +1,9 @@
 package evidence
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -201,4 +203,80 @@ func BenchmarkArtifacts1GiB(b *testing.B) {
 			}
 		}
 	})
+}
+
+// maxChecks and maxIDs size issue 13's largest case: 3 400 report-producing
+// checks run at base and candidate, 1 000 test ids per run (6.8 M ids), a
+// bundle just under DefaultLimits.MaxBundleBytes.
+const maxChecks, maxIDs = 3400, 1000
+
+// maxFixture is the largest accepted bundle and the same bundle with a
+// signature that does not verify (another message's, so the envelope is
+// byte for byte as valid as the signed one).
+func maxFixture(tb testing.TB) (f *fixture, badSig []byte) {
+	f = bigFixture(tb, maxChecks, maxIDs)
+	if int64(len(f.bundle)) > DefaultLimits.MaxBundleBytes {
+		tb.Fatalf("the bundle has %d bytes, over the %d cap", len(f.bundle), DefaultLimits.MaxBundleBytes)
+	}
+	marker := []byte(`"sig": "`)
+	i := bytes.Index(f.bundle, marker)
+	if i < 0 {
+		tb.Fatal("no signature in the bundle")
+	}
+	i += len(marker)
+	other := base64.StdEncoding.EncodeToString(f.key.sign([]byte("another message")))
+	badSig = append([]byte(nil), f.bundle...)
+	copy(badSig[i:i+len(other)], other)
+	return f, badSig
+}
+
+// BenchmarkVerifyMaxBundle measures Verify on the largest accepted bundle and
+// on a bad-signature bundle of the same size, reporting the heap bytes each
+// verification allocated, absolutely and per bundle byte (issue 13, S4):
+//
+//	go test ./pkg/evidence -run XXX -bench VerifyMaxBundle -benchtime 3x -timeout 30m
+func BenchmarkVerifyMaxBundle(b *testing.B) {
+	f, badSig := maxFixture(b)
+	b.Logf("bundle %d bytes, payload %d bytes", len(f.bundle), len(payloadOf(b, f.bundle)))
+	for _, c := range []struct {
+		name   string
+		bundle []byte
+		valid  bool
+	}{{"accepted", f.bundle, true}, {"bad-signature", badSig, false}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.bundle)))
+			var total uint64
+			for i := 0; i < b.N; i++ {
+				var res Result
+				total += allocated(func() { res = Verify(c.bundle, f.trust, f.expectations, VerifyOptions{Now: fixNow}) })
+				if res.Valid != c.valid || (!c.valid && res.Reason != ReasonSignature) {
+					b.Fatalf("valid=%v %s: %s", res.Valid, res.Reason, res.Message)
+				}
+			}
+			b.ReportMetric(float64(total)/float64(b.N), "alloc-bytes/op")
+			b.ReportMetric(float64(total)/float64(b.N)/float64(len(c.bundle)), "alloc/bundle-byte")
+		})
+	}
+}
+
+// TestWriteMaxFixture writes issue 13's largest case for the CLI
+// measurements in docs/benchmarks.md: DIR/evidence.json (accepted),
+// DIR/bad-signature.json, DIR/trust.json, DIR/expectations.json:
+//
+//	RUNMILL_MAX_DIR=/tmp/max go test ./pkg/evidence -run TestWriteMaxFixture -timeout 30m
+func TestWriteMaxFixture(t *testing.T) {
+	dir := os.Getenv("RUNMILL_MAX_DIR")
+	if dir == "" {
+		t.Skip("set RUNMILL_MAX_DIR to write the largest bundle")
+	}
+	f, badSig := maxFixture(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"evidence.json": f.bundle, "bad-signature.json": badSig, "trust.json": f.trust, "expectations.json": f.expectations} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("bundle %d bytes; verify with --now %s", len(f.bundle), fixNow.Format(time.RFC3339))
 }

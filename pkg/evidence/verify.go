@@ -200,14 +200,15 @@ var (
 		"statement", "artifacts", "key-window", "binding", "event-chain", "cleanup", "budget", "side-effects"}
 )
 
-// speculation is the payload work that does not need the signature: the
-// canonical check and the strict decode. It runs on another core while the
-// signature is verified (a SHA-512 over the whole payload); its results are
-// looked at only afterwards, in step order, so a bad signature is still
-// reported as a bad signature.
+// speculation is the payload work that follows the signature: the canonical
+// check and the strict decode. Both start once the signature has verified
+// (issue 13, S4: nothing that costs memory proportional to the payload's
+// structure happens for a bundle no trusted key signed); the decode runs on
+// another core while the canonical check runs on this one, and its result is
+// looked at only afterwards, in step order, so a non-canonical payload is
+// still reported as non-canonical.
 type speculation struct {
 	done      chan struct{}
-	canonErr  error
 	decodeErr error
 	dst       *DeliveryStatement
 	tst       *TerminalStatement
@@ -221,12 +222,9 @@ func (v *verification) speculate() {
 		defer close(s.done)
 		defer func() {
 			if p := recover(); p != nil {
-				s.canonErr = fmt.Errorf("internal error: %v", p)
+				s.decodeErr = fmt.Errorf("internal error: %v", p)
 			}
 		}()
-		if s.canonErr = checkCanonical(payload); s.canonErr != nil {
-			return
-		}
 		if delivery {
 			var st DeliveryStatement
 			if s.decodeErr = decodeStrict(payload, &st); s.decodeErr == nil {
@@ -462,24 +460,23 @@ func (v *verification) parseExpectations(b []byte) *failure {
 // bundle's hint names, over the DSSE PAE, with pure Ed25519 (an Ed25519ph
 // signature over the same bytes does not verify).
 func (v *verification) checkSignature() *failure {
-	v.speculate()
 	k, ok := v.trust.keys[v.bundle.hint]
 	if !ok {
 		return fail(ReasonSignature, "no trusted key has the bundle's key id %q", v.bundle.hint)
 	}
-	if !ed25519.Verify(k.pub, pae(PayloadType, v.bundle.payload), v.bundle.sig) {
+	if !ed25519.Verify(k.pub, v.bundle.signed, v.bundle.sig) {
 		return fail(ReasonSignature, "the signature does not verify with trusted key %q", k.id)
 	}
 	v.key = k
 	v.result.KeyID = k.id
+	v.speculate()
 	return nil
 }
 
 // checkCanonical enforces DESIGN.md: the payload equals its own RFC 8785
 // transform; its SHA-256 is the canonical digest.
 func (v *verification) checkCanonical() *failure {
-	<-v.spec.done
-	if err := v.spec.canonErr; err != nil {
+	if err := checkCanonical(v.bundle.payload); err != nil {
 		return fail(ReasonCanonical, "the payload is not RFC 8785 canonical JSON: %v", err)
 	}
 	v.result.CanonicalDigest = Digest(v.bundle.payload)
@@ -489,6 +486,7 @@ func (v *verification) checkCanonical() *failure {
 // parseStatement decodes the statement the expectations are for and checks
 // its schema.
 func (v *verification) parseStatement() *failure {
+	<-v.spec.done
 	payload := v.bundle.payload
 	err := v.spec.decodeErr
 	var f *failure
