@@ -74,6 +74,7 @@ var hostNode = func(ctx context.Context) (nodeRuntime, error) {
 	cmd := exec.CommandContext(ctx, "node", "-e",
 		`process.stdout.write(JSON.stringify({platform:process.platform,arch:process.arch,abi:process.versions.modules,version:process.version}))`)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Dir = "/" // never a candidate's directory (no .noderc, no package.json "type")
 	out, err := cmd.Output()
 	if err != nil {
 		return nodeRuntime{}, fmt.Errorf("running node: %w", err)

@@ -267,7 +267,13 @@ func (h LocalHost) pytestElsewhere(interp string) string {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), pytestTimeout)
-		out, err := exec.CommandContext(ctx, p, "-c", "import sys, pytest; print(sys.prefix)").Output()
+		// -I and "/" keep the repository out of the import path (with -c
+		// Python puts the working directory first, so a pytest.py there
+		// would run on the host); the environment carries no secret.
+		cmd := exec.CommandContext(ctx, p, "-I", "-c", "import sys, pytest; print(sys.prefix)")
+		cmd.Dir = "/"
+		cmd.Env = []string{"PATH=" + h.PATH, "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8"}
+		out, err := cmd.Output()
 		cancel()
 		if prefix := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(prefix) && !underDefaults(prefix) {
 			return prefix

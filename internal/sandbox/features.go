@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -47,10 +48,16 @@ func detectFeatures(ctx context.Context) runtimeFeatures {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, runc, "--version").Output(); err == nil {
+	// runc is the operator's binary; it still gets no token or key.
+	runcCmd := func(arg string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, runc, arg)
+		cmd.Env, cmd.Dir = []string{"PATH=" + os.Getenv("PATH")}, "/"
+		return cmd
+	}
+	if out, err := runcCmd("--version").Output(); err == nil {
 		f.Runc, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
 	}
-	out, err := exec.CommandContext(ctx, runc, "features").Output()
+	out, err := runcCmd("features").Output()
 	if err != nil {
 		return f // runc < 1.1 has no features command, and no rro either
 	}
