@@ -18,6 +18,7 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/outcome"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/treehash"
@@ -432,6 +433,11 @@ func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path st
 		return nil
 	}
 	evidence.ReportFactsOf(rec.Report, inv)
+	// The report's own notes (a summary attribute that disagrees with the
+	// elements, a field cut at its cap) go into the record.
+	for _, n := range inv.Notes {
+		rec.Notes = append(rec.Notes, "report: "+printable.Text(n, 1000))
+	}
 	return inv
 }
 
