@@ -428,7 +428,8 @@ func TestSignedRunVerifiesOffline(t *testing.T) {
 		}
 		kinds[r.Kind]++
 	}
-	checkouts := len(run.Delivery.Checks) + 1 // and the candidate scan's, which is no check run
+	// and the focus scans' (candidate and baseline), which are no check runs
+	checkouts := len(run.Delivery.Checks) + 2
 	if kinds["container"] != len(run.Delivery.Checks) || kinds["mount"] != checkouts || kinds["checkout"] != checkouts+1 /* the session */ {
 		t.Errorf("cleanup observed %v for %d check runs", kinds, len(run.Delivery.Checks))
 	}

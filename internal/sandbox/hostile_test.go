@@ -74,15 +74,31 @@ func run(t *testing.T, spec sandbox.Spec) sandbox.Result {
 
 // assertNoProcesses fails when any host process still lives in the task's
 // cgroup: after Run returns, nothing of the task may survive.
+//
+// A killed process stays listed, as a zombie with an empty command line,
+// until its reaper collects it; that takes a moment on a loaded machine, so
+// the look is repeated for up to five seconds before a survivor counts.
 func assertNoProcesses(t *testing.T, id string) {
 	t.Helper()
-	paths, _ := filepath.Glob("/proc/[0-9]*/cgroup")
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(b, []byte("/"+id+"\n")) {
-			cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
-			t.Errorf("process %s of task %s survived: %q", filepath.Dir(p), id, cmd)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left []string
+		paths, _ := filepath.Glob("/proc/[0-9]*/cgroup")
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err == nil && bytes.Contains(b, []byte("/"+id+"\n")) {
+				cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "cmdline"))
+				left = append(left, fmt.Sprintf("%s %q", filepath.Dir(p), cmd))
+			}
 		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("processes of task %s survived: %s", id, strings.Join(left, ", "))
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
