@@ -1,11 +1,12 @@
 // Package outcome applies spec § 4 "Outcome — what passed excludes" to one
 // check: exit code 0 is necessary and nowhere near sufficient.
 //
-//   - Zero tests and identity-free skips: OutputScanner (an io.Writer for
-//     the combined output, bounded memory, independent of write boundaries)
-//     and ZeroTestsInInventory (a report with no test, or none executed).
-//   - Focused execution: FindFocus over the candidate's tracked
-//     JavaScript/TypeScript test files.
+//   - Zero tests and identity-free skips in the output: OutputScanner (an
+//     io.Writer for the combined output, bounded memory, independent of
+//     write boundaries). A report that executed nothing is judged from its
+//     facts by verdict.Judge.
+//   - Focused execution: FindFocus over every tracked JavaScript/TypeScript
+//     source of a commit (the candidate, and the baseline: spec § 3).
 //   - Skipped or missing tests: Compare of the base and candidate
 //     inventories against the check's declared skips, on exact identities.
 //

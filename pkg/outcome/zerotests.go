@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -43,38 +42,6 @@ func (m ZeroTestMatch) Finding() verdict.Finding {
 		Line:    m.Line,
 		Hint:    "check the test command's path filters, test directory and file patterns; remove passWithNoTests-style options",
 	}
-}
-
-// ZeroTestsInInventory reports whether a parsed report proves that nothing
-// executed: no test at all, or every test skipped. The second is the same
-// false green as the first — the suite did nothing and every framework
-// still calls that success.
-func ZeroTestsInInventory(inv *report.Inventory) (verdict.Finding, bool) {
-	if inv == nil {
-		return verdict.Finding{}, false
-	}
-	// The identities are what preservation compares, so they are the truth
-	// when present; the counts speak only for an inventory without them.
-	total, executed := inv.Counts.Total, inv.Counts.Passed+inv.Counts.Failed
-	if len(inv.Tests) > 0 {
-		total, executed = len(inv.Tests), 0
-		for _, t := range inv.Tests {
-			if t.Status != report.Skipped {
-				executed++
-			}
-		}
-	}
-	switch {
-	case total == 0:
-		return verdict.Finding{Code: rmerr.ReportEmpty, Rule: RuleZeroTests,
-			Message: "the report holds no test: a run that executed nothing did not pass",
-			Hint:    "check the test command's path filters and the reporter configuration"}, true
-	case executed == 0:
-		return verdict.Finding{Code: rmerr.ReportEmpty, Rule: RuleZeroTests,
-			Message: fmt.Sprintf("all %d tests in the report were skipped: nothing executed", total),
-			Hint:    "a suite that only skips proves nothing; make at least its tests run"}, true
-	}
-	return verdict.Finding{}, false
 }
 
 // SkipMatch says which identity-free skip an output contained, and where:

@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/runmill/verify/pkg/outcome"
-	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -225,7 +224,6 @@ func TestOutputScannerWriteAfterResult(t *testing.T) {
 	}
 }
 
-
 type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("pipe broke") }
@@ -273,54 +271,6 @@ func TestOutputScannerBoundedMemory(t *testing.T) {
 	}
 	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 4<<20 {
 		t.Fatalf("heap grew by %d bytes while scanning", grew)
-	}
-}
-
-func TestZeroTestsInInventory(t *testing.T) {
-	type tc struct {
-		name string
-		inv  *report.Inventory
-		zero bool
-		msg  string
-	}
-	tests := func(st ...report.Status) []report.Test {
-		var out []report.Test
-		for i, s := range st {
-			out = append(out, report.Test{ID: report.TestID(rune('a' + i)), Status: s})
-		}
-		return out
-	}
-	run := func(t *testing.T, c tc) {
-		f, zero := outcome.ZeroTestsInInventory(c.inv)
-		if zero != c.zero {
-			t.Fatalf("zero = %v; want %v (%+v)", zero, c.zero, f)
-		}
-		if zero && (f.Code != rmerr.ReportEmpty || f.Rule != outcome.RuleZeroTests || !strings.Contains(f.Message, c.msg)) {
-			t.Fatalf("finding %+v; want RM-REPORT-005 %s mentioning %q", f, outcome.RuleZeroTests, c.msg)
-		}
-	}
-	for _, c := range []tc{
-		{"nil inventory is not a verdict on tests", nil, false, ""},
-		{"no tests", &report.Inventory{}, true, "no test"},
-		{"counts only", &report.Inventory{Counts: report.Counts{Total: 2, Skipped: 2}}, true, "all 2 tests"},
-		{"all skipped", &report.Inventory{Tests: tests(report.Skipped, report.Skipped)}, true, "all 2 tests"},
-		{"one passed", &report.Inventory{Tests: tests(report.Skipped, report.Passed)}, false, ""},
-		{"one failed", &report.Inventory{Tests: tests(report.Failed)}, false, ""},
-	} {
-		t.Run(c.name, func(t *testing.T) { run(t, c) })
-	}
-}
-
-func BenchmarkOutputScanner(b *testing.B) {
-	var buf bytes.Buffer
-	io.Copy(&buf, &filler{n: 16 << 20})
-	data := buf.Bytes()
-	b.SetBytes(int64(len(data)))
-	b.ResetTimer()
-	for b.Loop() {
-		s := outcome.NewOutputScanner()
-		s.Write(data)
-		s.Result()
 	}
 }
 
