@@ -13,6 +13,7 @@
 #   nodejs, npm          node:test and Mocha samples, prepared npm dependencies
 #   cargo                the Cargo sample (Debian's cargo brings rustc)
 #   openssl              TestOpenSSLKeys (pkg/evidence)
+#   time                 GNU /usr/bin/time -v: peak memory in docs/benchmarks.md
 # A tool counts as present only where the sandbox sees it by default (under
 # /usr, /bin): a pyenv python3 under /root does not make python3-pytest
 # unnecessary. cargo is the exception: init binds a rustup cargo's ~/.cargo
@@ -52,6 +53,7 @@ install_pkgs() {
 	# cargo: a rustup cargo on PATH works (init binds ~/.cargo and ~/.rustup).
 	command -v cargo >/dev/null 2>&1 || missing+=(cargo)
 	visible openssl || missing+=(openssl)
+	[ -x /usr/bin/time ] || missing+=(time)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" != 0 ]; then
 		echo "setup: missing ${missing[*]}; run as root or: sudo apt-get install -y ${missing[*]}" >&2

@@ -1,8 +1,9 @@
 package engine
 
 import (
-	"bytes"
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,11 +11,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/runmill/verify/internal/checkout"
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/budget"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/outcome"
@@ -392,11 +395,23 @@ func (e *executor) output(c sandbox.Capture) (evidence.Output, error) {
 	return evidence.Output{SHA256: sha, Size: c.Size, Artifact: addr, ArtifactSize: int64(len(c.Kept))}, nil
 }
 
-// maxReportBytes bounds a report read from a checkout.
-const maxReportBytes = 512 << 20
-
-// readReport validates, stores and parses the declared report.
+// readReport measures, stores and parses the declared report, in that
+// order and without holding it: its size and allocated blocks are checked
+// before a byte is read (issue #13: a report over budget.ReportBytes or with
+// holes is never copied into the store), it is streamed into the store, the
+// stored copy is parsed with the budget's caps, and its ids are admitted to
+// the run's budget before the inventory is built, so a report that would
+// break the budget fails its check with RM-REPORT-003 and leaves nothing in
+// the statement.
 func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path string, finding func(rule, code, format string, args ...any)) *report.Inventory {
+	limit := func(err error) {
+		re, _ := err.(*rmerr.Error)
+		msg, hint := err.Error(), ""
+		if re != nil {
+			msg, hint = re.Msg, re.Hint
+		}
+		rec.Observations = append(rec.Observations, verdict.Finding{Code: rmerr.ReportLimit, Check: c.ID, Rule: ruleReportLimit, Message: msg, Hint: hint})
+	}
 	st, err := os.Lstat(path)
 	switch {
 	case err != nil:
@@ -409,27 +424,73 @@ func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path st
 		finding("report.empty", string(rmerr.ReportMalformed), "the command did not write the report %s (still empty)", c.Report.Path)
 		return nil
 	}
-	b, err := readCapped(path, maxReportBytes)
-	if err != nil {
-		finding("report.unreadable", string(rmerr.ReportLimit), "reading the report %s: %v", c.Report.Path, err)
+	if err := budget.CheckReportSize("report "+c.Report.Path, st.Size()); err != nil {
+		limit(err)
 		return nil
 	}
-	addr, err := e.store.put(b)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscallNoFollow, 0)
 	if err != nil {
+		finding("report.unreadable", string(rmerr.ReportMalformed), "opening the report %s: %v", c.Report.Path, err)
+		return nil
+	}
+	defer f.Close()
+	if fst, err := f.Stat(); err != nil || !os.SameFile(st, fst) {
+		finding("report.unreadable", string(rmerr.ReportMalformed), "the report %s was replaced while runmill read it", c.Report.Path)
+		return nil
+	}
+	// A hole reads as NUL bytes, which no report format allows: refusing
+	// it is never a false alarm, and it keeps a `truncate -s 512M` from
+	// costing the store 512 MiB on every run.
+	if hole, off, err := holeAt(f, st); err != nil || hole {
+		if err != nil {
+			finding("report.unreadable", string(rmerr.ReportMalformed), "measuring the report %s: %v", c.Report.Path, err)
+		} else {
+			finding("report.sparse", string(rmerr.ReportMalformed), "the report %s is sparse: %d bytes long, %d allocated, a hole at byte %d reads as NUL bytes no report format allows; it was neither read nor stored",
+				c.Report.Path, st.Size(), st.Sys().(*syscall.Stat_t).Blocks*512, off)
+		}
+		return nil
+	}
+	addr, n, err := e.store.putFrom(f, budget.ReportBytes)
+	switch {
+	case errors.Is(err, errOverCap):
+		limit(budget.CheckReportSize("report "+c.Report.Path+" (it grew while runmill read it)", n))
+		return nil
+	case err != nil:
 		finding("report.unreadable", "", "storing the report: %v", err)
 		return nil
 	}
+	rec.Report = &evidence.ReportRecord{
+		Path: c.Report.Path, Format: report.Format(c.Report.Format), Identity: report.Identity(c.Report.Identity),
+		SHA256: strings.TrimPrefix(addr, "sha256/"), Size: n, Artifact: addr,
+	}
+	// Parsed from the stored copy: the bytes parsed are the bytes the
+	// digest names, whatever happens to the checkout's file.
+	sf, err := os.Open(e.store.path(addr))
+	if err != nil {
+		finding("report.unreadable", "", "reading the stored report: %v", err)
+		return nil
+	}
+	defer sf.Close()
 	// A baseline's repeated ids carry no authority but do not void the
 	// rest of its report (the change that renames them can land); the
 	// candidate's ids must be unique (spec § 4).
-	inv, perr := report.Parse(bytes.NewReader(b), report.Format(c.Report.Format), report.Options{
-		Identity: report.Identity(c.Report.Identity), AllowDuplicateIDs: rec.Phase == verdict.Baseline})
-	rec.Report = &evidence.ReportRecord{
-		Path: c.Report.Path, Format: report.Format(c.Report.Format), Identity: report.Identity(c.Report.Identity),
-		SHA256: strings.TrimPrefix(addr, "sha256/"), Size: int64(len(b)), Artifact: addr,
-	}
+	inv, perr := report.Parse(bufio.NewReaderSize(sf, 1<<16), report.Format(c.Report.Format), report.Options{
+		Identity: report.Identity(c.Report.Identity), AllowDuplicateIDs: rec.Phase == verdict.Baseline,
+		Limits: report.DefaultLimits})
 	if perr != nil {
 		finding("report.invalid", string(rmerr.CodeOf(perr)), "the report %s is invalid: %v", c.Report.Path, perr)
+		return nil
+	}
+	var cost int64
+	for _, t := range inv.Tests {
+		cost += budget.IDCost(string(t.ID))
+	}
+	ids := e.store.ids
+	if ids == nil { // a store without a run's account: the report's own caps still hold
+		ids = &budget.Run{}
+	}
+	if err := ids.Admit(fmt.Sprintf("check %s (%s), report %s", c.ID, rec.Phase, c.Report.Path), len(inv.Tests), cost); err != nil {
+		limit(err)
 		return nil
 	}
 	evidence.ReportFactsOf(rec.Report, inv)
@@ -440,6 +501,9 @@ func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path st
 	}
 	return inv
 }
+
+// ruleReportLimit is the rule of a report refused by the budget.
+const ruleReportLimit = "report.limit"
 
 // prepareReport checks the declared path against the fresh checkout (it
 // must not exist; no component may be a symlink), creates the missing

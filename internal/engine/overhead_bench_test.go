@@ -83,7 +83,7 @@ func BenchmarkCheckRun(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				e := &executor{sb: sb, checkouts: co, store: store{dir: filepath.Join(state, "artifacts")},
+				e := &executor{sb: sb, checkouts: co, store: newStore(filepath.Join(state, "artifacts")),
 					logf: func(string, ...any) {}, event: func(string, any) {}}
 				c := discovery.Check{ID: "bench", Command: "true"}
 				run := func() {

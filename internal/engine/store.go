@@ -1,13 +1,20 @@
 package engine
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/runmill/verify/pkg/budget"
 )
 
 // StateDir picks runmill's state directory: the flag, else
@@ -41,55 +48,85 @@ func absolute(dir string) string {
 }
 
 // store keeps a run's artifacts content-addressed under dir/sha256/<hex>,
-// the layout `runmill evidence verify --artifacts-dir` re-hashes.
-type store struct{ dir string }
+// the layout `runmill evidence verify --artifacts-dir` re-hashes. ids is the
+// run's account of admitted test ids (pkg/budget): the budget a run's
+// reports share, kept with the run's other per-run bookkeeping.
+type store struct {
+	dir string
+	ids *budget.Run
+}
+
+// newStore is the store of one run, with an empty id account.
+func newStore(dir string) store { return store{dir: dir, ids: &budget.Run{}} }
 
 // put stores b and returns its address "sha256/<hex>".
 func (s store) put(b []byte) (string, error) {
-	sum := sha256.Sum256(b)
-	hexd := hex.EncodeToString(sum[:])
-	addr := "sha256/" + hexd
-	path := filepath.Join(s.dir, "sha256", hexd)
-	if _, err := os.Stat(path); err == nil {
-		return addr, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", fmt.Errorf("storing artifact: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return "", fmt.Errorf("storing artifact: %w", err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("storing artifact: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("storing artifact: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return "", fmt.Errorf("storing artifact: %w", err)
-	}
-	return addr, nil
+	addr, _, err := s.putFrom(bytes.NewReader(b), int64(len(b)))
+	return addr, err
 }
 
-// readCapped reads a file of at most max bytes, refusing more.
-func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+// errOverCap is putFrom's refusal of a stream longer than its cap.
+var errOverCap = errors.New("longer than its cap")
+
+// putFrom streams r into the store without holding it: through the hash
+// into a temporary file in the store, renamed to its address once the
+// digest is known. More than max bytes is refused (errOverCap) and nothing
+// is kept, so a file that grew after it was measured is never stored.
+func (s store) putFrom(r io.Reader, max int64) (addr string, n int64, err error) {
+	dir := filepath.Join(s.dir, "sha256")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", 0, fmt.Errorf("storing artifact: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
-		return nil, err
+		return "", 0, fmt.Errorf("storing artifact: %w", err)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	h := sha256.New()
+	n, err = io.Copy(io.MultiWriter(h, tmp), io.LimitReader(r, max+1))
 	if err != nil {
-		return nil, err
+		return "", n, fmt.Errorf("storing artifact: %w", err)
 	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("larger than %d bytes", max)
+	if n > max {
+		return "", n, errOverCap
 	}
-	return b, nil
+	if err = tmp.Close(); err != nil {
+		return "", n, fmt.Errorf("storing artifact: %w", err)
+	}
+	hexd := hex.EncodeToString(h.Sum(nil))
+	// Renaming over an existing body of the same digest replaces equal
+	// bytes with equal bytes.
+	if err = os.Rename(tmp.Name(), filepath.Join(dir, hexd)); err != nil {
+		return "", n, fmt.Errorf("storing artifact: %w", err)
+	}
+	return "sha256/" + hexd, n, nil
+}
+
+// path is where the body of addr lives.
+func (s store) path(addr string) string { return filepath.Join(s.dir, filepath.FromSlash(addr)) }
+
+// holeAt reports whether f (of size bytes) has a hole before size: where a
+// sparse file's allocated blocks fall short of its size, SEEK_HOLE says
+// whether that is a hole or a filesystem that compresses (btrfs, zfs), whose
+// honest files also use fewer blocks than bytes.
+func holeAt(f *os.File, st os.FileInfo) (bool, int64, error) {
+	size := st.Size()
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Blocks*512 >= size {
+		return false, 0, nil
+	}
+	off, err := f.Seek(0, unix.SEEK_HOLE)
+	if err != nil {
+		return false, 0, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return false, 0, err
+	}
+	return off < size, off, nil
 }
 
 // safeJoin joins a validated relative report path to root and refuses any

@@ -202,7 +202,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	}
 	event("sweep.done", map[string]any{"removed": len(run.Cleanup)})
 
-	e := &executor{manifest: m, sb: sb, checkouts: checkouts, store: store{dir: filepath.Join(run.Dir, "artifacts")}, logf: logf,
+	e := &executor{manifest: m, sb: sb, checkouts: checkouts, store: newStore(filepath.Join(run.Dir, "artifacts")), logf: logf,
 		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: event,
 		ledger: &ledger{}}
 	repository := evidence.Repository{Name: repoName(o.Repository, repo.Dir)}

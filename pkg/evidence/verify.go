@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/runmill/verify/pkg/budget"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -77,9 +78,10 @@ type Limits struct {
 }
 
 // DefaultLimits hold a bundle of 10 000 check runs and 1 M test ids with
-// room to spare.
+// room to spare. The bundle cap is the run's one budget (pkg/budget), which
+// runmill keeps every bundle it signs under.
 var DefaultLimits = Limits{
-	MaxBundleBytes:       512 << 20,
+	MaxBundleBytes:       budget.BundleBytes,
 	MaxTrustBytes:        1 << 20,
 	MaxExpectationsBytes: 4 << 20,
 	MaxArtifactBytes:     1 << 30,

@@ -8,6 +8,7 @@ package report
 import (
 	"io"
 
+	"github.com/runmill/verify/pkg/budget"
 	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -172,12 +173,14 @@ type Limits struct {
 }
 
 // DefaultLimits are generous for real suites and small enough to bound memory.
+// Bytes and tests per report are the run's one budget (pkg/budget): a report
+// the parser accepts fits the signed statement.
 var DefaultLimits = Limits{
-	MaxBytes: 512 << 20,
+	MaxBytes: budget.ReportBytes,
 	MaxDepth: 64,
 	MaxField: 16 << 10,
 	MaxLine:  16 << 20,
-	MaxTests: 2_000_000,
+	MaxTests: budget.IDsPerReport,
 }
 
 // Options configure Parse.
