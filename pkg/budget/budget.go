@@ -136,17 +136,6 @@ func (r *Run) Admitted() (ids, bytes int64) {
 	return r.ids, r.bytes
 }
 
-// CheckBundle refuses a signed bundle of n bytes that `evidence verify`
-// would refuse for size by default (RM-REPORT-003). The budget keeps
-// bundles under the cap; this is the last look before one is written.
-func CheckBundle(n int) error {
-	if int64(n) > BundleBytes {
-		return rmerr.New(rmerr.ReportLimit, "the signed bundle has %d bytes, more than the %d `evidence verify` accepts (budget.BundleBytes)", n, BundleBytes).
-			WithHint("verify fewer or smaller suites per run (verify --shard)")
-	}
-	return nil
-}
-
 // CheckReportSize refuses a report of size bytes over ReportBytes
 // (RM-REPORT-003), before it is read.
 func CheckReportSize(what string, size int64) error {

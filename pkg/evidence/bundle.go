@@ -99,6 +99,12 @@ func Sign[P Predicate](st *Statement[P], key *SigningKey) (bundle []byte, digest
 	if err != nil {
 		return nil, "", err
 	}
+	// Never sign what the default Verify refuses for its size (issue 13:
+	// the signer and the verifier agree on one budget).
+	if int64(len(b)) > DefaultLimits.MaxBundleBytes {
+		return nil, "", rmerr.New(rmerr.ReportLimit, "the signed bundle would have %d bytes, more than the %d the default evidence verify accepts (pkg/budget)", len(b), DefaultLimits.MaxBundleBytes).
+			WithHint("verify fewer or smaller suites per run (verify --shard), or raise the verifier's limit explicitly")
+	}
 	return b, Digest(payload), nil
 }
 
