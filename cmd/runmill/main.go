@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/runmill/verify/internal/cli"
@@ -14,7 +15,16 @@ import (
 	_ "github.com/runmill/verify/internal/taskinit"
 )
 
+// softMemoryLimit makes the collector work harder before the heap grows
+// past it (it is not a cap): a run at the report budget peaks at about
+// 488 MB with it and 771 MB without (docs/benchmarks.md § Report budget).
+// GOMEMLIMIT overrides it.
+const softMemoryLimit = 400 << 20
+
 func main() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(softMemoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stop()
