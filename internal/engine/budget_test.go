@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runmill/verify/internal/cgrouptest"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/budget"
@@ -157,8 +158,8 @@ func TestReportBudgetUnderMemoryLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, base, cand := budgetRepo(t, tc.cmd)
-			cg := newMemoryCgroup(t)
-			if err := cg.setLimit(tc.limit); err != nil {
+			cg := cgrouptest.New(t, "to run runmill under a memory limit")
+			if err := cg.SetLimit(tc.limit); err != nil {
 				t.Fatal(err)
 			}
 			state := t.TempDir()
@@ -170,7 +171,7 @@ func TestReportBudgetUnderMemoryLimit(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			if err := cg.add(cmd.Process.Pid); err != nil {
+			if err := cg.Add(cmd.Process.Pid); err != nil {
 				cmd.Process.Kill()
 				cmd.Wait()
 				t.Fatal(err)
@@ -178,9 +179,9 @@ func TestReportBudgetUnderMemoryLimit(t *testing.T) {
 			err := cmd.Wait()
 			var ee *exec.ExitError
 			if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
-				t.Fatalf("runmill was killed (%v) under the %d MiB limit; OOM kills %d\n%s", err, tc.limit>>20, cg.oomKills(t), stderr.String())
+				t.Fatalf("runmill was killed (%v) under the %d MiB limit; OOM kills %d\n%s", err, tc.limit>>20, cg.OOMKills(t), stderr.String())
 			}
-			if n := cg.oomKills(t); n != 0 {
+			if n := cg.OOMKills(t); n != 0 {
 				t.Fatalf("the memory cgroup counts %d OOM kills", n)
 			}
 			if code := cmd.ProcessState.ExitCode(); code != tc.exit {
@@ -191,7 +192,7 @@ func TestReportBudgetUnderMemoryLimit(t *testing.T) {
 					t.Errorf("stderr does not say %q:\n%s", w, stderr.String())
 				}
 			}
-			t.Logf("peak memory of the cgroup: %d MiB", cg.peak(t)>>20)
+			t.Logf("peak memory of the cgroup: %d MiB", cg.Peak()>>20)
 			runs, _ := filepath.Glob(filepath.Join(state, "runs", "*", "evidence.json"))
 			if len(runs) != 1 {
 				t.Fatalf("want one signed bundle, found %q", runs)
@@ -225,105 +226,3 @@ func TestReportBudgetUnderMemoryLimit(t *testing.T) {
 	}
 }
 
-// memoryCgroup is a memory cgroup of this test's own, v2 or v1 (the
-// machine's hierarchy decides); as internal/sandbox's init_test.
-type memoryCgroup struct {
-	dir string
-	v2  bool
-}
-
-func newMemoryCgroup(t *testing.T) *memoryCgroup {
-	t.Helper()
-	fail := t.Skipf
-	if os.Getenv("CI") == "true" {
-		fail = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		fail("creating a memory cgroup needs root")
-	}
-	name := "runmill-budget-test-" + strconv.Itoa(os.Getpid())
-	var cg *memoryCgroup
-	for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		if b, err := os.ReadFile(filepath.Join(root, "cgroup.controllers")); err == nil && strings.Contains(" "+string(b)+" ", " memory") {
-			os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+memory"), 0)
-			cg = &memoryCgroup{dir: filepath.Join(root, name), v2: true}
-			break
-		}
-	}
-	if cg == nil {
-		if _, err := os.Stat("/sys/fs/cgroup/memory/memory.limit_in_bytes"); err == nil {
-			cg = &memoryCgroup{dir: filepath.Join("/sys/fs/cgroup/memory", name)}
-		}
-	}
-	if cg == nil {
-		fail("no memory cgroup controller (neither cgroup v2 with memory nor cgroup v1 memory)")
-		return nil
-	}
-	if err := os.Mkdir(cg.dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for i := 0; i < 100; i++ {
-			if err := os.Remove(cg.dir); err == nil || errors.Is(err, os.ErrNotExist) {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Errorf("memory cgroup %s not removed", cg.dir)
-	})
-	return cg
-}
-
-func (c *memoryCgroup) write(file, value string) error {
-	return os.WriteFile(filepath.Join(c.dir, file), []byte(value), 0)
-}
-
-func (c *memoryCgroup) add(pid int) error { return c.write("cgroup.procs", strconv.Itoa(pid)) }
-
-// setLimit sets the limit, no swap.
-func (c *memoryCgroup) setLimit(max int64) error {
-	v := strconv.FormatInt(max, 10)
-	if c.v2 {
-		c.write("memory.swap.max", "0") // absent without swap accounting
-		return c.write("memory.max", v)
-	}
-	if err := c.write("memory.limit_in_bytes", v); err != nil {
-		return err
-	}
-	c.write("memory.memsw.limit_in_bytes", v) // absent without swap accounting
-	return nil
-}
-
-// peak is the cgroup's high-water mark (page cache included).
-func (c *memoryCgroup) peak(t *testing.T) int64 {
-	file := "memory.max_usage_in_bytes"
-	if c.v2 {
-		file = "memory.peak"
-	}
-	b, err := os.ReadFile(filepath.Join(c.dir, file))
-	if err != nil {
-		return -1
-	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n
-}
-
-// oomKills is the cgroup's count of OOM-killed processes.
-func (c *memoryCgroup) oomKills(t *testing.T) int {
-	file := "memory.oom_control"
-	if c.v2 {
-		file = "memory.events"
-	}
-	b, err := os.ReadFile(filepath.Join(c.dir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
-		}
-	}
-	t.Fatalf("%s has no oom_kill line:\n%s", file, b)
-	return 0
-}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runmill/verify/internal/cgrouptest"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/internal/taskinit"
 )
@@ -86,15 +87,15 @@ func TestRunmillKilledEndsTask(t *testing.T) {
 // until the limit kills it.
 func TestRunmillOOMKilledEndsTask(t *testing.T) {
 	s := needSandbox(t)
-	cg := newMemoryCgroup(t)
+	cg := cgrouptest.New(t, "to OOM-kill runmill in")
 	id, helper := helperRun(t, s.Address(), stateDir, "313.6", hogEnv+"=1")
 	// The helper blocks in its hog until its cgroup and limit are set.
-	if err := cg.add(helper.Process.Pid); err != nil {
+	if err := cg.Add(helper.Process.Pid); err != nil {
 		helper.Process.Kill()
 		helper.Wait()
 		t.Fatal(err)
 	}
-	if err := cg.limit(32 << 20); err != nil {
+	if err := cg.LimitAbove(32 << 20); err != nil {
 		helper.Process.Kill()
 		helper.Wait()
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestRunmillOOMKilledEndsTask(t *testing.T) {
 		<-done
 		t.Fatal("the stand-in runmill was never OOM-killed")
 	}
-	if n := cg.oomKills(t); n < 1 {
+	if n := cg.OOMKills(t); n < 1 {
 		t.Fatalf("the memory cgroup reports %d OOM kills: the stand-in died of something else", n)
 	}
 	checkEnded(t, id, "313.6")
@@ -193,107 +194,6 @@ func hog(report string) {
 		keep = append(keep, b)
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// memoryCgroup is a memory cgroup of this test's own, v2 or v1 (the
-// machine's hierarchy decides).
-type memoryCgroup struct {
-	dir string
-	v2  bool
-}
-
-func newMemoryCgroup(t *testing.T) *memoryCgroup {
-	t.Helper()
-	fail := t.Skipf
-	if os.Getenv("CI") == "true" {
-		fail = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		fail("creating a memory cgroup needs root")
-	}
-	name := "runmill-oom-test-" + strconv.Itoa(os.Getpid())
-	var cg *memoryCgroup
-	for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		if b, err := os.ReadFile(filepath.Join(root, "cgroup.controllers")); err == nil && strings.Contains(" "+string(b)+" ", " memory") {
-			os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+memory"), 0)
-			cg = &memoryCgroup{dir: filepath.Join(root, name), v2: true}
-			break
-		}
-	}
-	if cg == nil {
-		if _, err := os.Stat("/sys/fs/cgroup/memory/memory.limit_in_bytes"); err == nil {
-			cg = &memoryCgroup{dir: filepath.Join("/sys/fs/cgroup/memory", name)}
-		}
-	}
-	if cg == nil {
-		fail("no memory cgroup controller (neither cgroup v2 with memory nor cgroup v1 memory) to OOM-kill runmill in")
-		return nil
-	}
-	if err := os.Mkdir(cg.dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for i := 0; i < 100; i++ {
-			if err := os.Remove(cg.dir); err == nil || errors.Is(err, os.ErrNotExist) {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Errorf("memory cgroup %s not removed", cg.dir)
-	})
-	return cg
-}
-
-func (c *memoryCgroup) write(file, value string) error {
-	return os.WriteFile(filepath.Join(c.dir, file), []byte(value), 0)
-}
-
-func (c *memoryCgroup) add(pid int) error { return c.write("cgroup.procs", strconv.Itoa(pid)) }
-
-// limit sets the limit to what the cgroup uses now plus headroom, no swap.
-func (c *memoryCgroup) limit(headroom int64) error {
-	cur := "memory.usage_in_bytes"
-	if c.v2 {
-		cur = "memory.current"
-	}
-	b, err := os.ReadFile(filepath.Join(c.dir, cur))
-	if err != nil {
-		return err
-	}
-	used, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return err
-	}
-	max := strconv.FormatInt(used+headroom, 10)
-	if c.v2 {
-		c.write("memory.swap.max", "0") // absent without swap accounting
-		return c.write("memory.max", max)
-	}
-	if err := c.write("memory.limit_in_bytes", max); err != nil {
-		return err
-	}
-	c.write("memory.memsw.limit_in_bytes", max) // absent without swap accounting
-	return nil
-}
-
-// oomKills is the cgroup's count of OOM-killed processes.
-func (c *memoryCgroup) oomKills(t *testing.T) int {
-	file := "memory.oom_control"
-	if c.v2 {
-		file = "memory.events"
-	}
-	b, err := os.ReadFile(filepath.Join(c.dir, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
-		}
-	}
-	t.Fatalf("%s has no oom_kill line:\n%s", file, b)
-	return 0
 }
 
 // BenchmarkInitExec is the init's own start-up, the part of its cost that
