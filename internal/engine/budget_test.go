@@ -225,4 +225,3 @@ func TestReportBudgetUnderMemoryLimit(t *testing.T) {
 		})
 	}
 }
-
