@@ -114,9 +114,9 @@ func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *eviden
 		}
 		if r.containerID != "" && sb != nil {
 			gone, err := sb.Gone(ctx, r.containerID)
-			detail := ""
+			detail := "check run"
 			if err != nil {
-				detail = err.Error()
+				detail += ": " + err.Error()
 			}
 			observe("container", r.containerID, gone, detail)
 		}

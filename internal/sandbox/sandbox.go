@@ -301,16 +301,22 @@ const runtimeV2 = "io.containerd.runtime.v2.task"
 
 // bundleRoots are the directories a task's bundle lives under: exactly the
 // private daemon's; for another daemon its state directory is taken to be
-// the socket's directory (containerd's default layout: /run/containerd) and
-// its root is read from the metadata plugin's exported database path.
+// the socket's directory (containerd's default layout: /run/containerd) or
+// its state/ (the layout of a private daemon of another runmill), and its
+// root is read from the metadata plugin's exported database path.
 // Roots that cannot be found are left out; observeBundle then says so.
 func (s *Sandbox) bundleRoots(ctx context.Context) []string {
 	if s.private != nil {
 		return []string{filepath.Join(s.private.dir, "state", runtimeV2), filepath.Join(s.private.dir, "root", runtimeV2)}
 	}
 	var roots []string
-	if d := filepath.Join(filepath.Dir(strings.TrimPrefix(s.address, "unix://")), runtimeV2); isDir(d) {
-		roots = append(roots, d)
+	// The socket's directory is the state directory in containerd's
+	// default layout, and holds it as state/ in a private daemon's.
+	sock := filepath.Dir(strings.TrimPrefix(s.address, "unix://"))
+	for _, d := range []string{filepath.Join(sock, runtimeV2), filepath.Join(sock, "state", runtimeV2)} {
+		if isDir(d) {
+			roots = append(roots, d)
+		}
 	}
 	if ps, err := s.client.IntrospectionService().Plugins(ctx); err == nil {
 		for _, p := range ps.Plugins {
@@ -338,8 +344,8 @@ func observeBundle(roots []string, namespace string, c createdContainer) Resourc
 	for _, root := range roots {
 		dir := filepath.Join(root, namespace, c.id)
 		if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
-			r.Gone, r.ID = false, dir
-			r.Detail += ": still present"
+			r.Gone = false
+			r.Detail += ": still present at " + dir
 			if err != nil {
 				r.Detail += " (" + err.Error() + ")"
 			}
