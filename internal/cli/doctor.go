@@ -27,9 +27,10 @@ const (
 	doctorPytest       = "pytest"
 	doctorDependencies = "verification:dependencies"
 	doctorPolicy       = "policy"
+	doctorState        = "state"
 )
 
-var doctorChecks = []string{doctorContainerd, doctorSandbox, doctorPytest, doctorDependencies, doctorPolicy}
+var doctorChecks = []string{doctorContainerd, doctorSandbox, doctorPytest, doctorDependencies, doctorPolicy, doctorState}
 
 // DependencyRequest asks whether the prepared dependencies for one
 // strategy match the trusted base (spec § 3, step 2): the source checkout's
@@ -98,6 +99,7 @@ func init() {
   pytest                     each interpreter a check runs pytest with ('python3 -m pytest') runs it in the sandbox
   verification:dependencies  prepared dependencies of the checks that declare them match the base
   policy                     .runmill/checks.yaml at --base (default HEAD) and --policy load strictly
+  state                      the state directory's size (runs and caches) and the retention rule pruning its runs
 
 --check (repeatable, or comma-separated) runs only the named checks.
 Exit: 0 every check passed · 1 a check failed · 2 usage.`,
@@ -224,6 +226,9 @@ func runDoctor(ctx context.Context, o doctorOptions) []doctorResult {
 		} else {
 			out = append(out, doctorResult{Name: doctorPolicy, OK: true, Detail: pol.describe()})
 		}
+	}
+	if want(doctorState) {
+		out = append(out, doctorStateDir(engine.StateDir(o.stateDir, os.Getenv)))
 	}
 	return out
 }

@@ -212,9 +212,9 @@ func TestDoctorTextAndAll(t *testing.T) {
 	r := policyRepo(t, "checks:\n  - id: web\n    run: x\n    dependencies: npm\n")
 	code, out, _ := runCLI(t, "", "doctor", "--repo", r.Dir, "--containerd-address", containerdAddress)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 1 || len(lines) != 6 || !strings.HasPrefix(lines[0], "PASS  containerd") || !strings.HasPrefix(lines[1], "PASS  sandbox") ||
+	if code != 1 || len(lines) != 7 || !strings.HasPrefix(lines[0], "PASS  containerd") || !strings.HasPrefix(lines[1], "PASS  sandbox") ||
 		!strings.HasPrefix(lines[2], "PASS  pytest") || !strings.HasPrefix(lines[3], "FAIL  verification:dependencies") ||
-		!strings.Contains(lines[4], "fix: ") || !strings.HasPrefix(lines[5], "PASS  policy") {
+		!strings.Contains(lines[4], "fix: ") || !strings.HasPrefix(lines[5], "PASS  policy") || !strings.HasPrefix(lines[6], "PASS  state") {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 	code, _, errOut := runCLI(t, "", "doctor", "--check", "network")
@@ -338,5 +338,23 @@ func TestPytestCall(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%q: interpreter %q, want %q", tc.run, got, tc.want)
 		}
+	}
+}
+
+// TestDoctorState: the state line reports the state directory's size, its
+// runs apart, and the retention rule.
+func TestDoctorState(t *testing.T) {
+	state := t.TempDir()
+	run := filepath.Join(state, "runs", "20261201T000000Z-0000abcd")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "statement.json"), make([]byte, 10000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "", "doctor", "--check", "state", "--out", state)
+	if code != 0 || !strings.HasPrefix(out, "PASS  state") || !strings.Contains(out, state+" uses ") ||
+		!strings.Contains(out, ": 1 runs (") || !strings.Contains(out, "KiB), the rest") || !strings.Contains(out, "last 50 and older than 14 days") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 }

@@ -87,7 +87,12 @@ func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *eviden
 		Cleanup: evidence.Cleanup{Complete: true, Resources: []evidence.CleanupResource{}},
 		Budget:  []evidence.BudgetEntry{}, SideEffects: []evidence.SideEffect{},
 	}
+	seen := map[[2]string]bool{}
 	observe := func(kind, id string, gone bool, detail string) {
+		if seen[[2]string{kind, id}] {
+			return
+		}
+		seen[[2]string{kind, id}] = true
 		t.Cleanup.Resources = append(t.Cleanup.Resources, evidence.CleanupResource{Kind: kind, ID: id, Gone: gone, Detail: detail})
 		t.Cleanup.Complete = t.Cleanup.Complete && gone
 	}
@@ -109,9 +114,9 @@ func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *eviden
 		}
 		if r.containerID != "" && sb != nil {
 			gone, err := sb.Gone(ctx, r.containerID)
-			detail := ""
+			detail := "check run"
 			if err != nil {
-				detail = err.Error()
+				detail += ": " + err.Error()
 			}
 			observe("container", r.containerID, gone, detail)
 		}
@@ -180,14 +185,20 @@ func sortSideEffects(s []evidence.SideEffect) {
 	})
 }
 
-// closeAndObserve closes the sandbox and, when runmill started a private
-// containerd for this run, looks for it again: its socket must no longer
-// answer.
+// closeAndObserve closes the sandbox and reports what it observed of
+// everything it created — each container (check runs, the sandbox probes,
+// the shim keeper) and each one's task bundle, its working directories —
+// and, when runmill started a private containerd for this run, looks for
+// it again: its socket must no longer answer.
 func closeAndObserve(sb *sandbox.Sandbox) []evidence.CleanupResource {
 	private, addr := sb.Private(), sb.Address()
-	err := sb.Close()
+	rs, err := sb.CloseObserved()
+	out := make([]evidence.CleanupResource, 0, len(rs)+1)
+	for _, r := range rs {
+		out = append(out, evidence.CleanupResource{Kind: r.Kind, ID: r.ID, Gone: r.Gone, Detail: r.Detail})
+	}
 	if !private {
-		return nil
+		return out // a failed removal shows as a resource not gone
 	}
 	conn, derr := net.DialTimeout("unix", addr, time.Second)
 	gone := derr != nil
@@ -201,7 +212,7 @@ func closeAndObserve(sb *sandbox.Sandbox) []evidence.CleanupResource {
 	if !gone {
 		detail = "its socket still answers"
 	}
-	return []evidence.CleanupResource{{Kind: "daemon", ID: addr, Gone: gone && err == nil, Detail: detail}}
+	return append(out, evidence.CleanupResource{Kind: "daemon", ID: addr, Gone: gone && err == nil, Detail: detail})
 }
 
 // mountPoints is the set of mount points in this process's mount namespace.

@@ -154,6 +154,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the run directory: %w", err)
 	}
+	defer pruneAtStart(o.StateDir, run.ID, o.Now(), logf)()
 	var chain evidence.Chain
 	var evMu sync.Mutex // checks append events concurrently
 	event := func(kind string, detail any) {

@@ -165,7 +165,6 @@ func (d *daemon) waitReady(ctx context.Context, limit time.Duration) error {
 // tasks are separate processes and survive either way, which is why Close
 // deletes every task first and Sweep exists for the case it could not.
 func (d *daemon) stop() error {
-	defer d.lock.Close()
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.exited:
@@ -223,18 +222,100 @@ disabled_plugins = [
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), address, address+".ttrpc", filepath.Join(dir, "opt"))
 }
 
-// lockFile takes an exclusive, non-blocking flock on path.
+// lockFile takes an exclusive, non-blocking flock on path. The owner removes
+// the file when it is done (tidy), so a lock taken on a file that was
+// meanwhile unlinked or replaced is dropped and taken again on the file the
+// path now names: two runmills never both hold "the" lock.
 func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "opening %s", path)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	for range 10 {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "opening %s", path)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "another runmill owns the private containerd under %s", filepath.Dir(path)).
+				WithHint("wait for it to finish, or use a different state directory")
+		}
+		var held, named syscall.Stat_t
+		if syscall.Fstat(int(f.Fd()), &held) == nil && syscall.Stat(path, &named) == nil &&
+			held.Dev == named.Dev && held.Ino == named.Ino {
+			return f, nil
+		}
 		f.Close()
-		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "another runmill owns the private containerd under %s", filepath.Dir(path)).
-			WithHint("wait for it to finish, or use a different state directory")
 	}
-	return f, nil
+	return nil, rmerr.New(rmerr.SandboxUnavailable, "the lock %s keeps being replaced", path).
+		WithHint("another runmill is starting and stopping private containerds under %s; use a different state directory", filepath.Dir(path))
+}
+
+// tidy removes what only a running daemon needs (sockets, config, its
+// runc state and plugin directories, the lock) once it has stopped, and
+// reports each path observed gone. root/ stays: it is the image store, a
+// cache keyed by content digest. state/ goes only when every task bundle
+// in it is gone (bundlesGone): a remaining bundle is a leftover the next
+// Sweep must still find, not something to erase unreported. The log goes
+// only when everything else did; otherwise it is what the operator reads.
+func (d *daemon) tidy(bundlesGone bool) []Resource {
+	var out []Resource
+	rm := func(path, detail string, all bool) {
+		var err error
+		if all {
+			err = os.RemoveAll(path)
+		} else {
+			err = os.Remove(path)
+		}
+		r := observePath("tempdir", path, detail)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			r.Detail += ": " + err.Error()
+		}
+		out = append(out, r)
+	}
+	rm(d.address, "private containerd socket", false)
+	rm(d.address+".ttrpc", "private containerd ttrpc socket", false)
+	rm(filepath.Join(d.dir, "config.toml"), "private containerd configuration", false)
+	rm(filepath.Join(d.dir, "opt"), "private containerd opt directory", true)
+	// runc removes each task's state itself; what is left is empty
+	// directories, and anything else is a leftover to report.
+	runc := filepath.Join(d.dir, "runc")
+	removeEmptyDirs(runc)
+	r := observePath("tempdir", runc, "runc state of the private containerd's tasks")
+	if !r.Gone {
+		r.Detail += ": not empty, a task's runc state remains"
+	}
+	out = append(out, r)
+	if bundlesGone {
+		rm(filepath.Join(d.dir, "state"), "private containerd state directory", true)
+	}
+	clean := true
+	for _, r := range out {
+		clean = clean && r.Gone
+	}
+	if clean && bundlesGone {
+		// Nothing to diagnose. containerd 1.6 logs a warning for every
+		// task deleted from a shared shim ("cleaning up after shim
+		// disconnected"), so "the log is empty" is no test of that.
+		_ = os.Remove(filepath.Join(d.dir, "containerd.log"))
+	}
+	lock := filepath.Join(d.dir, "lock")
+	_ = os.Remove(lock) // still held: no one can take it between here and Close
+	d.lock.Close()
+	out = append(out, observePath("tempdir", lock, "private containerd lock"))
+	return out
+}
+
+// removeEmptyDirs removes dir and every directory below it that holds
+// nothing but empty directories; it never removes a file.
+func removeEmptyDirs(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			removeEmptyDirs(filepath.Join(dir, e.Name()))
+		}
+	}
+	_ = os.Remove(dir)
 }
 
 // lookDaemonPath finds an executable on the PATH the daemon and its shims

@@ -51,6 +51,7 @@ func (s *Sandbox) ensureKeeper(ctx context.Context) error {
 		return err
 	}
 	spec.Annotations = map[string]string{shimGroupAnnotation: s.shimGroup()}
+	s.track(p.ID, "shim keeper")
 	c, err := s.client.NewContainer(ctx, p.ID,
 		containerd.WithSpec(spec),
 		containerd.WithRuntime(runtimeName, s.runtimeOptions),
@@ -59,7 +60,7 @@ func (s *Sandbox) ensureKeeper(ctx context.Context) error {
 	if err != nil {
 		return rmerr.Wrap(rmerr.SandboxRuntime, err, "creating shim keeper")
 	}
-	if _, err := c.NewTask(ctx, cio.NullIO); err != nil {
+	if _, err := c.NewTask(ctx, cio.NullIO, hostRootFS(p)...); err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		_ = s.remove(cctx, c)

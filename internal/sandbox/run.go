@@ -111,6 +111,7 @@ func (s *Sandbox) Prepare(ctx context.Context, spec Spec) (*Task, error) {
 		s.inflight.Done()
 		return nil, err
 	}
+	s.track(p.ID, "check run")
 	t, err := s.prepare(s.ctx(ctx), p)
 	if err != nil {
 		s.inflight.Done()
@@ -122,6 +123,7 @@ func (s *Sandbox) Prepare(ctx context.Context, spec Spec) (*Task, error) {
 // runPlan prepares and runs a validated plan (the probe's) within a Run or
 // Probe that already holds its inflight slot.
 func (s *Sandbox) runPlan(ctx context.Context, p *plan) (Result, error) {
+	s.track(p.ID, "sandbox probe")
 	t, err := s.prepare(ctx, p)
 	if err != nil {
 		return Result{ID: p.ID}, err
@@ -205,7 +207,7 @@ func (s *Sandbox) prepare(ctx context.Context, p *plan) (_ *Task, retErr error) 
 	if err != nil {
 		return nil, err
 	}
-	t.task, err = c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, t.stdout, t.stderr), cio.WithFIFODir(fifoDir)))
+	t.task, err = c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, t.stdout, t.stderr), cio.WithFIFODir(fifoDir)), hostRootFS(p)...)
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.SandboxRuntime, err, "creating task %s", p.ID)
 	}
@@ -518,7 +520,7 @@ func (s *Sandbox) etcFiles(uid, gid uint32) ([]bind, error) {
 	key := [2]uint32{uid, gid}
 	dir, ok := s.etcDirs[key]
 	if !ok {
-		dir = filepath.Join(s.workDir, "etc", strconv.FormatUint(uint64(uid), 10)+"-"+strconv.FormatUint(uint64(gid), 10))
+		dir = filepath.Join(s.workDir, "etc", ownerDirName(s.owner), strconv.FormatUint(uint64(uid), 10)+"-"+strconv.FormatUint(uint64(gid), 10))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, rmerr.Wrap(rmerr.SandboxRuntime, err, "creating %s", dir)
 		}

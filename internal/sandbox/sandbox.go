@@ -15,6 +15,7 @@ import (
 
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 
@@ -76,7 +77,13 @@ type Sandbox struct {
 	// held open for writing while this Sandbox lives.
 	initBin  string
 	lifeline *os.File
+
+	// created is every container id this Sandbox asked containerd for, in
+	// order, with what it was for: CloseObserved looks for each again.
+	created []createdContainer
 }
+
+type createdContainer struct{ id, role string }
 
 // Connect reaches containerd (or starts a private one) and returns a Sandbox
 // using it. It never falls back to anything weaker than a containerd task.
@@ -138,6 +145,7 @@ func Connect(ctx context.Context, o Options) (*Sandbox, error) {
 		c, err := dial(ctx, d.address, o.Namespace, 5*time.Second)
 		if err != nil {
 			d.stop()
+			d.lock.Close()
 			return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "connecting to private containerd")
 		}
 		s.client, s.address, s.private = c, d.address, d
@@ -183,10 +191,38 @@ func (s *Sandbox) Private() bool { return s.private != nil }
 // Close waits for running Runs, closes the connection and stops a private
 // containerd. It is idempotent.
 func (s *Sandbox) Close() error {
+	_, err := s.CloseObserved()
+	return err
+}
+
+// Resource is one thing a Sandbox created, looked for again after its
+// removal: a container (check run, sandbox probe, shim keeper), the task
+// bundle containerd made for it, this process's working directories, the
+// private containerd.
+type Resource struct {
+	// Kind is in the terminal statement's vocabulary: "container", "task"
+	// (the task's bundle directories), "tempdir" (a working directory).
+	Kind   string
+	ID     string // container id or path
+	Gone   bool
+	Detail string
+}
+
+// ownedSubdirs are this process's working directories under workDir, one
+// per owner (ownerDirName), removed by Close and, for a dead owner, Sweep.
+var ownedSubdirs = []string{"fifo", "probe", "etc"}
+
+// CloseObserved closes the Sandbox as Close does and reports every
+// resource it created, each looked for again once removed: a container is
+// gone when containerd no longer knows it, its bundle when neither of
+// containerd's per-task directories exists (the symptom of issue #13 S7:
+// containerd deletes the task but cannot remove a bundle rootfs that is
+// not empty). The first call does the work; later calls return nothing.
+func (s *Sandbox) CloseObserved() ([]Resource, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	s.closed = true
 	s.mu.Unlock()
@@ -194,19 +230,157 @@ func (s *Sandbox) Close() error {
 	s.cleaning.Wait()
 	s.mu.Lock()
 	err := errors.Join(s.cleanupErrs...)
+	created := append([]createdContainer(nil), s.created...)
 	s.mu.Unlock()
 	err = errors.Join(err, s.dropKeeper())
 	err = errors.Join(err, s.closeLifeline())
-	// This process's FIFO and probe directories are not leftovers: remove
-	// them now, so the next run's sweep reports only what a crash left.
-	for _, sub := range []string{"fifo", "probe"} {
-		err = errors.Join(err, os.RemoveAll(filepath.Join(s.workDir, sub, ownerDirName(s.owner))))
+	var out []Resource
+	// This process's working directories are not leftovers: remove them
+	// now, so the next run's sweep reports only what a crash left.
+	for _, sub := range ownedSubdirs {
+		dir := filepath.Join(s.workDir, sub, ownerDirName(s.owner))
+		rerr := os.RemoveAll(dir)
+		err = errors.Join(err, rerr)
+		// The parent stays (empty): another live runmill may be creating
+		// its own directory in it right now.
+		out = append(out, observePath("tempdir", dir, "this process's sandbox "+sub+" directory"))
 	}
+	ctx, cancel := context.WithTimeout(s.ctx(context.Background()), cleanupTimeout)
+	defer cancel()
+	for _, c := range created {
+		gone, gerr := s.containerGone(ctx, c.id)
+		detail := c.role
+		if gerr != nil {
+			detail += ": " + gerr.Error()
+		}
+		out = append(out, Resource{Kind: "container", ID: c.id, Gone: gone, Detail: detail})
+	}
+	roots := s.bundleRoots(ctx)
 	err = errors.Join(err, s.client.Close())
 	if s.private != nil {
 		err = errors.Join(err, s.private.stop())
 	}
-	return err
+	// Bundles are looked for once the daemon is stopped: nothing it does
+	// later can then still be pending.
+	bundlesGone := true
+	for _, c := range created {
+		r := observeBundle(roots, s.namespace, c)
+		bundlesGone = bundlesGone && r.Gone
+		out = append(out, r)
+	}
+	if s.private != nil {
+		out = append(out, s.private.tidy(bundlesGone)...)
+	}
+	return out, err
+}
+
+// track records a container id before containerd is asked for it, so one
+// whose creation fails halfway is looked for too.
+func (s *Sandbox) track(id, role string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.created = append(s.created, createdContainer{id, role})
+}
+
+// containerGone is Gone without waiting for this process's deletions
+// (CloseObserved has already waited for them).
+func (s *Sandbox) containerGone(ctx context.Context, id string) (bool, error) {
+	_, err := s.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, rmerr.Wrap(rmerr.SandboxRuntime, err, "looking up container %s", id)
+	}
+	return false, nil
+}
+
+// runtimeV2 is the directory containerd's runtime v2 keeps task bundles
+// in, under both its state and its root directory.
+const runtimeV2 = "io.containerd.runtime.v2.task"
+
+// bundleRoots are the directories a task's bundle lives under: exactly the
+// private daemon's; for another daemon its state directory is taken to be
+// the socket's directory (containerd's default layout: /run/containerd) or
+// its state/ (the layout of a private daemon of another runmill), and its
+// root is read from the metadata plugin's exported database path.
+// Roots that cannot be found are left out; observeBundle then says so.
+func (s *Sandbox) bundleRoots(ctx context.Context) []string {
+	if s.private != nil {
+		return []string{filepath.Join(s.private.dir, "state", runtimeV2), filepath.Join(s.private.dir, "root", runtimeV2)}
+	}
+	var roots []string
+	// The socket's directory is the state directory in containerd's
+	// default layout, and holds it as state/ in a private daemon's.
+	sock := filepath.Dir(strings.TrimPrefix(s.address, "unix://"))
+	for _, d := range []string{filepath.Join(sock, runtimeV2), filepath.Join(sock, "state", runtimeV2)} {
+		if isDir(d) {
+			roots = append(roots, d)
+		}
+	}
+	if ps, err := s.client.IntrospectionService().Plugins(ctx); err == nil {
+		for _, p := range ps.Plugins {
+			if path := p.Exports["path"]; p.Type == "io.containerd.metadata.v1" && path != "" {
+				if d := filepath.Join(filepath.Dir(filepath.Dir(path)), runtimeV2); isDir(d) {
+					roots = append(roots, d)
+				}
+			}
+		}
+	}
+	return roots
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+func observeBundle(roots []string, namespace string, c createdContainer) Resource {
+	r := Resource{Kind: "task", ID: c.id, Gone: true, Detail: "task bundle of the " + c.role}
+	if len(roots) == 0 {
+		r.Gone, r.Detail = false, r.Detail+": containerd's bundle directories could not be located, so it was not observed gone"
+		return r
+	}
+	for _, root := range roots {
+		dir := filepath.Join(root, namespace, c.id)
+		if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+			r.Gone = false
+			r.Detail += ": still present at " + dir
+			if err != nil {
+				r.Detail += " (" + err.Error() + ")"
+			}
+			return r
+		}
+	}
+	r.Detail += ", looked for under " + strings.Join(roots, " and ")
+	return r
+}
+
+func observePath(kind, path, detail string) Resource {
+	_, err := os.Lstat(path)
+	gone := errors.Is(err, os.ErrNotExist)
+	if !gone && err != nil {
+		detail += ": " + err.Error()
+	}
+	return Resource{Kind: kind, ID: path, Gone: gone, Detail: detail}
+}
+
+// hostRootFS is the root of a task without an image: an empty tmpfs the
+// shim mounts on the bundle's rootfs directory and unmounts when the task
+// is deleted. runc creates the mount points of the binds (etc, usr,
+// .runmill, …) in the root; were that the bundle's plain directory, they
+// would stay in it, and containerd, which removes the rootfs with rmdir,
+// would leave every bundle behind ("failed to remove bundle rootfs:
+// directory not empty", issue #13 S7). The task still sees it read-only
+// (spec Root.Readonly).
+func hostRootFS(p *plan) []containerd.NewTaskOpts {
+	if p.Image != "" {
+		return nil // the snapshot's mounts are the root, and go with it
+	}
+	return []containerd.NewTaskOpts{containerd.WithRootFS([]mount.Mount{{
+		Type: "tmpfs", Source: "tmpfs",
+		Options: []string{"nosuid", "nodev", "mode=0755", "size=1m", "nr_inodes=4096"},
+	}})}
 }
 
 // begin registers a Run so Close waits for its cleanup.

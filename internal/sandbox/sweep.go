@@ -3,16 +3,22 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/containerd/errdefs"
+
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
 // Sweep removes what runs of a crashed runmill left behind: every container
 // (with its task, killed, and its snapshot) labelled by a runmill process
-// that no longer exists, and that process's FIFO and probe directories.
+// that no longer exists, that process's FIFO, probe and /etc directories,
+// and task bundles containerd kept after deleting their tasks (runmill
+// before the fix of issue #13 S7 left one per task).
 // Containers of live runmill processes, this one included, and of processes
 // in another PID namespace (which this one cannot judge) are left alone. It
 // returns what it removed, for the run's record.
@@ -46,7 +52,9 @@ func (s *Sandbox) Sweep(ctx context.Context) (removed []string, err error) {
 		}
 		removed = append(removed, "container "+c.ID())
 	}
-	for _, sub := range []string{"fifo", "probe"} {
+	rb, berrs := s.sweepBundles(ctx)
+	removed, errs = append(removed, rb...), append(errs, berrs...)
+	for _, sub := range ownedSubdirs {
 		dir := filepath.Join(s.workDir, sub)
 		entries, err := os.ReadDir(dir)
 		if errors.Is(err, os.ErrNotExist) {
@@ -77,4 +85,54 @@ func (s *Sandbox) Sweep(ctx context.Context) (removed []string, err error) {
 		return removed, rmerr.Wrap(rmerr.SandboxCleanup, err, "sweeping leftovers")
 	}
 	return removed, nil
+}
+
+// sweepBundles removes the task bundles in runmill's namespace whose
+// container containerd no longer knows. containerd deletes a task's bundle
+// before its container record, and a bundle is made only for an existing
+// container, so such a bundle belongs to no run, live or dead. Only a
+// rootfs that is not a mount point and holds nothing but empty directories
+// (runc's mount points) is removed; anything else is reported and left.
+func (s *Sandbox) sweepBundles(ctx context.Context) (removed []string, errs []error) {
+	points, _ := mountinfo.Self()
+	mounted := map[string]bool{}
+	for _, p := range points {
+		mounted[p] = true
+	}
+	for _, root := range s.bundleRoots(ctx) {
+		dir := filepath.Join(root, s.namespace)
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			if _, err := s.client.LoadContainer(ctx, e.Name()); !errdefs.IsNotFound(err) {
+				continue // its container exists (or cannot be judged)
+			}
+			bundle := filepath.Join(dir, e.Name())
+			rootfs := filepath.Join(bundle, "rootfs")
+			if mounted[rootfs] {
+				errs = append(errs, fmt.Errorf("task bundle %s: its rootfs is still mounted; left in place", bundle))
+				continue
+			}
+			removeEmptyDirs(rootfs)
+			if _, err := os.Lstat(rootfs); !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("task bundle %s: its rootfs holds files; left in place", bundle))
+				continue
+			}
+			if err := os.RemoveAll(bundle); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, "task bundle "+bundle)
+		}
+	}
+	return removed, errs
 }
