@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -262,6 +263,19 @@ func TestVerifyCases(t *testing.T) {
 			inv.Passed = []report.TestID{}
 			Decide(p)
 		}), nil, nil, VerifyOptions{}, ReasonVerdictMismatch},
+		// Issue 12: adopting runmill in one change. The repository policy
+		// is new (read from the candidate), so its checks have no baseline
+		// contract: a baseline that could not run is no missing evidence.
+		{"a check new in the change without a baseline inventory", resignWith(t, f, func(p *Delivery) {
+			p.Manifest.ReadFrom = discovery.ReadFromWorkingTree
+			p.Manifest.Policies.Repository.Commit = fixHead
+			b := &p.Checks[0]
+			b.ExitCode, b.Report = 127, nil
+			b.Observations = []verdict.Finding{{Rule: "report.empty", Message: "the command did not write the report"}}
+			b.Notes = []string{}
+			Judge(&p.Manifest, b)
+			Decide(p)
+		}), nil, withReadFrom(t, f.expectations, discovery.ReadFromWorkingTree), VerifyOptions{}, valid},
 		{"failed test named that the inventory does not fail", resignWith(t, f, func(p *Delivery) {
 			p.Checks[1].Report.FailedTests = []verdict.FailedTest{{ID: "calc::TestAdd"}}
 			Decide(p)
@@ -320,6 +334,22 @@ func pick(a, b []byte) []byte {
 
 func newKeyAt(t testing.TB, seedByte byte, from time.Time, validFor time.Duration) (*SigningKey, []byte) {
 	return newKey(t, seedByte, from, validFor)
+}
+
+// withReadFrom returns expectations observing the repository policy read
+// from the given place.
+func withReadFrom(t testing.TB, expectations []byte, rf discovery.ReadFrom) []byte {
+	t.Helper()
+	var e Expectations
+	if err := json.Unmarshal(expectations, &e); err != nil {
+		t.Fatal(err)
+	}
+	e.Policy.ReadFrom = rf
+	b, err := e.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // resignWith re-signs the fixture's statement after change.
