@@ -147,6 +147,11 @@ func Explain(dir string, d *evidence.Delivery) []Explanation {
 		var said strings.Builder
 		if rep := r.Report; rep != nil && rep.Inventory != nil {
 			x.FailedTests, x.FailedCount = rep.FailedTests, len(rep.Inventory.Failed)
+			if len(x.FailedTests) == 0 { // a record from before failed_tests: its ids
+				for _, id := range rep.Inventory.Failed[:min(len(rep.Inventory.Failed), verdict.MaxNamedFailures)] {
+					x.FailedTests = append(x.FailedTests, verdict.FailedTest{ID: id})
+				}
+			}
 			for _, t := range rep.FailedTests {
 				said.WriteString(t.Message + "\n")
 			}
