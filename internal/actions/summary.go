@@ -481,7 +481,7 @@ func whySection(run *Run, reasons []verdict.Finding) []string {
 			}
 		}
 		for _, h := range x.Hints {
-			lines = append(lines, fmt.Sprintf("- **Hint** (%s): %s Seen: %s", text(h.Cause), text(h.Fix), code(h.Line)))
+			lines = append(lines, fmt.Sprintf("- **Hint** (%s): %s — seen: %s", text(h.Cause), text(h.Fix), code(h.Line)))
 		}
 		for _, tl := range []struct {
 			name  string
@@ -518,7 +518,11 @@ func whySection(run *Run, reasons []verdict.Finding) []string {
 			}
 		}
 		if len(fields) > 0 {
-			overrides = append(overrides, fmt.Sprintf("- %s: the operator policy's definition replaces the repository's; the repository's %s no longer apply.", code(c.ID), strings.Join(fields, ", ")))
+			verb := "no longer apply"
+			if len(fields) == 1 {
+				verb = "no longer applies"
+			}
+			overrides = append(overrides, fmt.Sprintf("- %s: the operator policy's definition replaces the repository's; the repository's %s %s.", code(c.ID), strings.Join(fields, ", "), verb))
 		}
 	}
 	if len(overrides) > 0 {

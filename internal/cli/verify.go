@@ -278,8 +278,8 @@ func writeWhy(w io.Writer, d *evidence.Delivery, xs []engine.Explanation, runID 
 	var overrides []string
 	for _, c := range d.Manifest.Conflicts {
 		if fields := overridden(c); len(fields) > 0 {
-			overrides = append(overrides, fmt.Sprintf("  %s: the operator policy's definition replaces the repository's; the repository's %s no longer apply%s\n",
-				printable.Text(c.ID, maxIDBytes), strings.Join(fields, ", "), applyHint(fields)))
+			overrides = append(overrides, fmt.Sprintf("  %s: the operator policy's definition replaces the repository's; the repository's %s %s%s\n",
+				printable.Text(c.ID, maxIDBytes), strings.Join(fields, ", "), noLongerApply(len(fields)), applyHint(fields)))
 		}
 	}
 	if len(overrides) > 0 {
@@ -344,6 +344,13 @@ func overridden(c discovery.Conflict) []string {
 		}
 	}
 	return out
+}
+
+func noLongerApply(n int) string {
+	if n == 1 {
+		return "no longer applies"
+	}
+	return "no longer apply"
 }
 
 func applyHint(fields []string) string {
