@@ -271,7 +271,7 @@ func writeWhy(w io.Writer, d *evidence.Delivery, xs []engine.Explanation, runID 
 		if last := i == len(reasons)-1 || reasons[i+1].Check != f.Check; last && !explained[f.Check] {
 			explained[f.Check] = true
 			for _, x := range byCheck[f.Check] {
-				writeCauses(w, x)
+				writeCauses(w, x, "      ")
 			}
 		}
 	}
@@ -308,7 +308,7 @@ func writeWhy(w io.Writer, d *evidence.Delivery, xs []engine.Explanation, runID 
 
 // writeCauses prints what a failing run printed and the causes runmill
 // recognised in it.
-func writeCauses(w io.Writer, x engine.Explanation) {
+func writeCauses(w io.Writer, x engine.Explanation, indent string) {
 	phase := ""
 	if x.Phase == verdict.Baseline {
 		phase = " at the baseline"
@@ -320,13 +320,13 @@ func writeCauses(w io.Writer, x engine.Explanation) {
 		if len(s.lines) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "      %s%s, last %s:\n", s.name, phase, plural(len(s.lines), "line", "lines"))
+		fmt.Fprintf(w, "%s%s%s, last %s:\n", indent, s.name, phase, plural(len(s.lines), "line", "lines"))
 		for _, l := range s.lines {
-			fmt.Fprintf(w, "        | %s\n", l)
+			fmt.Fprintf(w, "%s  | %s\n", indent, l)
 		}
 	}
 	for _, h := range x.Hints {
-		fmt.Fprintf(w, "      hint%s (%s): %s\n        seen: %s\n", phase, h.Cause, h.Fix, h.Line)
+		fmt.Fprintf(w, "%shint%s (%s): %s\n%s  seen: %s\n", indent, phase, h.Cause, h.Fix, indent, h.Line)
 	}
 }
 
