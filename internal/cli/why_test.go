@@ -18,7 +18,8 @@ import (
 // summary. The causes are produced for real (a write into the read-only
 // checkout, a module lookup with the network off, a DNS lookup without a
 // network, a missing command, a flag the tests' own parser rejects), not
-// printed by a script.
+// printed by a script. The Go case compiles with a cold build cache, which
+// can take minutes on a loaded machine: its timeout is generous.
 
 type whyCase struct {
 	name     string
@@ -59,7 +60,7 @@ func TestVerifyWhy(t *testing.T) {
 			cand: map[string]string{"tests/a.test.js": strings.Replace(nodeWriteTest, "DIR", "'.'", 1)}},
 		{name: "module lookup with the network off",
 			base: map[string]string{
-				".runmill/checks.yaml": "checks:\n  - id: go\n    run: go test -json ./... > reports/go.json\n    report: {path: reports/go.json, format: go-json}\n    timeout: 120s\n",
+				".runmill/checks.yaml": "checks:\n  - id: go\n    run: go test -json ./... > reports/go.json\n    report: {path: reports/go.json, format: go-json}\n    timeout: 600s\n",
 				"go.mod":               "module example.com/calc\n\ngo 1.22\n",
 				"calc.go":              "package calc\n\nfunc Add(a, b int) int { return a + b }\n",
 				"calc_test.go":         "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"add\")\n\t}\n}\n",
