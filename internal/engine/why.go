@@ -159,7 +159,11 @@ func Explain(dir string, d *evidence.Delivery) []Explanation {
 				said.WriteString(f + "\n")
 			}
 		}
-		if r.Status != verdict.Passed && r.Started && x.FailedCount == 0 {
+		// The output says why only when the report does not: no usable
+		// report, or a failing exit or timeout its tests do not explain. A
+		// run refused for a missing or skipped test printed nothing about it.
+		noReport := r.Report == nil || r.Report.Inventory == nil
+		if r.Status != verdict.Passed && r.Started && x.FailedCount == 0 && (noReport || r.ExitCode != 0 || r.TimedOut) {
 			errTail, outTail := tail(dir, r.Stderr), tail(dir, r.Stdout)
 			for _, l := range slices.Concat(errTail, outTail) {
 				said.WriteString(l + "\n")
