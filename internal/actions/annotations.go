@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/verdict"
@@ -196,8 +197,21 @@ func (x *fileIndex) resolve(file, hint string) string {
 // location, then the remaining reasons and failing tests; warnings after.
 func annotations(run *Run, failing []failingTest, files *fileIndex) []Annotation {
 	var located, unlocated, warnings []Annotation
+	// The causes of a check's failure (engine.Explain) go with its first
+	// finding: one annotation says what broke and why.
+	causes := map[string]string{}
+	for _, x := range engine.Explain(run.Dir, &run.Delivery) {
+		if c := causeText(x); c != "" {
+			causes[x.Check] += c
+		}
+	}
 	for _, f := range run.Delivery.Verdict.Reasons() {
-		a := Annotation{Level: "error", Title: "runmill: " + findingTitle(f), Message: clip(findingText(f), maxAnnotationRunes)}
+		msg := findingText(f)
+		if c, ok := causes[f.Check]; ok && f.Check != "" {
+			msg += c
+			delete(causes, f.Check)
+		}
+		a := Annotation{Level: "error", Title: "runmill: " + findingTitle(f), Message: clip(msg, maxAnnotationRunes)}
 		if f.File != "" {
 			if p := files.resolveFinding(f.File); p != "" {
 				a.File, a.Line = p, max(f.Line, 0)
@@ -303,6 +317,33 @@ func findingText(f verdict.Finding) string {
 	if f.Hint != "" {
 		b.WriteString("\nFix: ")
 		b.WriteString(f.Hint)
+	}
+	return b.String()
+}
+
+// causeText is what an annotation adds of an explanation: the recognised
+// causes and, without failing tests (they have annotations of their own),
+// the last lines the run printed. The lines are already escaped
+// (printable); go-githubactions escapes the message for the command.
+func causeText(x engine.Explanation) string {
+	var b strings.Builder
+	phase := ""
+	if x.Phase == verdict.Baseline {
+		phase = " at the baseline"
+	}
+	for _, h := range x.Hints {
+		fmt.Fprintf(&b, "\nCause%s (%s): %s\n  seen: %s", phase, h.Cause, h.Fix, h.Line)
+	}
+	for _, t := range []struct {
+		name  string
+		lines []string
+	}{{"stderr", x.StderrTail}, {"stdout", x.StdoutTail}} {
+		if len(t.lines) > 0 {
+			fmt.Fprintf(&b, "\nLast lines of %s%s:", t.name, phase)
+			for _, l := range t.lines {
+				b.WriteString("\n  " + l)
+			}
+		}
 	}
 	return b.String()
 }

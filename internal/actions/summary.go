@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -119,6 +120,7 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 		}
 		head = append(head, "")
 	}
+	head = append(head, whySection(run, reasons)...)
 	if notes := notesOf(d); len(notes) > 0 {
 		head = append(head, fmt.Sprintf("<details><summary>Notes (%d)</summary>", len(notes)), "")
 		for _, n := range notes {
@@ -444,4 +446,128 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// whySection says in words why each check run did not pass — its failing
+// tests with their messages, the last lines it printed when no report names
+// a failed test, the causes runmill recognises (engine.Explain, the same
+// as the console's Why: block) — then which repository fields an operator
+// definition replaced, and what an unproven required check cannot detect.
+func whySection(run *Run, reasons []verdict.Finding) []string {
+	d := &run.Delivery
+	xs := engine.Explain(run.Dir, d)
+	var out []string
+	var causes []string
+	for _, x := range xs {
+		if x.Status == verdict.Passed {
+			continue
+		}
+		phase := ""
+		if x.Phase == verdict.Baseline {
+			phase = " at the baseline"
+		}
+		var lines []string
+		if x.FailedCount > 0 {
+			lines = append(lines, fmt.Sprintf("- %s failed:", plural(x.FailedCount, "test", "tests")))
+			for _, t := range x.FailedTests {
+				l := "  - " + code(string(t.ID))
+				if t.Message != "" {
+					l += " — " + text(t.Message)
+				}
+				lines = append(lines, l)
+			}
+			if rest := x.FailedCount - len(x.FailedTests); rest > 0 {
+				lines = append(lines, fmt.Sprintf("  - … and %d more (the evidence lists all)", rest))
+			}
+		}
+		for _, h := range x.Hints {
+			lines = append(lines, fmt.Sprintf("- **Hint** (%s): %s — seen: %s", text(h.Cause), text(h.Fix), code(h.Line)))
+		}
+		for _, tl := range []struct {
+			name  string
+			lines []string
+		}{{"stderr", x.StderrTail}, {"stdout", x.StdoutTail}} {
+			if len(tl.lines) == 0 {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("- Last %s of %s%s:", plural(len(tl.lines), "line", "lines"), tl.name, phase), "")
+			lines = append(lines, fenced(tl.lines)...)
+			lines = append(lines, "")
+		}
+		if len(lines) == 0 {
+			continue
+		}
+		causes = append(causes, fmt.Sprintf("**%s**%s:", code(x.Check), phase), "")
+		causes = append(causes, lines...)
+		causes = append(causes, "")
+	}
+	if len(causes) > 0 {
+		out = append(out, "### Why", "")
+		out = append(out, causes...)
+	}
+	var overrides []string
+	for _, c := range d.Manifest.Conflicts {
+		if c.Winner != discovery.DefinedByOperator {
+			continue
+		}
+		var fields []string
+		for _, f := range c.Fields {
+			// Both documents' requirement rules apply (spec § 1).
+			if f != "paths" && f != "required" {
+				fields = append(fields, code(f))
+			}
+		}
+		if len(fields) > 0 {
+			verb := "no longer apply"
+			if len(fields) == 1 {
+				verb = "no longer applies"
+			}
+			overrides = append(overrides, fmt.Sprintf("- %s: the operator policy's definition replaces the repository's; the repository's %s %s.", code(c.ID), strings.Join(fields, ", "), verb))
+		}
+	}
+	if len(overrides) > 0 {
+		out = append(out, "### Overrides", "")
+		out = append(out, overrides...)
+		out = append(out, "")
+	}
+	var unproven []string
+	for _, x := range xs {
+		if x.Unproven != "" {
+			unproven = append(unproven, fmt.Sprintf("- %s: %s", code(x.Check), text(x.Unproven)))
+		}
+	}
+	if len(unproven) > 0 {
+		head := "### Unproven"
+		if !d.Verdict.FailOnSkippedCheck {
+			head += " (allowed: `verification.fail_on_skipped_check` is false)"
+		}
+		out = append(out, head, "")
+		out = append(out, unproven...)
+		out = append(out, "")
+	}
+	return out
+}
+
+// fenced renders escaped one-line strings as a fenced code block whose
+// fence is longer than any backtick or tilde run inside, so no line can
+// end it.
+func fenced(lines []string) []string {
+	longest := 2
+	for _, l := range lines {
+		run := 0
+		for _, r := range l {
+			if r == '`' {
+				run++
+				longest = max(longest, run)
+			} else {
+				run = 0
+			}
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	out := []string{fence + "text"}
+	for _, l := range lines {
+		out = append(out, clip(l, maxCellRunes))
+	}
+	return append(out, fence)
 }

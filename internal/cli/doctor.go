@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -17,7 +18,9 @@ import (
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
+	"github.com/runmill/verify/pkg/verdict"
 )
 
 // Doctor check names: the stable interface of `runmill doctor --check`.
@@ -28,9 +31,14 @@ const (
 	doctorDependencies = "verification:dependencies"
 	doctorPolicy       = "policy"
 	doctorState        = "state"
+	doctorBaseChecks   = "checks"
 )
 
+// doctorChecks run by default; doctorBaseChecks runs the repository's test
+// suites, so it is asked for by name.
 var doctorChecks = []string{doctorContainerd, doctorSandbox, doctorPytest, doctorDependencies, doctorPolicy, doctorState}
+
+var doctorKnown = append(slices.Clone(doctorChecks), doctorBaseChecks)
 
 // DependencyRequest asks whether the prepared dependencies for one
 // strategy match the trusted base (spec § 3, step 2): the source checkout's
@@ -62,6 +70,8 @@ type doctorResult struct {
 	Detail string     `json:"detail"`
 	Code   rmerr.Code `json:"code,omitempty"`
 	Fix    string     `json:"fix,omitempty"`
+	// Checks are the base's checks as doctor --check checks ran them.
+	Checks []engine.CheckDiagnosis `json:"checks,omitempty"`
 }
 
 func failed(name string, err error) doctorResult {
@@ -100,6 +110,10 @@ func init() {
   verification:dependencies  prepared dependencies of the checks that declare them match the base
   policy                     .runmill/checks.yaml at --base (default HEAD) and --policy load strictly
   state                      the state directory's size (runs and caches) and the retention rule pruning its runs
+  checks                     (only by name) runs each check of --base once in the sandbox, exactly as
+                             verification runs a candidate (operator policy, prepared dependencies),
+                             and says per check: passed or failed with the cause, proven or unproven,
+                             the tests its report found
 
 --check (repeatable, or comma-separated) runs only the named checks.
 Exit: 0 every check passed · 1 a check failed · 2 usage.`,
@@ -109,10 +123,10 @@ Exit: 0 every check passed · 1 a check failed · 2 usage.`,
 		var asJSON bool
 		var names []string
 		fs := newFlags(c, s)
-		fs.Func("check", "run only check `NAME` ("+strings.Join(doctorChecks, ", ")+")", func(v string) error {
+		fs.Func("check", "run only check `NAME` ("+strings.Join(doctorKnown, ", ")+")", func(v string) error {
 			for _, n := range strings.Split(v, ",") {
-				if n = strings.TrimSpace(n); !slices.Contains(doctorChecks, n) {
-					return fmt.Errorf("unknown check %q (known: %s)", n, strings.Join(doctorChecks, ", "))
+				if n = strings.TrimSpace(n); !slices.Contains(doctorKnown, n) {
+					return fmt.Errorf("unknown check %q (known: %s)", n, strings.Join(doctorKnown, ", "))
 				}
 				names = append(names, n)
 			}
@@ -156,9 +170,13 @@ Exit: 0 every check passed · 1 a check failed · 2 usage.`,
 					word = "FAIL"
 				}
 				fmt.Fprintf(s.Out, "%s  %-26s %s\n", word, r.Name, r.Detail)
-				if !r.OK {
+				if !r.OK && r.Fix != "" {
 					fmt.Fprintf(s.Out, "      %-26s fix: %s\n", "", r.Fix)
 				}
+				writeBaseChecks(s.Out, r.Checks)
+			}
+			if !slices.Contains(o.checks, doctorBaseChecks) {
+				fmt.Fprintln(s.Out, "note: the checks themselves were not run; 'runmill doctor --check checks' runs each once in the sandbox")
 			}
 		}
 		if !ok {
@@ -219,6 +237,9 @@ func runDoctor(ctx context.Context, o doctorOptions) []doctorResult {
 	}
 	if want(doctorDependencies) {
 		out = append(out, doctorDeps(ctx, o, pol, polErr))
+	}
+	if want(doctorBaseChecks) {
+		out = append(out, doctorBase(ctx, o))
 	}
 	if want(doctorPolicy) {
 		if polErr != nil {
@@ -466,4 +487,70 @@ func shellWord(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// doctorBase runs the base's checks once (engine.CheckBase). It fails when
+// a check failed, or when a required check is unproven under a policy whose
+// gate blocks on it: the first pull request would not be merge-ready.
+func doctorBase(ctx context.Context, o doctorOptions) doctorResult {
+	stateDir := o.stateDir
+	if stateDir == "" {
+		d, err := os.MkdirTemp("", "runmill-doctor-")
+		if err != nil {
+			return failed(doctorBaseChecks, rmerr.Wrap(rmerr.SandboxUnavailable, err, "creating a state directory").WithHint("set TMPDIR to a writable directory, or pass --out"))
+		}
+		defer os.RemoveAll(d)
+		stateDir = d
+	}
+	bc, err := engine.CheckBase(ctx, engine.DoctorChecksOptions{RepoDir: o.repo, Base: o.base, PolicyFile: o.policyFile,
+		StateDir: stateDir, ContainerdAddress: o.containerdAddress})
+	if err != nil {
+		if rmerr.CodeOf(err) == "" {
+			err = rmerr.Wrap(rmerr.InitChecks, err, "running the base's checks").WithHint("fix what the error names (--out must be a writable directory), then run the doctor again")
+		}
+		return failed(doctorBaseChecks, err)
+	}
+	var failedN, unprovenN int
+	for _, c := range bc.Checks {
+		if c.Status != verdict.Passed {
+			failedN++
+		} else if c.Coverage != verdict.Proven {
+			unprovenN++
+		}
+	}
+	r := doctorResult{Name: doctorBaseChecks, Checks: bc.Checks,
+		Detail: fmt.Sprintf("%s run once at the base %s: %d passed, %d failed, %d unproven", plural(len(bc.Checks), "check", "checks"), short(bc.Base),
+			len(bc.Checks)-failedN, failedN, unprovenN)}
+	blocked := unprovenN > 0 && bc.FailOnSkippedCheck
+	r.OK = failedN == 0 && !blocked && len(bc.Checks) > 0
+	switch {
+	case len(bc.Checks) == 0:
+		r.Code, r.Fix = rmerr.InitChecks, "declare checks in .runmill/checks.yaml (runmill init writes a starter)"
+	case failedN > 0:
+		r.Code, r.Fix = rmerr.InitChecks, "a pull request would not be merge-ready: fix each failed check as its cause says, then run this again"
+	case blocked:
+		r.Code, r.Fix = rmerr.InitChecks, "verification.fail_on_skipped_check is true: declare a report for each unproven check (as said above)"
+	}
+	return r
+}
+
+// writeBaseChecks renders doctor --check checks' per-check lines, with
+// the causes as verify's Why: block says them.
+func writeBaseChecks(w io.Writer, cs []engine.CheckDiagnosis) {
+	for _, c := range cs {
+		tests := "no report"
+		if c.Tests != nil {
+			tests = fmt.Sprintf("%d tests found (%d passed, %d failed, %d skipped)", c.Tests.Passed+c.Tests.Failed+c.Tests.Skipped, c.Tests.Passed, c.Tests.Failed, c.Tests.Skipped)
+		}
+		fmt.Fprintf(w, "      %-20s %-7s %-9s %s\n", printable.Text(c.Check, maxIDBytes), c.Status, c.Coverage, tests)
+		for _, f := range c.Findings {
+			fmt.Fprintf(w, "        - %s\n", printable.Text(f.Message, maxMessageBytes))
+		}
+		if c.Why != nil {
+			writeCauses(w, *c.Why, "        ")
+			if c.Why.Unproven != "" {
+				fmt.Fprintf(w, "        unproven: %s\n", c.Why.Unproven)
+			}
+		}
+	}
 }

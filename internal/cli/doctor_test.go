@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,7 +213,7 @@ func TestDoctorTextAndAll(t *testing.T) {
 	r := policyRepo(t, "checks:\n  - id: web\n    run: x\n    dependencies: npm\n")
 	code, out, _ := runCLI(t, "", "doctor", "--repo", r.Dir, "--containerd-address", containerdAddress)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 1 || len(lines) != 7 || !strings.HasPrefix(lines[0], "PASS  containerd") || !strings.HasPrefix(lines[1], "PASS  sandbox") ||
+	if code != 1 || len(lines) != 8 || !strings.HasPrefix(lines[7], "note: the checks themselves were not run") || !strings.HasPrefix(lines[0], "PASS  containerd") || !strings.HasPrefix(lines[1], "PASS  sandbox") ||
 		!strings.HasPrefix(lines[2], "PASS  pytest") || !strings.HasPrefix(lines[3], "FAIL  verification:dependencies") ||
 		!strings.Contains(lines[4], "fix: ") || !strings.HasPrefix(lines[5], "PASS  policy") || !strings.HasPrefix(lines[6], "PASS  state") {
 		t.Fatalf("exit %d, output:\n%s", code, out)
@@ -356,5 +357,70 @@ func TestDoctorState(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "PASS  state") || !strings.Contains(out, state+" uses ") ||
 		!strings.Contains(out, ": 1 runs (") || !strings.Contains(out, "KiB), the rest") || !strings.Contains(out, "last 50 and older than 14 days") {
 		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+}
+
+// TestDoctorChecks: doctor --check checks runs the base's checks in the
+// sandbox and says per check what verification would: one passes proven,
+// one fails writing into the read-only checkout (and says so), one passes
+// unproven — which the specification's default gate blocks.
+func TestDoctorChecks(t *testing.T) {
+	needContainerd(t)
+	r := policyRepo(t, `checks:
+  - id: pass
+    run: sh tests/tap.sh > reports/pass.tap
+    report: {path: reports/pass.tap, format: tap}
+  - id: scratch
+    run: echo x > scratch.txt
+  - id: smoke
+    run: "true"
+`)
+	r.Write("tests/tap.sh", "echo 'ok 1 adds'\necho 'ok 2 subtracts'\necho '1..2'\n")
+	r.Commit("tests")
+	a := doctor(t, "--check", "checks", "--repo", r.Dir, "--containerd-address", containerdAddress)
+	if a.OK || len(a.Checks) != 1 || a.Checks[0].Code != rmerr.InitChecks || !strings.Contains(a.Checks[0].Detail, "3 checks run once at the base") ||
+		!strings.Contains(a.Checks[0].Detail, "2 passed, 1 failed, 1 unproven") {
+		t.Fatalf("answer %+v", a)
+	}
+	got := map[string]string{}
+	for _, c := range a.Checks[0].Checks {
+		s := string(c.Status) + "/" + string(c.Coverage)
+		if c.Tests != nil {
+			s += fmt.Sprintf("/%d", c.Tests.Passed)
+		}
+		if c.Why != nil {
+			for _, h := range c.Why.Hints {
+				s += "/" + h.Cause
+			}
+			if c.Why.Unproven != "" {
+				s += "/says unproven"
+			}
+		}
+		got[c.Check] = s
+	}
+	want := map[string]string{"pass": "passed/proven/2", "scratch": "failed/unproven/read-only checkout/says unproven", "smoke": "passed/unproven/says unproven"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("per check %v, want %v", got, want)
+	}
+	code, out, _ := runCLI(t, "", "doctor", "--check", "checks", "--repo", r.Dir, "--containerd-address", containerdAddress)
+	for _, w := range []string{"FAIL  checks", "scratch              failed  unproven  no report", "Read-only file system",
+		"hint (read-only checkout): the checkout is read-only during verification; write scratch files under $TMPDIR",
+		"unproven: no report is declared, so a deleted or skipped test cannot be detected"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("text output lacks %q:\n%s", w, out)
+		}
+	}
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+
+	// Without the failing check and with the pr-only gate, the same
+	// repository is ready: unproven is said, not blocking.
+	r.Write(".runmill/checks.yaml", "checks:\n  - id: pass\n    run: sh tests/tap.sh > reports/pass.tap\n    report: {path: reports/pass.tap, format: tap}\n  - id: smoke\n    run: \"true\"\n")
+	r.Commit("drop scratch")
+	op := operatorFile(t, "autonomy: pr-only\nverification:\n  fail_on_skipped_check: false\n")
+	a = doctor(t, "--check", "checks", "--repo", r.Dir, "--policy", op, "--containerd-address", containerdAddress)
+	if !a.OK || !strings.Contains(a.Checks[0].Detail, "2 passed, 0 failed, 1 unproven") {
+		t.Fatalf("pr-only answer %+v", a)
 	}
 }

@@ -27,6 +27,9 @@ vitest, mocha or node --test; pyproject.toml/pytest; Cargo.toml) and writes
 runmill parses (coverage proven), and an operator policy template (pr-only) that
 binds the toolchains this host's sandbox needs: to --operator-policy-out, which
 must lie outside the repository, else to stdout. It never overwrites a file.
+With --operator-policy-out, a repository that already has .runmill/checks.yaml
+keeps it, and init writes only the operator template, from that file's checks
+(an operator definition repeats the repository's dependencies: and timeout:).
 
 When a check declares prepared dependencies (dependencies: npm or go-modules),
 init then compares the source checkout with --base (default HEAD; fetch the
@@ -38,10 +41,15 @@ It writes no check that can only fail: the pytest check only when 'python3 -m
 pytest' runs with the interpreter the sandbox sees and the sandbox's environment;
 otherwise it is left commented out with the fix (RM-INIT-003).
 
-Exit: 0 written (and dependencies ready) · 1 written, but the dependencies are not
-ready (RM-VERIFY-005) or a check was left out because its toolchain does not work
-here (RM-INIT-003), with the fix · 2 nothing written: a file exists (RM-INIT-001),
-nothing recognised or writable (RM-INIT-002), usage.`,
+Then 'runmill doctor --check checks --policy FILE' runs each check once in the
+sandbox and says whether it will work.
+
+Exit: 0 written (and dependencies ready) · 1 written, but NOT READY: the
+dependencies are not ready (RM-VERIFY-005) or a check was left out because its
+toolchain does not work here (RM-INIT-003); init says what it wrote and what is
+missing · 2 nothing written: a file exists (RM-INIT-001; with
+--operator-policy-out an existing checks.yaml is kept instead), nothing
+recognised or writable (RM-INIT-002), usage.`,
 	}
 	c.run = func(ctx context.Context, s IO, args []string) error {
 		repo, out, base := ".", "", "HEAD"
@@ -96,8 +104,16 @@ nothing recognised or writable (RM-INIT-002), usage.`,
 			return rmerr.New(rmerr.InitExists, ".runmill exists and is not a directory").At(dir, 0).
 				WithHint("remove or rename it; init never follows a link out of the repository")
 		}
+		onlyOperator := false
 		if err := refuseExisting(checksFile); err != nil {
-			return err
+			// Issue 14: with --operator-policy-out, an existing checks.yaml
+			// is kept and only the operator template is written — from the
+			// repository's own checks, so the operator's definitions carry
+			// their dependencies: and timeout:.
+			if out == "" || rmerr.CodeOf(err) != rmerr.InitExists {
+				return err
+			}
+			onlyOperator = true
 		}
 		if out != "" {
 			abs, err := filepath.Abs(out)
@@ -117,6 +133,9 @@ nothing recognised or writable (RM-INIT-002), usage.`,
 			if err := refuseExisting(out); err != nil {
 				return err
 			}
+		}
+		if onlyOperator {
+			return initOperatorOnly(s, checksFile, out, plan)
 		}
 		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return rmerr.Wrap(rmerr.Usage, err, "creating .runmill").At(dir, 0)
@@ -163,7 +182,15 @@ nothing recognised or writable (RM-INIT-002), usage.`,
 			errs = append(errs, rmerr.New(rmerr.InitToolchain, "not written: %s", unusableSummary(files)).At(checksFile, 0).
 				WithHint("%s; then uncomment the check in %s and run 'runmill doctor --check pytest'", unusableFixes(files), policy.RepoPolicyPath))
 		}
-		return errors.Join(errs...)
+		err = errors.Join(errs...)
+		if err != nil {
+			// Exit 1: the files are written and right; what is missing is
+			// on this machine. Say both before the errors.
+			fmt.Fprintf(s.Err, "runmill init: WRITTEN %s and the operator template (%s), but NOT READY (exit 1): the errors below say what is missing; fix them, then run 'runmill doctor --check checks --policy FILE'\n", checksFile, where)
+		} else {
+			fmt.Fprintf(s.Err, "then: 'runmill doctor --check checks --policy FILE' runs each check once in the sandbox and says whether it will work\n")
+		}
+		return err
 	}
 	register(c)
 }
@@ -253,4 +280,35 @@ func initDependencies(ctx context.Context, s IO, root, baseRev string, plan init
 		fmt.Fprintf(s.Err, "  dependencies %s: %s\n", st, detail)
 	}
 	return errors.Join(errs...)
+}
+
+// initOperatorOnly writes the operator template for an existing
+// checks.yaml: its checks, with the tool each needs as detection names it
+// (by id), so the template's definitions repeat the repository's fields.
+func initOperatorOnly(s IO, checksFile, out string, detected initpolicy.Plan) error {
+	b, err := os.ReadFile(checksFile)
+	if err != nil {
+		return rmerr.Wrap(rmerr.Usage, err, "reading the existing checks").At(checksFile, 0)
+	}
+	doc, err := policy.ParseRepository(b, checksFile)
+	if err != nil {
+		return err
+	}
+	tools := map[string]initpolicy.Check{}
+	for _, c := range detected.Checks {
+		tools[c.Spec.ID] = c
+	}
+	var plan initpolicy.Plan
+	for _, spec := range doc.Value.Checks {
+		if d, ok := tools[spec.ID]; ok {
+			plan.Checks = append(plan.Checks, initpolicy.Check{Tool: d.Tool, Spec: spec, Comment: d.Comment})
+		}
+	}
+	files := initpolicy.Render(plan, initHost())
+	if err := writeNew(out, files.Operator, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.Err, "runmill init: %s exists and is kept; wrote only the operator policy template to %s (keep it outside the repository)\n", checksFile, out)
+	fmt.Fprintf(s.Err, "then: 'runmill doctor --check checks --policy %s' runs each check once in the sandbox and says whether it will work\n", out)
+	return nil
 }

@@ -53,7 +53,7 @@ func TestInitRefuses(t *testing.T) {
 		{"existing checks.yaml", func(t *testing.T, dir, op string) {
 			os.MkdirAll(filepath.Join(dir, ".runmill"), 0o755)
 			os.WriteFile(filepath.Join(dir, ".runmill", "checks.yaml"), []byte("mine\n"), 0o644)
-		}, nil, "/.runmill/checks.yaml: file exists"},
+		}, func(dir, op string) []string { return []string{"init", "--repo", dir} }, "/.runmill/checks.yaml: file exists"},
 		{"existing operator policy", func(t *testing.T, dir, op string) {
 			os.WriteFile(op, []byte("mine\n"), 0o644)
 		}, nil, "RM-INIT-001: "},
@@ -182,5 +182,38 @@ func TestInitPytestUsable(t *testing.T) {
 	code, _, errOut := runCLI(t, "", "init", "--repo", dir)
 	if has && (code != 0 || !strings.Contains(errOut, "checks: pytest")) || !has && code != 2 {
 		t.Fatalf("pytest importable: %v; exit %d stderr %s", has, code, errOut)
+	}
+}
+
+// TestInitOperatorOnly: with --operator-policy-out, a repository that
+// already has .runmill/checks.yaml keeps it, and init writes only the
+// operator template (issue 14), which parses.
+func TestInitOperatorOnly(t *testing.T) {
+	dir := goRepo(t)
+	checks := "checks:\n  - id: go\n    run: go test -json ./... > reports/go.json\n    report: {path: reports/go.json, format: go-json}\n    timeout: 5m\n    dependencies: go-modules\n"
+	os.MkdirAll(filepath.Join(dir, ".runmill"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".runmill", "checks.yaml"), []byte(checks), 0o644)
+	op := filepath.Join(t.TempDir(), "policy.yaml")
+	code, out, errOut := runCLI(t, "", "init", "--repo", dir, "--operator-policy-out", op)
+	if code != 0 || out != "" || !strings.Contains(errOut, "exists and is kept; wrote only the operator policy template") ||
+		!strings.Contains(errOut, "runmill doctor --check checks --policy "+op) {
+		t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ".runmill", "checks.yaml")); string(b) != checks {
+		t.Errorf("checks.yaml changed:\n%s", b)
+	}
+	b, err := os.ReadFile(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := policy.ParseOperator(b, op); err != nil {
+		t.Errorf("the template does not parse: %v\n%s", err, b)
+	}
+	// An invalid existing checks.yaml is the repository's error, not a
+	// template from nothing.
+	os.WriteFile(filepath.Join(dir, ".runmill", "checks.yaml"), []byte("mine\n"), 0o644)
+	code, _, errOut = runCLI(t, "", "init", "--repo", dir, "--operator-policy-out", filepath.Join(t.TempDir(), "p.yaml"))
+	if code == 0 || !strings.Contains(errOut, "RM-VERIFY-004") {
+		t.Errorf("invalid checks.yaml: exit %d stderr %q", code, errOut)
 	}
 }

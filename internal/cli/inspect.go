@@ -11,6 +11,7 @@ import (
 
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -44,27 +45,52 @@ Exit: 0 · 1 not found or unreadable.`,
 			fmt.Fprintf(s.Err, "runmill inspect: %v\n", err)
 			return answer()
 		}
+		d := &st.Predicate
+		// The stored outputs sit beside the statement (a run directory, or
+		// a downloaded artifact); elsewhere the causes lack their tails.
+		why := engine.Explain(filepath.Dir(src), d)
 		if asJSON {
 			enc := json.NewEncoder(s.Out)
 			enc.SetIndent("", "  ")
-			return enc.Encode(st.Predicate)
+			// The delivery record as signed, plus why each run did not pass:
+			// the full failed-test and missing-id lists are in the record.
+			return enc.Encode(struct {
+				*evidence.Delivery
+				Why []engine.Explanation `json:"why"`
+			}{d, nonNil(why)})
 		}
-		d := &st.Predicate
 		word := "NOT MERGE-READY"
 		if d.Verdict.MergeReady {
 			word = "MERGE-READY"
 		}
 		fmt.Fprintf(s.Out, "run %s: %s\nsource: %s\nrepository %s, candidate %s, base %s, tree %s\nrunmill %s, issued %s\n\n",
-			d.RunID, word, src, d.Candidate.Repository.Name, d.Candidate.Head, d.Candidate.Base, d.Candidate.Tree, d.RunmillVersion, d.IssuedAt)
+			printable.Text(d.RunID, maxIDBytes), word, printable.Text(src, 0), printable.Text(d.Candidate.Repository.Name, maxIDBytes),
+			printable.Text(d.Candidate.Head, maxIDBytes), printable.Text(d.Candidate.Base, maxIDBytes), printable.Text(d.Candidate.Tree, maxIDBytes),
+			printable.Text(d.RunmillVersion, maxIDBytes), printable.Text(d.IssuedAt, maxIDBytes))
 		tw := tabwriter.NewWriter(s.Out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "CHECK\tPHASE\tEXECUTOR\tCOMMIT\tSTATUS\tEXIT\tMS\tTREE BEFORE\tTREE AFTER\tSTDOUT SHA-256\tCOMMAND")
 		for _, r := range d.Checks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.CheckID, r.Phase, r.Executor, short(r.Commit), r.Status,
-				r.ExitCode, r.DurationMS, shortDigest(r.TreeBefore), shortDigest(r.TreeAfter), short(r.Stdout.SHA256), r.Command)
+			// The command is one line here, escaped: a multi-line script
+			// would otherwise break the table (and could print anything).
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", printable.Text(r.CheckID, maxIDBytes),
+				printable.Text(string(r.Phase), maxIDBytes), printable.Text(r.Executor, maxIDBytes), printable.Text(short(r.Commit), maxIDBytes),
+				printable.Text(string(r.Status), maxIDBytes), r.ExitCode, r.DurationMS, printable.Text(shortDigest(r.TreeBefore), maxIDBytes),
+				printable.Text(shortDigest(r.TreeAfter), maxIDBytes), printable.Text(short(r.Stdout.SHA256), maxIDBytes), printable.Text(r.Command, maxMessageBytes))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		writeWhy(s.Out, d, why, d.RunID)
+		return nil
 	}
 	register(c)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func shortDigest(d string) string {

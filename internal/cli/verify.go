@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
+	"github.com/runmill/verify/pkg/verdict"
 )
 
 func init() {
@@ -145,7 +149,9 @@ func runSummary(r *engine.Run) summary {
 }
 
 // printRun renders the verdict first, then one row per check run, then the
-// reasons with their codes.
+// reasons with their causes (issue 14: every refusal says why, in words),
+// the operator's overrides and the checks whose coverage is unproven.
+// Every repository-derived string goes through printable (issue 13 S5).
 func printRun(w io.Writer, r *engine.Run) {
 	d := &r.Delivery
 	verdictWord := "NOT MERGE-READY"
@@ -166,40 +172,199 @@ func printRun(w io.Writer, r *engine.Run) {
 			tree = "MOVED"
 		}
 		exit := fmt.Sprint(c.ExitCode)
-		if c.TimedOut {
+		switch {
+		case c.TimedOut:
 			exit = "timeout"
+		case !c.Started:
+			exit = "not run"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.CheckID, c.Phase, c.Status, c.Coverage, exit, tests, tree,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.Text(c.CheckID, maxIDBytes), c.Phase, c.Status, c.Coverage, exit, tests, tree,
 			(time.Duration(c.DurationMS) * time.Millisecond).String())
 	}
 	tw.Flush()
-	if reasons := d.Verdict.Reasons(); len(reasons) > 0 {
-		fmt.Fprintln(w, "\nWhy:")
-		for _, f := range reasons {
-			code := string(f.Code)
-			if code == "" {
-				code = f.Rule
-			}
-			loc := ""
-			if f.File != "" {
-				loc = fmt.Sprintf(" %s:%d", f.File, f.Line)
-			}
-			msg := f.Message
-			if len(f.IDs) > 0 {
-				ids := make([]string, len(f.IDs))
-				for i, id := range f.IDs {
-					ids[i] = string(id)
-				}
-				msg += ": " + strings.Join(ids, ", ")
-			}
-			fmt.Fprintf(w, "  %-14s %s%s %s\n", code, f.Check, loc, msg)
-		}
-	}
+	writeWhy(w, d, engine.Explain(r.Dir, d), r.ID)
 	fmt.Fprintf(w, "\nGitHub: %s\n", githubLine(d))
 	fmt.Fprintf(w, "Evidence: %s\n", r.Dir)
 	if r.BundlePath == "" {
 		fmt.Fprintln(w, "(unsigned: pass --signing-key to sign it)")
 	}
+}
+
+// Bounds of what the console quotes: one id, one message, the ids one
+// finding lists (the statement and --json keep all of them).
+const (
+	maxIDBytes      = 200
+	maxMessageBytes = 600
+	maxListedIDs    = 20
+)
+
+// writeWhy renders the Why:, Overrides: and Unproven: blocks shared by
+// verify and inspect: each reason with its code, check and message, the
+// test ids it names one per line (capped), and after a check's last reason
+// what its runs printed and the causes runmill recognises (engine.Explain).
+func writeWhy(w io.Writer, d *evidence.Delivery, xs []engine.Explanation, runID string) {
+	byCheck := map[string][]engine.Explanation{}
+	for _, x := range xs {
+		byCheck[x.Check] = append(byCheck[x.Check], x)
+	}
+	explained := map[string]bool{}
+	reasons := d.Verdict.Reasons()
+	if len(reasons) > 0 {
+		fmt.Fprintln(w, "\nWhy:")
+	}
+	for i, f := range reasons {
+		code := string(f.Code)
+		if code == "" {
+			code = f.Rule
+		}
+		loc := ""
+		if f.File != "" {
+			loc = " " + printable.Text(f.File, maxIDBytes)
+			if f.Line > 0 {
+				loc += fmt.Sprintf(":%d", f.Line)
+			}
+		}
+		check := ""
+		if f.Check != "" {
+			check = " " + printable.Text(f.Check, maxIDBytes)
+		}
+		msg := f.Message
+		var listed []string
+		if f.Rule == verdict.RuleTestsFailed {
+			// The message names the tests on one line; they are listed below,
+			// each with its message.
+			msg, _, _ = strings.Cut(msg, ": ")
+			for _, x := range byCheck[f.Check] {
+				if x.Phase != verdict.Candidate {
+					continue
+				}
+				for _, t := range x.FailedTests {
+					l := printable.Text(string(t.ID), maxIDBytes)
+					if t.Message != "" {
+						l += " — " + printable.Text(t.Message, maxMessageBytes)
+					}
+					listed = append(listed, l)
+				}
+				if rest := x.FailedCount - len(x.FailedTests); rest > 0 {
+					listed = append(listed, fmt.Sprintf("… and %d more (runmill inspect %s --json)", rest, runID))
+				}
+			}
+		} else {
+			for j, id := range f.IDs {
+				if j == maxListedIDs {
+					listed = append(listed, fmt.Sprintf("… and %d more (runmill inspect %s --json lists all)", len(f.IDs)-maxListedIDs, runID))
+					break
+				}
+				listed = append(listed, printable.Text(string(id), maxIDBytes))
+			}
+		}
+		if len(listed) > 0 {
+			msg += ":"
+		}
+		fmt.Fprintf(w, "  %-14s%s%s %s\n", code, check, loc, printable.Text(msg, maxMessageBytes))
+		for _, l := range listed {
+			fmt.Fprintf(w, "      %s\n", l)
+		}
+		if f.Hint != "" {
+			fmt.Fprintf(w, "      fix: %s\n", printable.Text(f.Hint, maxMessageBytes))
+		}
+		if last := i == len(reasons)-1 || reasons[i+1].Check != f.Check; last && !explained[f.Check] {
+			explained[f.Check] = true
+			for _, x := range byCheck[f.Check] {
+				writeCauses(w, x, "      ")
+			}
+		}
+	}
+	var overrides []string
+	for _, c := range d.Manifest.Conflicts {
+		if fields := overridden(c); len(fields) > 0 {
+			overrides = append(overrides, fmt.Sprintf("  %s: the operator policy's definition replaces the repository's; the repository's %s %s%s\n",
+				printable.Text(c.ID, maxIDBytes), strings.Join(fields, ", "), noLongerApply(len(fields)), applyHint(fields)))
+		}
+	}
+	if len(overrides) > 0 {
+		fmt.Fprintln(w, "\nOverrides:")
+		for _, o := range overrides {
+			fmt.Fprint(w, o)
+		}
+	}
+	var unproven []engine.Explanation
+	for _, x := range xs {
+		if x.Unproven != "" {
+			unproven = append(unproven, x)
+		}
+	}
+	if len(unproven) > 0 {
+		head := "\nUnproven:"
+		if !d.Verdict.FailOnSkippedCheck {
+			head = "\nUnproven (allowed here: verification.fail_on_skipped_check is false):"
+		}
+		fmt.Fprintln(w, head)
+		for _, x := range unproven {
+			fmt.Fprintf(w, "  %s: %s\n", printable.Text(x.Check, maxIDBytes), x.Unproven)
+		}
+	}
+}
+
+// writeCauses prints what a failing run printed and the causes runmill
+// recognised in it.
+func writeCauses(w io.Writer, x engine.Explanation, indent string) {
+	phase := ""
+	if x.Phase == verdict.Baseline {
+		phase = " at the baseline"
+	}
+	for _, s := range []struct {
+		name  string
+		lines []string
+	}{{"stderr", x.StderrTail}, {"stdout", x.StdoutTail}} {
+		if len(s.lines) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s%s%s, last %s:\n", indent, s.name, phase, plural(len(s.lines), "line", "lines"))
+		for _, l := range s.lines {
+			fmt.Fprintf(w, "%s  | %s\n", indent, l)
+		}
+	}
+	for _, h := range x.Hints {
+		fmt.Fprintf(w, "%shint%s (%s): %s\n%s  seen: %s\n", indent, phase, h.Cause, h.Fix, indent, h.Line)
+	}
+}
+
+// overridden lists the repository's fields an operator definition
+// replaced; paths and required stay (both documents' requirement rules
+// apply, spec § 1).
+func overridden(c discovery.Conflict) []string {
+	if c.Winner != discovery.DefinedByOperator {
+		return nil
+	}
+	var out []string
+	for _, f := range c.Fields {
+		if f != "paths" && f != "required" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func noLongerApply(n int) string {
+	if n == 1 {
+		return "no longer applies"
+	}
+	return "no longer apply"
+}
+
+func applyHint(fields []string) string {
+	if slices.Contains(fields, "dependencies") || slices.Contains(fields, "timeout") {
+		return " (copy them into the operator's definition: runmill init --operator-policy-out FILE writes them)"
+	}
+	return ""
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func short(s string) string {
@@ -218,10 +383,10 @@ func githubLine(d *evidence.Delivery) string {
 	}
 	s := fmt.Sprintf("consulted: %d required contexts, %d reconciled, %d pending", len(g.Contexts), len(d.Remote), len(d.PendingContexts))
 	for _, u := range g.Unknown {
-		s += fmt.Sprintf("; %s UNKNOWN (%s)", u.Name, u.Reason)
+		s += fmt.Sprintf("; %s UNKNOWN (%s)", printable.Text(u.Name, maxIDBytes), printable.Text(u.Reason, maxMessageBytes))
 	}
 	if len(g.Excluded) > 0 {
-		s += fmt.Sprintf("; own job excluded: %s", strings.Join(g.Excluded, ", "))
+		s += fmt.Sprintf("; own job excluded: %s", printable.Text(strings.Join(g.Excluded, ", "), maxMessageBytes))
 	}
 	return s
 }

@@ -71,6 +71,7 @@ func TestDetectAndRender(t *testing.T) {
 		{"npm-default", fstest.MapFS{"package.json": file(`{"scripts":{"test":"echo \"Error: no test specified\" && exit 1"}}`)}, nil, 1, nil},
 		{"package-json-broken", fstest.MapFS{"package.json": file(`{`)}, nil, 1, nil},
 		{"python-setup-only", fstest.MapFS{"setup.py": file("from setuptools import setup\n")}, []string{"pytest"}, 0, nil},
+		{"cargo-lock-ignored", fstest.MapFS{"Cargo.toml": file("[package]\n"), ".gitignore": file("/target\nCargo.lock\n")}, []string{"cargo"}, 1, nil},
 		{"cargo-registry", fstest.MapFS{"Cargo.toml": file("[package]\n"), "Cargo.lock": file("[[package]]\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n")}, []string{"cargo"}, 1, nil},
 		{"cargo-no-lock", fstest.MapFS{"Cargo.toml": file("[package]\n")}, []string{"cargo"}, 1, nil},
 		{"report-path-taken", fstest.MapFS{"go.mod": file("module x\n"), "reports/go.json": file("{}")}, []string{"go"}, 0, nil},

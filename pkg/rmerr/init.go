@@ -10,4 +10,8 @@ const (
 	// interpreter the sandbox sees (python3 without pytest), so init did
 	// not write that check; doctor reports the same.
 	InitToolchain Code = "RM-INIT-003"
+	// InitChecks: `runmill doctor --check checks` ran the base's checks in
+	// the sandbox and one failed, or is unproven where the policy's gate
+	// blocks on it: the first pull request would not be merge-ready.
+	InitChecks Code = "RM-INIT-004"
 )

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// DoctorChecksOptions configure CheckBase.
+type DoctorChecksOptions struct {
+	RepoDir           string
+	Base              string // the revision whose policy governs (default HEAD)
+	PolicyFile        string // operator policy; "" for none
+	StateDir          string
+	ContainerdAddress string
+	// Progress receives one line per step; nil discards.
+	Progress io.Writer
+}
+
+// CheckDiagnosis is what one check did at the base.
+type CheckDiagnosis struct {
+	Check    string           `json:"check"`
+	Status   verdict.Status   `json:"status"`
+	Coverage verdict.Coverage `json:"coverage"`
+	// Tests counts the tests its report shows (passed, failed, skipped);
+	// nil without a parsed report.
+	Tests *TestCounts `json:"tests,omitempty"`
+	// Findings are why it did not pass, as verify would say.
+	Findings []verdict.Finding `json:"findings"`
+	// Why is engine.Explain's explanation; nil when it passed proven.
+	Why *Explanation `json:"why,omitempty"`
+}
+
+// BaseChecks is CheckBase's answer.
+type BaseChecks struct {
+	Base string `json:"base"` // the resolved commit
+	// FailOnSkippedCheck is the policy's gate: with it, an unproven
+	// required check blocks merge-readiness.
+	FailOnSkippedCheck bool             `json:"fail_on_skipped_check"`
+	Checks             []CheckDiagnosis `json:"checks"`
+}
+
+// TestCounts are a report's tests by status.
+type TestCounts struct {
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+}
+
+// CheckBase runs every runnable check of the base's manifest once in the
+// sandbox, exactly as a verification runs a candidate — the operator
+// policy's definitions and budgets, prepared dependencies, the probe before
+// anything runs, a fresh read-only checkout, the report rules — and judges
+// each run through the one decision function, as a candidate would be
+// judged: `runmill doctor --check checks` answers before the first pull
+// request whether the checks will work (issue 14).
+func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(progress, "runmill: "+format+"\n", args...) }
+	if o.Base == "" {
+		o.Base = "HEAD"
+	}
+	o.StateDir = absolute(o.StateDir)
+	// The base against itself: the manifest verification would resolve
+	// for a change that touches nothing (path-triggered checks are listed
+	// as not triggered and not run).
+	m, op, err := discover(ctx, DiscoverOptions{RepoDir: o.RepoDir, Base: o.Base, Candidate: o.Base, PolicyFile: o.PolicyFile})
+	if err != nil {
+		return nil, err
+	}
+	var hostPaths []string
+	e := &executor{manifest: m, logf: logf, event: func(string, any) {}}
+	if op != nil {
+		hostPaths = op.Doc.Sandbox.HostPaths
+		e.maxOutput, e.defaultTimeout, e.hostPaths = op.Doc.Budgets.MaxOutputBytes, op.Doc.Budgets.CheckTimeout.D(), hostPaths
+	}
+	repo, err := git.Open(ctx, o.RepoDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the state directory: %w", err)
+	}
+	dir, err := os.MkdirTemp(o.StateDir, "doctor-checks-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the doctor's run directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	e.store = store{dir: filepath.Join(dir, "artifacts")}
+	checkouts, err := checkout.NewManager(ctx, repo.Dir, o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer checkouts.Close(context.Background())
+	e.checkouts = checkouts
+	sb, err := sandbox.Connect(ctx, sandbox.Options{Address: o.ContainerdAddress, StateDir: filepath.Join(o.StateDir, "sandbox")})
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Close()
+	e.sb = sb
+	if shared, _ := sb.SeesHostMounts(); shared {
+		_ = checkouts.EnableLayers() // a full checkout per run otherwise
+	}
+	e.depsReady = make(chan struct{})
+	go func() {
+		defer close(e.depsReady)
+		e.deps = prepareDeps(ctx, repo, m, op, o.StateDir, checkouts.Dir(), logf, e.event)
+	}()
+	e.gate = make(chan struct{})
+	if _, err := e.probe(ctx, o.StateDir, hostPaths, imagesOf(m)); err != nil {
+		<-e.depsReady
+		return nil, err
+	}
+	d := &evidence.Delivery{Manifest: *m}
+	for _, c := range m.Checks {
+		if !c.Runnable() {
+			continue
+		}
+		rec, _, err := e.runOne(ctx, c, verdict.Candidate, m.Base)
+		if err != nil {
+			return nil, err
+		}
+		evidence.Judge(m, &rec)
+		d.Checks = append(d.Checks, rec)
+	}
+	xs := Explain(dir, d)
+	out := make([]CheckDiagnosis, 0, len(d.Checks))
+	for _, r := range d.Checks {
+		cd := CheckDiagnosis{Check: r.CheckID, Status: r.Status, Coverage: r.Coverage, Findings: r.Findings}
+		if r.Report != nil && r.Report.Inventory != nil {
+			inv := r.Report.Inventory
+			cd.Tests = &TestCounts{Passed: len(inv.Passed), Failed: len(inv.Failed), Skipped: len(inv.Skipped)}
+		}
+		for i := range xs {
+			if xs[i].Check == r.CheckID {
+				cd.Why = &xs[i]
+			}
+		}
+		out = append(out, cd)
+	}
+	return &BaseChecks{Base: m.Base, FailOnSkippedCheck: m.FailOnSkippedCheck, Checks: out}, nil
+}

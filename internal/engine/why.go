@@ -1,0 +1,276 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/printable"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// Issue 14: every refusal names its cause where a person looks first. The
+// verdict's findings say which rule a run broke ("the check exited with code
+// 1"); the cause is usually in what the check printed, or in the failure
+// messages of its report. Explain gathers both for the console's Why: block,
+// the job summary, the annotations and inspect alike — one place, so the
+// four never disagree — and Diagnose names the causes runmill recognises.
+
+// Explanation says, for one check run that did not pass (or a required
+// check whose coverage is unproven), why, in words.
+type Explanation struct {
+	Check    string           `json:"check"`
+	Phase    verdict.Phase    `json:"phase"`
+	Status   verdict.Status   `json:"status"`
+	Coverage verdict.Coverage `json:"coverage"`
+	// FailedTests are the report's first verdict.MaxNamedFailures failed
+	// tests with the first line of their message; FailedCount counts all.
+	FailedTests []verdict.FailedTest `json:"failed_tests,omitempty"`
+	FailedCount int                  `json:"failed_count,omitempty"`
+	// StderrTail and StdoutTail are the last lines the check printed, kept
+	// when it failed without a report that names failed tests: escaped,
+	// each bounded, at most MaxTailLines.
+	StderrTail []string `json:"stderr_tail,omitempty"`
+	StdoutTail []string `json:"stdout_tail,omitempty"`
+	// Hints are the causes runmill recognises in the output and messages.
+	Hints []Hint `json:"hints,omitempty"`
+	// Override: the operator policy's definition replaced the
+	// repository's, and these of the repository's fields no longer apply.
+	Override []string `json:"override,omitempty"`
+	// Unproven says, for a required candidate run without a proven report,
+	// what cannot be detected and how to declare a report.
+	Unproven string `json:"unproven,omitempty"`
+}
+
+// Hint is one recognised cause: the line that shows it and what to do.
+type Hint struct {
+	Cause string `json:"cause"`
+	Line  string `json:"line"` // escaped, bounded
+	Fix   string `json:"fix"`
+}
+
+// Bounds of what an explanation quotes.
+const (
+	MaxTailLines = 12
+	maxLineBytes = 240
+	// tailBytes is how much of a stored stream's end is read.
+	tailBytes = 64 << 10
+)
+
+// The causes Diagnose recognises (Hint.Cause).
+const (
+	CauseReadOnly    = "read-only checkout"
+	CauseOffline     = "dependency lookup with the network off"
+	CauseNoNetwork   = "no network"
+	CauseNoCommand   = "command not found"
+	CauseLockfile    = "lockfile write"
+	CauseUnknownFlag = "flag rejected by the tests' own argument parsing"
+)
+
+type pattern struct {
+	cause string
+	re    *regexp.Regexp
+	fix   string
+}
+
+// patterns are checked in order; each cause is reported once, with the
+// first line that shows it. They were taken from real runner output (the
+// table test quotes each).
+var patterns = []pattern{
+	{CauseLockfile, regexp.MustCompile(`(?i)cannot (create|update|write) the lock ?file|because --locked was passed|lock ?file .*needs to be updated|package-lock\.json.* (not in sync|out of sync)|lockfile.*(frozen|would be modified)`),
+		"the tool wants to write its lockfile, but the checkout is read-only: commit the lockfile (for a crate: remove Cargo.lock from .gitignore, run cargo generate-lockfile and commit it) and keep it current"},
+	{CauseReadOnly, regexp.MustCompile(`(?i)read-only file system|\bEROFS\b`),
+		"the checkout is read-only during verification; write scratch files under $TMPDIR"},
+	{CauseReadOnly, regexp.MustCompile(`(?i)\b(open|mkdir|create|creat|write|rename|symlink) ['"]?(` + regexp.QuoteMeta(sandbox.CheckoutPath) + `/|(\./)?[\w.-]+/)[^ :'"]*['"]?: (no such file or directory|permission denied)|EACCES: permission denied, (open|mkdir) '` + regexp.QuoteMeta(sandbox.CheckoutPath) + `|(permission denied|no such file or directory): '` + regexp.QuoteMeta(sandbox.CheckoutPath) + `/`),
+		"a file in the checkout could not be opened or created: if the check creates it (or its directory), the checkout is read-only during verification; write scratch files under $TMPDIR"},
+	{CauseOffline, regexp.MustCompile(`(?i)module lookup disabled by GOPROXY=off|GOFLAGS=-mod=mod|cannot find module providing package|missing go\.sum entry|ENOTCACHED|no matching distribution found|could not find a version that satisfies|no matching package named|failed to (download|get|load source for)|attempting to make an HTTP request, but --offline|Cannot find module '[^./]|ModuleNotFoundError: No module named|ERR_MODULE_NOT_FOUND`),
+		"a module or package was looked up with the network off: declare the check's dependencies: (docs/dependencies.md), or install them into the toolchain the sandbox sees"},
+	{CauseNoNetwork, regexp.MustCompile(`(?i)network is unreachable|temporary failure in name resolution|could not resolve host|name or service not known|getaddrinfo (ENOTFOUND|EAI_AGAIN)|\bEAI_AGAIN\b|no such host|ENETUNREACH|ECONNREFUSED`),
+		"the sandbox has no network: a check must not reach the network (fetch what it needs before, as prepared dependencies)"},
+	{CauseNoCommand, regexp.MustCompile(`(?i)command not found|: not found$|executable file not found in \$PATH|env: '?[\w.-]+'?: no such file or directory|exec: "[^"]+": (executable file not found|no such file)`),
+		"the toolchain is not visible in the sandbox: bind its directory with sandbox.host_paths in the operator policy (docs/sandbox.md), or use an image"},
+	{CauseUnknownFlag, regexp.MustCompile(`(?i)(unknown|unrecognized|unrecognised) (option|argument|flag)s?:? ['"]?--?\w`),
+		"a flag in the check's command reached the tests' own argument parsing (a test that reads process.argv or sys.argv): remove the flag from run:, or pass it so the tests do not see it"},
+}
+
+// Diagnose returns the causes runmill recognises in text (a check's output,
+// its tests' failure messages), each once, in the order of the patterns.
+func Diagnose(text string) []Hint {
+	var out []Hint
+	seen := map[string]bool{}
+	lines := strings.Split(text, "\n")
+	for _, p := range patterns {
+		if seen[p.cause] {
+			continue
+		}
+		for _, l := range lines {
+			if p.re.MatchString(strings.TrimRight(l, "\r")) {
+				seen[p.cause] = true
+				out = append(out, Hint{Cause: p.cause, Line: printable.FirstLine(l, maxLineBytes), Fix: p.fix})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Explain explains every check run of d that did not pass, and every
+// required candidate run whose coverage is unproven, reading the stored
+// outputs from the run directory dir ("" when there is none: the tails are
+// then left out). The order is d.Checks'.
+func Explain(dir string, d *evidence.Delivery) []Explanation {
+	var out []Explanation
+	conflicts := map[string][]string{}
+	for _, c := range d.Manifest.Conflicts {
+		if c.Winner == discovery.DefinedByOperator {
+			conflicts[c.ID] = c.Fields
+		}
+	}
+	for i := range d.Checks {
+		r := &d.Checks[i]
+		if r.Executor != verdict.Orchestrator {
+			continue
+		}
+		spec, _ := d.Manifest.Check(r.CheckID)
+		unproven := r.Phase == verdict.Candidate && spec.Required && r.Coverage != verdict.Proven
+		if r.Status == verdict.Passed && !unproven {
+			continue
+		}
+		x := Explanation{Check: r.CheckID, Phase: r.Phase, Status: r.Status, Coverage: r.Coverage, Override: conflicts[r.CheckID]}
+		var said strings.Builder
+		if rep := r.Report; rep != nil && rep.Inventory != nil {
+			x.FailedTests, x.FailedCount = rep.FailedTests, len(rep.Inventory.Failed)
+			if len(x.FailedTests) == 0 { // a record from before failed_tests: its ids
+				for _, id := range rep.Inventory.Failed[:min(len(rep.Inventory.Failed), verdict.MaxNamedFailures)] {
+					x.FailedTests = append(x.FailedTests, verdict.FailedTest{ID: id})
+				}
+			}
+			for _, t := range rep.FailedTests {
+				said.WriteString(t.Message + "\n")
+			}
+			for _, f := range rep.Faults {
+				said.WriteString(f + "\n")
+			}
+		}
+		// The output says why only when the report does not: no usable
+		// report, or a failing exit or timeout its tests do not explain. A
+		// run refused for a missing or skipped test printed nothing about it.
+		noReport := r.Report == nil || r.Report.Inventory == nil
+		if r.Status != verdict.Passed && r.Started && x.FailedCount == 0 && (noReport || r.ExitCode != 0 || r.TimedOut) {
+			errTail, outTail := tail(dir, r.Stderr), tail(dir, r.Stdout)
+			for _, l := range slices.Concat(errTail, outTail) {
+				said.WriteString(l + "\n")
+			}
+			x.StderrTail, x.StdoutTail = escapeAll(last(errTail, MaxTailLines)), escapeAll(last(outTail, MaxTailLines))
+		}
+		x.Hints = Diagnose(said.String())
+		if unproven {
+			x.Unproven = unprovenText(r, spec)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// unprovenText says what an unproven required check cannot detect, and how
+// to make it proven.
+func unprovenText(r *evidence.CheckRun, spec discovery.Check) string {
+	if spec.Report != nil {
+		return fmt.Sprintf("the declared report %s was not usable, so a deleted or skipped test cannot be detected for this check; make the command write it", printable.Text(spec.Report.Path, maxLineBytes))
+	}
+	return "no report is declared, so a deleted or skipped test cannot be detected for this check; declare one: " + ReporterAdvice(r.Command)
+}
+
+// reporters is init's reporter table in one line each (docs/reports.md
+// has the details): how a runner writes a report runmill parses.
+var reporters = []struct {
+	word   *regexp.Regexp
+	advice string
+}{
+	{runnerWord(`go test`), "go test -json ./... > reports/go.json with report: {path: reports/go.json, format: go-json}"},
+	{runnerWord(`pytest`), "pytest --junitxml=reports/pytest.xml with report: {path: reports/pytest.xml, format: junit}"},
+	{runnerWord(`node --test`), "node --test --test-reporter=junit --test-reporter-destination=reports/node-test.xml with report: {path: reports/node-test.xml, format: junit, identity: suite-path}"},
+	{runnerWord(`vitest`), "vitest run --reporter=junit --outputFile.junit=reports/vitest.xml with report: {path: reports/vitest.xml, format: junit}"},
+	{runnerWord(`jest`), "jest with the jest-junit reporter (JEST_JUNIT_OUTPUT_FILE=reports/jest.xml jest --reporters=default --reporters=jest-junit) and report: {path: reports/jest.xml, format: junit}"},
+	{runnerWord(`mocha`), "mocha --reporter xunit --reporter-option output=reports/mocha.xml with report: {path: reports/mocha.xml, format: junit}"},
+	{runnerWord(`cargo`), "cargo test's JUnit formatter as runmill init writes it (the cargo template) with report: {path: reports/cargo.xml, format: junit}"},
+}
+
+// runnerWord matches a runner's name as a word of a command: "cargo test"
+// is not "go test".
+func runnerWord(name string) *regexp.Regexp {
+	return regexp.MustCompile(`(^|[\s/;&|(])` + regexp.QuoteMeta(name) + `($|\s)`)
+}
+
+// ReporterAdvice says how the runner command uses writes a report, from
+// init's reporter table; docs/reports.md for a runner it does not know.
+func ReporterAdvice(command string) string {
+	for _, r := range reporters {
+		if r.word.MatchString(command) {
+			return r.advice + " (docs/reports.md)"
+		}
+	}
+	return "the runner's JUnit, TAP or go test -json reporter, written to a path under report: (docs/reports.md; runmill init writes one for go, node:test, vitest, jest, mocha, pytest and cargo)"
+}
+
+// tail returns the last lines of a stored stream, unescaped; nil when it
+// cannot be read (no run directory, an address the store never writes).
+func tail(dir string, o evidence.Output) []string {
+	if dir == "" || !artifactAddr.MatchString(o.Artifact) || o.ArtifactSize == 0 {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(dir, "artifacts", filepath.FromSlash(o.Artifact)))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	off := max(st.Size()-tailBytes, 0)
+	b, err := io.ReadAll(io.NewSectionReader(f, off, tailBytes))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	if off > 0 { // the first line is cut: drop it
+		if _, rest, ok := strings.Cut(s, "\n"); ok {
+			s = rest
+		}
+	}
+	var lines []string
+	for l := range strings.Lines(s) {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, strings.TrimRight(l, "\r\n"))
+		}
+	}
+	return lines
+}
+
+var artifactAddr = regexp.MustCompile(`^sha256/[0-9a-f]{64}$`)
+
+func last(ls []string, n int) []string {
+	if len(ls) > n {
+		return ls[len(ls)-n:]
+	}
+	return ls
+}
+
+func escapeAll(ls []string) []string {
+	if len(ls) == 0 {
+		return nil
+	}
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = printable.Text(strings.ReplaceAll(l, "\t", "    "), maxLineBytes)
+	}
+	return out
+}
