@@ -162,13 +162,22 @@ func Explain(dir string, d *evidence.Delivery) []Explanation {
 		// The output says why only when the report does not: no usable
 		// report, or a failing exit or timeout its tests do not explain. A
 		// run refused for a missing or skipped test printed nothing about it.
+		// Failed tests explain nothing when every message is a runner's
+		// placeholder: node:test records a file that failed to load as one
+		// test named by its path with "test failed", and prints the error
+		// only to its output.
 		noReport := r.Report == nil || r.Report.Inventory == nil
-		if r.Status != verdict.Passed && r.Started && x.FailedCount == 0 && (noReport || r.ExitCode != 0 || r.TimedOut) {
+		vague := x.FailedCount > 0 && !slices.ContainsFunc(x.FailedTests, informative)
+		if r.Status != verdict.Passed && r.Started && (x.FailedCount == 0 || vague) && (noReport || r.ExitCode != 0 || r.TimedOut || vague) {
 			errTail, outTail := tail(dir, r.Stderr), tail(dir, r.Stdout)
 			for _, l := range slices.Concat(errTail, outTail) {
 				said.WriteString(l + "\n")
 			}
-			x.StderrTail, x.StdoutTail = escapeAll(last(errTail, MaxTailLines)), escapeAll(last(outTail, MaxTailLines))
+			pick := last
+			if vague {
+				pick = errorLines // the error, not the runner's closing summary
+			}
+			x.StderrTail, x.StdoutTail = escapeAll(pick(errTail, MaxTailLines)), escapeAll(pick(outTail, MaxTailLines))
 		}
 		x.Hints = Diagnose(said.String())
 		if unproven {
@@ -256,6 +265,32 @@ func tail(dir string, o evidence.Output) []string {
 }
 
 var artifactAddr = regexp.MustCompile(`^sha256/[0-9a-f]{64}$`)
+
+// informative: a failed test whose message says more than that it failed.
+func informative(t verdict.FailedTest) bool {
+	m := strings.TrimSpace(t.Message)
+	return m != "" && !strings.EqualFold(m, "test failed") && !strings.EqualFold(m, "failed")
+}
+
+// errorLine matches the lines of an output that state an error (Node's
+// `Error: Cannot find module …`, Python's `ModuleNotFoundError: …`, Go's
+// `panic:`), as opposed to a runner's summary.
+var errorLine = regexp.MustCompile(`(^|\s)(\w*(Error|Exception)\b|panic:|error:|ERR_[A-Z_]+)`)
+
+// errorLines returns up to n lines of ls that state an error, the last n
+// lines when none does.
+func errorLines(ls []string, n int) []string {
+	var out []string
+	for _, l := range ls {
+		if errorLine.MatchString(l) && len(out) < n {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		return last(ls, n)
+	}
+	return out
+}
 
 func last(ls []string, n int) []string {
 	if len(ls) > n {

@@ -1,10 +1,20 @@
 package engine_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/verdict"
 )
 
 // Each line is what a real runner printed in the sandbox (issue 14's five
@@ -83,5 +93,52 @@ func TestReporterAdvice(t *testing.T) {
 		if got := engine.ReporterAdvice(cmd); !strings.Contains(got, want) {
 			t.Errorf("ReporterAdvice(%q) = %q, want it to mention %q", cmd, got, want)
 		}
+	}
+}
+
+// TestExplainVagueFailure: node:test records a file that fails to load as
+// one failed test named by its path with the message "test failed"; the
+// error is only in the output, 30-odd lines before node's summary. The Why
+// block quotes the error, not the summary (found trying runmill on a real
+// node:test project: docs/adoption.md).
+func TestExplainVagueFailure(t *testing.T) {
+	var out strings.Builder
+	out.WriteString("TAP version 13\n# Subtest: /runmill/checkout/test/web-platform.js\n")
+	out.WriteString("node:internal/modules/cjs/loader:1228\n  throw err;\n  ^\n\n")
+	out.WriteString("Error: Cannot find module './web-platform-tests/mime-types.json'\n")
+	for i := range 30 {
+		fmt.Fprintf(&out, "    at Module._load (node:internal/modules/cjs/loader:%d:12)\n", 1000+i)
+	}
+	out.WriteString("ℹ tests 137\nℹ suites 12\nℹ pass 136\nℹ fail 1\nℹ cancelled 0\nℹ skipped 0\nℹ todo 0\nℹ duration_ms 812.5\n")
+	dir := t.TempDir()
+	sum := sha256.Sum256([]byte(out.String()))
+	hexSum := hex.EncodeToString(sum[:])
+	if err := os.MkdirAll(filepath.Join(dir, "artifacts", "sha256"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "artifacts", "sha256", hexSum), []byte(out.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := report.TestID("test::/runmill/checkout/test/web-platform.js")
+	d := &evidence.Delivery{
+		Manifest: discovery.Manifest{Checks: []discovery.Check{{ID: "unit", Required: true, Command: "node --test",
+			Report: &policy.ReportSpec{Path: "reports/unit.xml", Format: "junit"}}}},
+		Checks: []evidence.CheckRun{{CheckID: "unit", Phase: verdict.Candidate, Executor: verdict.Orchestrator,
+			Started: true, ExitCode: 1, Status: verdict.Failed, Coverage: verdict.Proven,
+			Stdout: evidence.Output{SHA256: hexSum, Size: int64(out.Len()), Artifact: "sha256/" + hexSum, ArtifactSize: int64(out.Len())},
+			Report: &evidence.ReportRecord{Inventory: &evidence.Inventory{Passed: []report.TestID{"a"}, Failed: []report.TestID{id}},
+				FailedTests: []verdict.FailedTest{{ID: id, Message: "test failed"}}}}},
+	}
+	xs := engine.Explain(dir, d)
+	if len(xs) != 1 || !strings.Contains(strings.Join(xs[0].StdoutTail, "\n"), "Cannot find module './web-platform-tests/mime-types.json'") {
+		t.Fatalf("the error is not quoted: %+v", xs)
+	}
+	if strings.Contains(strings.Join(xs[0].StdoutTail, "\n"), "ℹ tests") {
+		t.Errorf("the runner's summary is quoted instead of the error: %q", xs[0].StdoutTail)
+	}
+	// An informative message needs no output.
+	d.Checks[0].Report.FailedTests[0].Message = "expected 2, got 3"
+	if xs := engine.Explain(dir, d); len(xs) != 1 || len(xs[0].StdoutTail) != 0 {
+		t.Errorf("output quoted beside an informative failure: %+v", xs)
 	}
 }
