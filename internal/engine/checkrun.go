@@ -156,6 +156,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 			return rec, nil, err
 		}
 		rec.Notes = append(rec.Notes, view.Notes...)
+		rec.Dependencies = view.Use
 	}
 	defer view.Close()
 	hashOpts := treehash.Options{Exclude: view.Exclude}
