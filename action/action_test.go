@@ -435,8 +435,38 @@ func TestInputsAreMapped(t *testing.T) {
 			t.Errorf("input %q of issue 6 is missing", name)
 		}
 	}
-	if len(a.Inputs) != 12 || len(a.Outputs) != 4 {
-		t.Errorf("%d inputs and %d outputs, want 12 and 4", len(a.Inputs), len(a.Outputs))
+	for _, name := range []string{"prepare-dependencies", "dependency-scripts"} {
+		if _, ok := a.Inputs[name]; !ok {
+			t.Errorf("input %q of issue 15 is missing", name)
+		}
+	}
+	if len(a.Inputs) != 14 || len(a.Outputs) != 4 {
+		t.Errorf("%d inputs and %d outputs, want 14 and 4", len(a.Inputs), len(a.Outputs))
+	}
+	// Issue 15: the step that runs the package manager (with the network)
+	// never sees the signing key or a token, and scripts are off by default.
+	found := false
+	for _, s := range a.Runs.Steps {
+		if s.Name != "Prepare dependencies" {
+			continue
+		}
+		found = true
+		for k, v := range s.Env {
+			if strings.Contains(v, "signing-key") || strings.Contains(v, "github-token") || strings.Contains(v, "secrets.") {
+				t.Errorf("the dependency step maps %s = %s", k, v)
+			}
+		}
+		for _, k := range []string{"RUNMILL_SIGNING_KEY", "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN"} {
+			if v, ok := s.Env[k]; !ok || v != "" {
+				t.Errorf("the dependency step does not blank %s (%q)", k, v)
+			}
+		}
+	}
+	if !found {
+		t.Error("no Prepare dependencies step")
+	}
+	if d := a.Inputs["dependency-scripts"].Default; d != "false" {
+		t.Errorf("dependency-scripts defaults to %q", d)
 	}
 }
 

@@ -165,12 +165,14 @@ func printRun(w io.Writer, r *engine.Run) {
 		if c.TreeBefore != c.TreeAfter {
 			tree = "MOVED"
 		}
-		exit := fmt.Sprint(c.ExitCode)
+		exit, dur := fmt.Sprint(c.ExitCode), (time.Duration(c.DurationMS) * time.Millisecond).String()
 		if c.TimedOut {
 			exit = "timeout"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.CheckID, c.Phase, c.Status, c.Coverage, exit, tests, tree,
-			(time.Duration(c.DurationMS) * time.Millisecond).String())
+		if !c.Started {
+			exit, dur = "not run", "–" // refused before it ran (issue 15)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.CheckID, c.Phase, c.Status, c.Coverage, exit, tests, tree, dur)
 	}
 	tw.Flush()
 	if reasons := d.Verdict.Reasons(); len(reasons) > 0 {

@@ -172,7 +172,8 @@ func TestNPMRefusals(t *testing.T) {
 		r.Write("package-lock.json", strings.Replace(string(lock), `"version": "1.0.0"`, `"version": "1.0.2"`, 1))
 		cand := r.Commit("edit the lockfile")
 		_, err = p.Attach(context.Background(), deps.NPM, checkout(t, r, cand))
-		wantRefusal(t, err, "package-lock.json changed in the candidate")
+		wantRefusal(t, err, "package-lock.json differs from the base's and no install was prepared for it")
+		wantRefusal(t, err, "runmill deps import --repo "+r.Dir+" --commit "+cand)
 	})
 	t.Run("unignored node_modules", func(t *testing.T) {
 		r, base := npmRepo(t)
@@ -255,11 +256,18 @@ func TestGoModules(t *testing.T) {
 		r.Write("go.sum", string(sum)+"golang.org/x/text v0.3.0/go.mod h1:NqM8EUOU14njkJ3fqMW+pc6Ldnwhi/IjpwHt7yyuwOQ=\n")
 		cand := r.Commit("add a line")
 		r.Git("checkout", "-q", "main")
-		_, err := prepare(t, r, t.TempDir(), base, cand, deps.GoModules, g)
-		wantRefusal(t, err, "allows no additions")
-		// Allowed additions must still be in the module cache.
-		_, err = prepare(t, r, t.TempDir(), base, cand, deps.GoModules, deps.GoOptions{ModuleCache: modcache, AllowAdditions: true})
+		// Each side is verified against its own go.sum: the base's is
+		// prepared, the candidate's lacks a module, and the refusal names
+		// the candidate and the command that prepares it.
+		p, err := prepare(t, r, t.TempDir(), base, cand, deps.GoModules, g)
+		wantRefusal(t, err, "the candidate "+cand+" has no prepared module cache")
 		wantRefusal(t, err, "golang.org/x/text@v0.3.0: go.mod is not in the module cache")
+		wantRefusal(t, err, "in a checkout of "+cand+" run `GOMODCACHE="+modcache)
+		if _, err := p.Attach(context.Background(), deps.GoModules, checkout(t, r, base)); err != nil {
+			t.Fatalf("the base is prepared: %v", err)
+		}
+		_, err = p.Attach(context.Background(), deps.GoModules, checkout(t, r, cand))
+		wantRefusal(t, err, "the candidate "+cand+" has no prepared module cache")
 	})
 	t.Run("module missing", func(t *testing.T) {
 		_, err := prepare(t, r, t.TempDir(), base, base, deps.GoModules, deps.GoOptions{ModuleCache: t.TempDir()})

@@ -35,7 +35,8 @@ func newObjects(stateDir string) *objects {
 // CopyStats are the bytes an import wrote into the object store and the
 // bytes it found there already (hard-linked, not copied).
 type CopyStats struct {
-	CopiedBytes, LinkedBytes int64
+	CopiedBytes int64 `json:"copied_bytes"`
+	LinkedBytes int64 `json:"linked_bytes"`
 }
 
 func (o *objects) stats() CopyStats {

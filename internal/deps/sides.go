@@ -73,7 +73,18 @@ func (n *npmPrepared) missing(commit string) error {
 	if e := n.errs[commit]; e != nil {
 		return e
 	}
-	return n.atCommit(commit, refuse(NPM, "no install was prepared for its package-lock.json"))
+	return n.atCommit(commit, refuse(NPM, "%s", n.unprepared(commit)))
+}
+
+// unprepared says why commit needs an install of its own.
+func (n *npmPrepared) unprepared(commit string) string {
+	switch commit {
+	case n.base:
+		return "no install was prepared for its package-lock.json"
+	case n.candidate:
+		return "package-lock.json changed in the candidate and no install was prepared for it"
+	}
+	return "package-lock.json differs from the base's and no install was prepared for it"
 }
 
 // atCommit names the commit in an npm refusal and the command that
@@ -83,12 +94,8 @@ func (n *npmPrepared) atCommit(commit string, err error) error {
 	if !errors.As(err, &re) || re.Code != rmerr.VerifyDependencies {
 		return err
 	}
-	what := "package-lock.json"
-	if commit == n.candidate && commit != n.base {
-		what = "package-lock.json changed in the candidate and"
-	}
 	msg := strings.TrimPrefix(re.Msg, NPM+": ")
-	return rmerr.New(rmerr.VerifyDependencies, "%s: %s: %s %s", NPM, n.name(commit), what, msg).
+	return rmerr.New(rmerr.VerifyDependencies, "%s: %s: %s", NPM, n.name(commit), msg).
 		WithHint("prepare it outside verification, scripts off: %s; then start a fresh run", ImportCommand(n.repoDir, commit))
 }
 
@@ -121,7 +128,9 @@ func prepareNPM(ctx context.Context, repo *git.Repo, o Options, rl roles, objs *
 			side, err = importNPM(ctx, repo, o.StateDir, o.ScratchDir, c, o.SourceDir, objs)
 		}
 		if err == nil && side == nil {
-			err = n.atCommit(c, refuse(NPM, "no install was prepared for its package-lock.json"))
+			err = n.atCommit(c, refuse(NPM, "%s", n.unprepared(c)))
+		} else if err != nil && c != o.Base {
+			err = n.atCommit(c, err)
 		}
 		if err != nil {
 			// A commit with the lockfile of one that already failed
@@ -207,8 +216,14 @@ func indexed(stateDir, strategy, commit string) (dir, key string, inputs map[str
 	}
 	dir = filepath.Join(cacheDir(stateDir, strategy), hexKey)
 	f, err := os.Open(filepath.Join(dir, "receipt.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		// The entry was removed (found mutated, or pruned): the commit
+		// has no install until it is imported again.
+		os.Remove(indexPath(stateDir, strategy, commit))
+		return "", "", nil, nil
+	}
 	if err != nil {
-		return "", "", nil, refuse(strategy, "the install imported for %s is gone from the cache (%v)", short(commit), err)
+		return "", "", nil, refuse(strategy, "the install imported for %s is unreadable (%v)", short(commit), err)
 	}
 	defer f.Close()
 	var r Receipt
