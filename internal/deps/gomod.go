@@ -170,11 +170,11 @@ type goSide struct {
 }
 
 type goPrepared struct {
-	sides   []*goSide
-	errs    map[string]error // by commit, as npmPrepared.errs
-	build   *Receipt         // the prepared build cache, when declared
-	gocache string           // its cached tree
-	modcache string          // the declared (or host) module cache, for hints
+	sides    []*goSide
+	errs     map[string]error // by commit, as npmPrepared.errs
+	build    *Receipt         // the prepared build cache, when declared
+	gocache  string           // its cached tree
+	modcache string           // the declared (or host) module cache, for hints
 	roles
 }
 
