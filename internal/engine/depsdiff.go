@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 
 	"github.com/runmill/verify/internal/deps"
@@ -36,4 +38,37 @@ func dependencyDiffs(ctx context.Context, repo *git.Repo, m *discovery.Manifest,
 		}
 	}
 	return out
+}
+
+// maxLockfile bounds a dependency file read for expectations.
+const maxLockfile = 64 << 20
+
+// expectLockfiles observes, from git, the digests of each commit's
+// dependency files (evidence.Expectations.Lockfiles): what evidence verify
+// holds every recorded install's key to.
+func expectLockfiles(ctx context.Context, repo *git.Repo, commits ...string) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	for _, c := range commits {
+		if _, done := out[c]; done || c == "" {
+			continue
+		}
+		files := map[string]string{}
+		for _, name := range evidence.LockfileNames {
+			e, err := repo.Stat(ctx, c, name)
+			if err != nil {
+				return nil, err
+			}
+			if e.Kind != git.Blob && e.Kind != git.Executable {
+				continue
+			}
+			b, err := repo.ReadBlob(ctx, e, maxLockfile)
+			if err != nil {
+				return nil, err
+			}
+			sum := sha256.Sum256(b)
+			files[name] = "sha256:" + hex.EncodeToString(sum[:])
+		}
+		out[c] = files
+	}
+	return out, nil
 }

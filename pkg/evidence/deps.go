@@ -68,3 +68,53 @@ type DependencyDiff struct {
 	To      string             `json:"to"`
 	Changes []DependencyChange `json:"changes"`
 }
+
+// checkDependencyUse holds a check run's prepared install to its record:
+// its key is the content key of its inputs, its strategy the one the
+// manifest declares, and — with expectations that observed the commits'
+// lockfiles — its lockfile digest that of the run's commit, and its inputs
+// those of the commit it was prepared for.
+func checkDependencyUse(u *DependencyUse, declared string, runCommit string, lockfiles map[string]map[string]string) string {
+	if u.Strategy != declared {
+		return fmt.Sprintf("records a %q install, the manifest declares %q", u.Strategy, declared)
+	}
+	if k := DependencyKey(u.Strategy, u.Inputs); u.Key != k {
+		return fmt.Sprintf("dependency key %s is not the key %s of its inputs", u.Key, k)
+	}
+	if lockfiles == nil {
+		return ""
+	}
+	name := dependencyLockfile[u.Strategy]
+	if name == "" {
+		return fmt.Sprintf("unknown dependency strategy %q", u.Strategy)
+	}
+	want, ok := lockDigest(lockfiles[runCommit], name)
+	if !ok {
+		return fmt.Sprintf("ran on a %s install, but the expectations observe no %s at %s", u.Strategy, name, runCommit)
+	}
+	if u.Inputs[name] != want {
+		return fmt.Sprintf("ran on an install keyed by %s %s, but %s at %s is %s", name, u.Inputs[name], name, runCommit, want)
+	}
+	if prep, ok := lockfiles[u.PreparedFor]; ok {
+		for _, f := range []string{"package.json", name} {
+			got, has := u.Inputs[f]
+			if w, _ := lockDigest(prep, f); has && w != got {
+				return fmt.Sprintf("its install was prepared for %s, whose %s is %s, not the recorded %s", u.PreparedFor, f, w, got)
+			}
+		}
+	}
+	return ""
+}
+
+// lockDigest is a commit's digest of one dependency file; a module without
+// dependencies has no go.sum, which the key records as no bytes.
+func lockDigest(files map[string]string, name string) (string, bool) {
+	d, ok := files[name]
+	if !ok && name == "go.sum" && files != nil {
+		return emptyDigest, true
+	}
+	return d, ok
+}
+
+// emptyDigest is "sha256:" of no bytes.
+const emptyDigest = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
