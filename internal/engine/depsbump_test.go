@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/deps/depstest"
@@ -130,9 +131,38 @@ func TestVerifyDependencyBump(t *testing.T) {
 	}
 
 	t.Run("both sides prepared", func(t *testing.T) {
-		run := verify(t, r, base, bump, opts)
+		keyPEM, trust, err := evidence.Keygen(time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := evidence.ParseSigningKey(keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := verify(t, r, base, bump, func(o *engine.VerifyOptions) { opts(o); o.SigningKey = key })
 		if !run.MergeReady() {
 			t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))
+		}
+		// evidence verify holds every install's key to the lockfiles it
+		// observes at the bound commits, from git (engine.Expect).
+		exp, err := engine.Expect(context.Background(), engine.ExpectOptions{
+			Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: bump, PolicyFile: pol}, StateDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bundle, err := os.ReadFile(run.BundlePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expDoc, _ := exp.Encode()
+		if res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now()}); !res.Valid {
+			t.Fatalf("the bump's bundle does not verify: %s %s", res.Reason, res.Message)
+		}
+		// Expectations that observe another candidate lockfile refuse it.
+		exp.Lockfiles[bump]["package-lock.json"] = exp.Lockfiles[base]["package-lock.json"]
+		expDoc, _ = exp.Encode()
+		if res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now()}); res.Valid || !strings.Contains(res.Message, "keyed by package-lock.json") {
+			t.Fatalf("verified against another lockfile: %s %s", res.Reason, res.Message)
 		}
 		keys := map[string]map[verdict.Phase]string{}
 		for _, c := range run.Delivery.Checks {
