@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/runmill/verify/internal/git"
@@ -37,7 +38,7 @@ type roles struct {
 func (r roles) commits() []string {
 	var out []string
 	for _, c := range []string{r.base, r.mergeBase, r.candidate} {
-		if c != "" && !strings.Contains(strings.Join(out, " "), c) {
+		if c != "" && !slices.Contains(out, c) {
 			out = append(out, c)
 		}
 	}
