@@ -225,7 +225,6 @@ func TestOutputScannerWriteAfterResult(t *testing.T) {
 	}
 }
 
-
 type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("pipe broke") }
