@@ -269,6 +269,34 @@ func TestGoModules(t *testing.T) {
 		_, err = p.Attach(context.Background(), deps.GoModules, checkout(t, r, cand))
 		wantRefusal(t, err, "the candidate "+cand+" has no prepared module cache")
 	})
+	t.Run("imported for the commit", func(t *testing.T) {
+		// runmill deps import --strategy go-modules: the commit's module
+		// cache, verified and recorded; a later run finds it by commit
+		// even though its declared module cache is empty.
+		repo, err := git.Open(context.Background(), r.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := t.TempDir()
+		if _, err := deps.Import(context.Background(), repo, deps.ImportOptions{Strategy: deps.GoModules, Commit: base, From: t.TempDir(), StateDir: state}); err == nil {
+			t.Fatal("an empty module cache was imported")
+		}
+		imp, err := deps.Import(context.Background(), repo, deps.ImportOptions{Strategy: deps.GoModules, Commit: base, From: modcache, StateDir: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := prepare(t, r, state, base, base, deps.GoModules, deps.GoOptions{ModuleCache: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := p.Attach(context.Background(), deps.GoModules, checkout(t, r, base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Use == nil || v.Use.Key != imp.Receipt.Key || !strings.Contains(strings.Join(v.Env, " "), "GOMODCACHE=") {
+			t.Fatalf("view %+v, import %s", v.Use, imp.Receipt.Key)
+		}
+	})
 	t.Run("module missing", func(t *testing.T) {
 		_, err := prepare(t, r, t.TempDir(), base, base, deps.GoModules, deps.GoOptions{ModuleCache: t.TempDir()})
 		wantRefusal(t, err, "github.com/google/go-cmp@v0.6.0 is not in the module cache")
