@@ -9,12 +9,17 @@
 //	// sandbox: bind v.ReadOnly read-only at the same paths, add v.Env,
 //	// use v.GoCache as the read-only GOCACHE, hash the tree without v.Exclude
 //
-// Prepare validates the operator's install against the trusted base and
-// imports it into a machine-local, content-keyed cache under
-// StateDir/deps (a receipt and a full tree fingerprint per entry); reuse
-// re-hashes every cached byte. Attach checks the commit checked out in
-// checkoutDir (candidate lockfile unchanged, node_modules ignored and not
-// tracked) and gives it a hard-linked view of the cached tree.
+// Prepare finds, for each commit of the run (base, merge base, candidate),
+// an install validated against that commit's own lockfile (issue 15): one
+// imported for it earlier (Import, `runmill deps import`), the operator's
+// source checkout for the base, or for go-modules the declared module
+// cache. Each is kept in a machine-local, content-keyed cache under
+// StateDir/deps (a receipt and a full tree fingerprint per entry, files
+// hard-linked from one content-addressed object store, so equal packages
+// are stored once); reuse re-hashes every cached byte. Attach checks the
+// commit checked out in checkoutDir (node_modules ignored and not tracked)
+// and gives it a read-only view of the install whose lockfile equals its
+// own, or refuses naming the commit and the command that prepares it.
 //
 // Every refusal is RM-VERIFY-005 and says what to do.
 package deps
