@@ -213,7 +213,8 @@ func TestActionOnPullRequests(t *testing.T) {
 			for _, r := range j.ran {
 				outcomes = append(outcomes, r.Outcome)
 			}
-			want := []string{"success", "success", "success", "success", "success", tc.gate}
+			// Prepare dependencies is opt-in: skipped without prepare-dependencies.
+			want := []string{"success", "success", "success", "skipped", "success", "success", tc.gate}
 			if !slices.Equal(outcomes, want) {
 				t.Fatalf("step outcomes %q, want %q", outcomes, want)
 			}
@@ -257,9 +258,9 @@ func TestActionOnPullRequests(t *testing.T) {
 			if !strings.Contains(sudo, "sudo -E env PATH=") || !strings.Contains(sudo, "runmill verify --github-actions") || !strings.Contains(sudo, "sudo -n chown -R 0:0 ") {
 				t.Errorf("sudo calls:\n%s", sudo)
 			}
-			verifyLog := j.ran[3].Log
+			verifyLog := j.ran[stepVerify].Log
 			// What the runner shows: runmill's own annotations only.
-			for _, a := range j.ran[3].Annotations {
+			for _, a := range j.ran[stepVerify].Annotations {
 				if strings.Contains(a, "fake") && !strings.HasPrefix(a, "error runmill: RM-VERIFY-003") {
 					t.Errorf("the runner would show an annotation from a test name: %q", a)
 				}
@@ -269,11 +270,11 @@ func TestActionOnPullRequests(t *testing.T) {
 			}
 			if tc.verdict == "not-merge-ready" {
 				want := "error runmill: RM-VERIFY-003 in check unit: 2 tests that passed at the base are missing at the candidate and not declared:\n  ::warning title=fake::from a test name\n  zero_qty"
-				if !slices.ContainsFunc(j.ran[3].Annotations, func(a string) bool { return strings.HasPrefix(a, want) }) {
-					t.Errorf("annotations %q lack %q", j.ran[3].Annotations, want)
+				if !slices.ContainsFunc(j.ran[stepVerify].Annotations, func(a string) bool { return strings.HasPrefix(a, want) }) {
+					t.Errorf("annotations %q lack %q", j.ran[stepVerify].Annotations, want)
 				}
-				if !strings.Contains(j.ran[5].Log, "::error title=runmill::not merge-ready") {
-					t.Errorf("gate log:\n%s", j.ran[5].Log)
+				if !strings.Contains(j.ran[stepGate].Log, "::error title=runmill::not merge-ready") {
+					t.Errorf("gate log:\n%s", j.ran[stepGate].Log)
 				}
 			}
 			if strings.Contains(verifyLog, "from the title") {
@@ -293,11 +294,11 @@ func TestPreflightWithoutSudo(t *testing.T) {
 	if got, want := j.order(), []string{"Set up Go", "Build runmill", "Preflight", "Gate on the verdict"}; !slices.Equal(got, want) {
 		t.Fatalf("steps ran %q, want %q", got, want)
 	}
-	if j.ran[2].Outcome != "failure" || !strings.Contains(j.ran[2].Log, "RM-ACTIONS-002") || !strings.Contains(j.ran[2].Log, "sudo -n true") {
-		t.Errorf("preflight: %s\n%s", j.ran[2].Outcome, j.ran[2].Log)
+	if j.ran[stepPreflight].Outcome != "failure" || !strings.Contains(j.ran[stepPreflight].Log, "RM-ACTIONS-002") || !strings.Contains(j.ran[stepPreflight].Log, "sudo -n true") {
+		t.Errorf("preflight: %s\n%s", j.ran[stepPreflight].Outcome, j.ran[stepPreflight].Log)
 	}
-	if j.ran[5].Outcome != "failure" || !strings.Contains(j.ran[5].Log, "no verdict") {
-		t.Errorf("gate: %s\n%s", j.ran[5].Outcome, j.ran[5].Log)
+	if j.ran[stepGate].Outcome != "failure" || !strings.Contains(j.ran[stepGate].Log, "no verdict") {
+		t.Errorf("gate: %s\n%s", j.ran[stepGate].Outcome, j.ran[stepGate].Log)
 	}
 }
 
@@ -312,11 +313,11 @@ func TestNoPullRequest(t *testing.T) {
 		j.inputs["containerd-address"] = ""
 	}
 	j.run()
-	if j.ran[3].Outcome != "failure" || !strings.Contains(j.ran[3].Log, "RM-ACTIONS-003") || strings.Contains(j.sudoLog(), "runmill verify") {
-		t.Errorf("verify: %s\n%s", j.ran[3].Outcome, j.ran[3].Log)
+	if j.ran[stepVerify].Outcome != "failure" || !strings.Contains(j.ran[stepVerify].Log, "RM-ACTIONS-003") || strings.Contains(j.sudoLog(), "runmill verify") {
+		t.Errorf("verify: %s\n%s", j.ran[stepVerify].Outcome, j.ran[stepVerify].Log)
 	}
-	if j.ran[4].Outcome != "skipped" || j.ran[5].Outcome != "failure" {
-		t.Errorf("upload %s, gate %s; want skipped (no run directory), failure", j.ran[4].Outcome, j.ran[5].Outcome)
+	if j.ran[stepUpload].Outcome != "skipped" || j.ran[stepGate].Outcome != "failure" {
+		t.Errorf("upload %s, gate %s; want skipped (no run directory), failure", j.ran[stepUpload].Outcome, j.ran[stepGate].Outcome)
 	}
 }
 
@@ -328,10 +329,10 @@ func TestMergeGroup(t *testing.T) {
 	j := newJob(t, f, "merge_group", "", map[string]string{"github-token": ""})
 	j.event = map[string]any{"merge_group": map[string]any{"base_sha": f.base, "head_sha": f.good}}
 	j.env["RUNMILL_TEST_SUDO"] = "deny"
-	j.action.Runs.Steps[3].If = "always()" // past the preflight, which fails without sudo
+	j.action.Runs.Steps[stepVerify].If = "always()" // past the preflight, which fails without sudo
 	j.run()
 	if !strings.Contains(j.sudoLog(), "--base "+f.base+" --candidate "+f.good+" ") {
-		t.Errorf("runmill was not called on the merge group's commits:\n%s\n%s", j.sudoLog(), j.ran[3].Log)
+		t.Errorf("runmill was not called on the merge group's commits:\n%s\n%s", j.sudoLog(), j.ran[stepVerify].Log)
 	}
 }
 
@@ -368,9 +369,9 @@ func TestVerifyInputs(t *testing.T) {
 			for i := range j.action.Runs.Steps {
 				j.action.Runs.Steps[i].If = "cancelled()"
 			}
-			j.action.Runs.Steps[3].If = "always()"
+			j.action.Runs.Steps[stepVerify].If = "always()"
 			j.run()
-			r := j.ran[3]
+			r := j.ran[stepVerify]
 			if r.Outcome != "failure" {
 				t.Fatalf("verify step %s (sudo refuses, so it cannot succeed)", r.Outcome)
 			}
@@ -395,9 +396,9 @@ func TestRunmillVersion(t *testing.T) {
 	for i := range j.action.Runs.Steps {
 		j.action.Runs.Steps[i].If = "cancelled()"
 	}
-	j.action.Runs.Steps[1].If = "always()"
+	j.action.Runs.Steps[stepBuild].If = "always()"
 	j.run()
-	if r := j.ran[1]; r.Outcome != "failure" || !strings.Contains(r.Log, "RM-ACTIONS-003") || strings.Contains(r.Log, "go: ") {
+	if r := j.ran[stepBuild]; r.Outcome != "failure" || !strings.Contains(r.Log, "RM-ACTIONS-003") || strings.Contains(r.Log, "go: ") {
 		t.Errorf("build step %s:\n%s", r.Outcome, r.Log)
 	}
 }
@@ -435,8 +436,38 @@ func TestInputsAreMapped(t *testing.T) {
 			t.Errorf("input %q of issue 6 is missing", name)
 		}
 	}
-	if len(a.Inputs) != 12 || len(a.Outputs) != 4 {
-		t.Errorf("%d inputs and %d outputs, want 12 and 4", len(a.Inputs), len(a.Outputs))
+	for _, name := range []string{"prepare-dependencies", "dependency-scripts"} {
+		if _, ok := a.Inputs[name]; !ok {
+			t.Errorf("input %q of issue 15 is missing", name)
+		}
+	}
+	if len(a.Inputs) != 14 || len(a.Outputs) != 4 {
+		t.Errorf("%d inputs and %d outputs, want 14 and 4", len(a.Inputs), len(a.Outputs))
+	}
+	// Issue 15: the step that runs the package manager (with the network)
+	// never sees the signing key or a token, and scripts are off by default.
+	found := false
+	for _, s := range a.Runs.Steps {
+		if s.Name != "Prepare dependencies" {
+			continue
+		}
+		found = true
+		for k, v := range s.Env {
+			if strings.Contains(v, "signing-key") || strings.Contains(v, "github-token") || strings.Contains(v, "secrets.") {
+				t.Errorf("the dependency step maps %s = %s", k, v)
+			}
+		}
+		for _, k := range []string{"RUNMILL_SIGNING_KEY", "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN"} {
+			if v, ok := s.Env[k]; !ok || v != "" {
+				t.Errorf("the dependency step does not blank %s (%q)", k, v)
+			}
+		}
+	}
+	if !found {
+		t.Error("no Prepare dependencies step")
+	}
+	if d := a.Inputs["dependency-scripts"].Default; d != "false" {
+		t.Errorf("dependency-scripts defaults to %q", d)
 	}
 }
 
@@ -500,5 +531,26 @@ func TestActionlint(t *testing.T) {
 	cmd.Dir = filepath.Dir(filepath.Dir(dir))
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("actionlint on the composite steps: %v\n%s\n--- rendered workflow\n%s", err, msg, out)
+	}
+}
+
+// The indices of action.yml's steps the tests drive (issue 15 inserted
+// "Prepare dependencies" before verify).
+const (
+	stepBuild     = 1
+	stepPreflight = 2
+	stepPrepare   = 3
+	stepVerify    = 4
+	stepUpload    = 5
+	stepGate      = 6
+)
+
+func TestStepOrder(t *testing.T) {
+	a := loadAction(t, filepath.Join(actionRoot(t), "action.yml"))
+	for i, name := range map[int]string{stepBuild: "Build runmill", stepPreflight: "Preflight", stepPrepare: "Prepare dependencies",
+		stepVerify: "runmill verify", stepUpload: "Upload the evidence", stepGate: "Gate on the verdict"} {
+		if a.Runs.Steps[i].Name != name {
+			t.Errorf("step %d is %q, want %q", i, a.Runs.Steps[i].Name, name)
+		}
 	}
 }

@@ -30,7 +30,8 @@ done
 
 # A fresh state directory per run: its runs/ holds exactly this run, which
 # the upload step takes whatever happens next.
-out=$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")
+# The Prepare dependencies step, when enabled, made it and filled its cache.
+out=${RUNMILL_PREPARED_OUT:-$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")}
 echo "evidence-dir=$out/runs" >>"$GITHUB_OUTPUT"
 
 args=(verify --github-actions --repo "$repo" --base "$base" --candidate "$candidate" --out "$out")

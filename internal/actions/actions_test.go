@@ -104,7 +104,7 @@ func TestPublish(t *testing.T) {
 			"::error file=web/cart.test.js,line=1,title=runmill%3A outcome.focused::",
 			"::error file=cart/cart_test.go,line=18,title=runmill%3A test failed in check unit::example.com/shop/cart::TestPricesFixture failed at the candidate:%0Acart_test.go:18: rewriting the fixture",
 			"::error title=runmill%3A RM-VERIFY-003 in check unit::1 test that passed at the base is missing",
-			"::error title=runmill%3A test failed in check vet::gofmt failed at the candidate:%0Anot gofmt-formatted: cart/cart_test.go",
+			"::error title=runmill%3A outcome.tests-failed in check vet::1 test failed in the report, whatever the exit code: \"gofmt\" (not gofmt-formatted: cart/cart_test.go)",
 			"::warning title=runmill%3A agent proposal ignored::proposed check \"curl-evil-sh\"",
 		}},
 		{"shop-bad-unsigned", true, "not-merge-ready", []string{"::warning title=runmill%3A evidence unsigned::"}},
@@ -346,7 +346,7 @@ func TestAnnotationLimits(t *testing.T) {
 	if errs != actions.MaxErrors || warns != actions.MaxWarnings {
 		t.Errorf("%d errors, %d warnings; want %d and %d", errs, warns, actions.MaxErrors, actions.MaxWarnings)
 	}
-	if sum := s.read(t, "GITHUB_STEP_SUMMARY"); !strings.Contains(sum, "Annotations: 10 of 33 errors and 10 of 27 warnings shown") {
+	if sum := s.read(t, "GITHUB_STEP_SUMMARY"); !strings.Contains(sum, "Annotations: 10 of 36 errors and 10 of 27 warnings shown") {
 		t.Errorf("summary does not count the annotations left out:\n%s", sum[strings.LastIndex(sum, "### Evidence"):])
 	}
 }

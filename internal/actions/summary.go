@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
@@ -121,6 +122,9 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 		head = append(head, "")
 	}
 	head = append(head, whySection(run, reasons)...)
+	if t := deps.DiffTable(d.Dependencies, 20); t != "" {
+		head = append(head, "### Dependencies", "", t, "")
+	}
 	if notes := notesOf(d); len(notes) > 0 {
 		head = append(head, fmt.Sprintf("<details><summary>Notes (%d)</summary>", len(notes)), "")
 		for _, n := range notes {
@@ -315,10 +319,10 @@ func checkRows(run *Run, reasons []verdict.Finding) []string {
 			status = runStatus(r.cand)
 			coverage = string(r.cand.Coverage)
 			tests = counts(r.cand)
-			dur = duration(r.cand.DurationMS)
+			dur = runDuration(r.cand)
 			if r.base != nil {
 				tests += " (base " + counts(r.base) + ")"
-				dur += " (base " + duration(r.base.DurationMS) + ")"
+				dur += " (base " + runDuration(r.base) + ")"
 			}
 		case listed && !spec.Runnable() && spec.HasSource(discovery.SourceGitHub):
 			if c, ok := remote[id]; ok {
@@ -353,6 +357,8 @@ func checkRows(run *Run, reasons []verdict.Finding) []string {
 // would not count it as passed.
 func runStatus(c *evidence.CheckRun) string {
 	switch {
+	case !c.Started:
+		return "❌ refused (not run)"
 	case c.TimedOut:
 		return "❌ timed out"
 	case c.TreeBefore != c.TreeAfter:
@@ -369,6 +375,13 @@ func counts(c *evidence.CheckRun) string {
 	}
 	inv := c.Report.Inventory
 	return fmt.Sprintf("%d / %d / %d", len(inv.Passed), len(inv.Failed), len(inv.Skipped))
+}
+
+func runDuration(c *evidence.CheckRun) string {
+	if !c.Started {
+		return "–" // refused before it ran (issue 15)
+	}
+	return duration(c.DurationMS)
 }
 
 func duration(ms int64) string {

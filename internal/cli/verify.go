@@ -171,15 +171,17 @@ func printRun(w io.Writer, r *engine.Run) {
 		if c.TreeBefore != c.TreeAfter {
 			tree = "MOVED"
 		}
-		exit := fmt.Sprint(c.ExitCode)
+		exit, dur := fmt.Sprint(c.ExitCode), (time.Duration(c.DurationMS) * time.Millisecond).String()
 		switch {
 		case c.TimedOut:
 			exit = "timeout"
 		case !c.Started:
 			exit = "not run"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.Text(c.CheckID, maxIDBytes), c.Phase, c.Status, c.Coverage, exit, tests, tree,
-			(time.Duration(c.DurationMS) * time.Millisecond).String())
+		if !c.Started {
+			exit, dur = "not run", "–" // refused before it ran (issue 15)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.Text(c.CheckID, maxIDBytes), c.Phase, c.Status, c.Coverage, exit, tests, tree, dur)
 	}
 	tw.Flush()
 	writeWhy(w, d, engine.Explain(r.Dir, d), r.ID)

@@ -12,31 +12,23 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 
+	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/treehash"
 )
 
 // ReceiptSchema names the receipt format.
-const ReceiptSchema = "runmill.deps-receipt/v1"
+const ReceiptSchema = evidence.DependencyReceiptSchema
 
 // cacheDir is where the content-keyed entries of one strategy live.
 func cacheDir(stateDir, strategy string) string {
 	return filepath.Join(stateDir, "deps", strategy)
 }
 
-// contentKey is SHA-256 over the strategy and its inputs, length-prefixed
-// so the byte stream parses one way.
+// contentKey is the entry's key; evidence verify recomputes it from the
+// inputs a check run records.
 func contentKey(strategy string, inputs map[string]string) string {
-	h := sha256.New()
-	put := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
-	put(ReceiptSchema)
-	put(strategy)
-	for _, k := range slices.Sorted(maps.Keys(inputs)) {
-		put(k)
-		put(inputs[k])
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return evidence.DependencyKey(strategy, inputs)
 }
 
 // entry returns the cached tree for inputs: verified byte for byte when it

@@ -9,12 +9,17 @@
 //	// sandbox: bind v.ReadOnly read-only at the same paths, add v.Env,
 //	// use v.GoCache as the read-only GOCACHE, hash the tree without v.Exclude
 //
-// Prepare validates the operator's install against the trusted base and
-// imports it into a machine-local, content-keyed cache under
-// StateDir/deps (a receipt and a full tree fingerprint per entry); reuse
-// re-hashes every cached byte. Attach checks the commit checked out in
-// checkoutDir (candidate lockfile unchanged, node_modules ignored and not
-// tracked) and gives it a hard-linked view of the cached tree.
+// Prepare finds, for each commit of the run (base, merge base, candidate),
+// an install validated against that commit's own lockfile (issue 15): one
+// imported for it earlier (Import, `runmill deps import`), the operator's
+// source checkout for the base, or for go-modules the declared module
+// cache. Each is kept in a machine-local, content-keyed cache under
+// StateDir/deps (a receipt and a full tree fingerprint per entry, files
+// hard-linked from one content-addressed object store, so equal packages
+// are stored once); reuse re-hashes every cached byte. Attach checks the
+// commit checked out in checkoutDir (node_modules ignored and not tracked)
+// and gives it a read-only view of the install whose lockfile equals its
+// own, or refuses naming the commit and the command that prepares it.
 //
 // Every refusal is RM-VERIFY-005 and says what to do.
 package deps
@@ -30,6 +35,7 @@ import (
 	"strings"
 
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -84,7 +90,9 @@ type Prepared struct {
 	gom   *goPrepared
 	// errs are the refusals of Prepare by strategy: a check of a strategy
 	// that failed gets its error from Attach, the others still run.
+	// Refusals of one commit's install live in the strategy's own errs.
 	errs map[string]error
+	copy CopyStats
 }
 
 // Receipt describes one cache entry a run uses; it is recorded in the
@@ -125,14 +133,28 @@ func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string
 	if o.ScratchDir == "" {
 		p.views = filepath.Join(o.StateDir, "deps", "views")
 	}
+	rl := roles{base: o.Base, candidate: o.Candidate, repoDir: o.SourceDir}
+	if o.Base != "" && o.Candidate != "" && o.Base != o.Candidate {
+		if mb, err := repo.MergeBase(ctx, o.Base, o.Candidate); err == nil {
+			rl.mergeBase = mb
+		}
+	}
+	objs := newObjects(o.StateDir)
 	var errs []error
 	for _, s := range uniq(strategies) {
 		var err error
+		var perCommit map[string]error
 		switch s {
 		case NPM:
-			p.npm, err = prepareNPM(ctx, repo, o)
+			p.npm, err = prepareNPM(ctx, repo, o, rl, objs)
+			if p.npm != nil {
+				perCommit = p.npm.errs
+			}
 		case GoModules:
-			p.gom, err = prepareGo(ctx, repo, o)
+			p.gom, err = prepareGo(ctx, repo, o, rl, objs)
+			if p.gom != nil {
+				perCommit = p.gom.errs
+			}
 		default:
 			err = unknown(s)
 		}
@@ -140,18 +162,32 @@ func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string
 			p.errs[s] = err
 			errs = append(errs, err)
 		}
+		for _, c := range rl.commits() {
+			if e := perCommit[c]; e != nil && !slices.Contains(errs, e) {
+				errs = append(errs, e)
+			}
+		}
 	}
+	p.copy = objs.stats()
 	return p, errors.Join(errs...)
 }
+
+// Copy is what this run's imports wrote into the object store and what
+// they found there already.
+func (p *Prepared) Copy() CopyStats { return p.copy }
 
 // Receipts are the cache entries this run uses, by strategy.
 func (p *Prepared) Receipts() []Receipt {
 	var out []Receipt
 	if p.npm != nil {
-		out = append(out, p.npm.receipt)
+		for _, s := range p.npm.sides {
+			out = append(out, s.receipt)
+		}
 	}
 	if p.gom != nil {
-		out = append(out, p.gom.receipt)
+		for _, s := range p.gom.sides {
+			out = append(out, s.receipt)
+		}
 		if p.gom.build != nil {
 			out = append(out, *p.gom.build)
 		}
@@ -178,6 +214,8 @@ type View struct {
 	Exclude []string
 	// Notes summarise the receipts for the check run's record.
 	Notes []string
+	// Use is the evidence record of the install (nil without one).
+	Use *evidence.DependencyUse
 	// made is what Close removes: the view's own directory.
 	made string
 }

@@ -172,7 +172,8 @@ func TestNPMRefusals(t *testing.T) {
 		r.Write("package-lock.json", strings.Replace(string(lock), `"version": "1.0.0"`, `"version": "1.0.2"`, 1))
 		cand := r.Commit("edit the lockfile")
 		_, err = p.Attach(context.Background(), deps.NPM, checkout(t, r, cand))
-		wantRefusal(t, err, "package-lock.json changed in the candidate")
+		wantRefusal(t, err, "package-lock.json differs from the base's and no install was prepared for it")
+		wantRefusal(t, err, "runmill deps import --repo "+r.Dir+" --commit "+cand)
 	})
 	t.Run("unignored node_modules", func(t *testing.T) {
 		r, base := npmRepo(t)
@@ -255,11 +256,46 @@ func TestGoModules(t *testing.T) {
 		r.Write("go.sum", string(sum)+"golang.org/x/text v0.3.0/go.mod h1:NqM8EUOU14njkJ3fqMW+pc6Ldnwhi/IjpwHt7yyuwOQ=\n")
 		cand := r.Commit("add a line")
 		r.Git("checkout", "-q", "main")
-		_, err := prepare(t, r, t.TempDir(), base, cand, deps.GoModules, g)
-		wantRefusal(t, err, "allows no additions")
-		// Allowed additions must still be in the module cache.
-		_, err = prepare(t, r, t.TempDir(), base, cand, deps.GoModules, deps.GoOptions{ModuleCache: modcache, AllowAdditions: true})
+		// Each side is verified against its own go.sum: the base's is
+		// prepared, the candidate's lacks a module, and the refusal names
+		// the candidate and the command that prepares it.
+		p, err := prepare(t, r, t.TempDir(), base, cand, deps.GoModules, g)
+		wantRefusal(t, err, "the candidate "+cand+" has no prepared module cache")
 		wantRefusal(t, err, "golang.org/x/text@v0.3.0: go.mod is not in the module cache")
+		wantRefusal(t, err, "in a checkout of "+cand+" run `GOMODCACHE="+modcache)
+		if _, err := p.Attach(context.Background(), deps.GoModules, checkout(t, r, base)); err != nil {
+			t.Fatalf("the base is prepared: %v", err)
+		}
+		_, err = p.Attach(context.Background(), deps.GoModules, checkout(t, r, cand))
+		wantRefusal(t, err, "the candidate "+cand+" has no prepared module cache")
+	})
+	t.Run("imported for the commit", func(t *testing.T) {
+		// runmill deps import --strategy go-modules: the commit's module
+		// cache, verified and recorded; a later run finds it by commit
+		// even though its declared module cache is empty.
+		repo, err := git.Open(context.Background(), r.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := t.TempDir()
+		if _, err := deps.Import(context.Background(), repo, deps.ImportOptions{Strategy: deps.GoModules, Commit: base, From: t.TempDir(), StateDir: state}); err == nil {
+			t.Fatal("an empty module cache was imported")
+		}
+		imp, err := deps.Import(context.Background(), repo, deps.ImportOptions{Strategy: deps.GoModules, Commit: base, From: modcache, StateDir: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := prepare(t, r, state, base, base, deps.GoModules, deps.GoOptions{ModuleCache: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := p.Attach(context.Background(), deps.GoModules, checkout(t, r, base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Use == nil || v.Use.Key != imp.Receipt.Key || !strings.Contains(strings.Join(v.Env, " "), "GOMODCACHE=") {
+			t.Fatalf("view %+v, import %s", v.Use, imp.Receipt.Key)
+		}
 	})
 	t.Run("module missing", func(t *testing.T) {
 		_, err := prepare(t, r, t.TempDir(), base, base, deps.GoModules, deps.GoOptions{ModuleCache: t.TempDir()})

@@ -1,7 +1,6 @@
 package deps
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -19,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/rmerr"
 )
 
 // goSumLine is one line of go.sum: "<module> <version>[/go.mod] h1:<base64>".
@@ -160,14 +160,22 @@ func hashGoMod(file string) (string, error) {
 	return hash1([]string{"go.mod"}, func(string) (io.ReadCloser, error) { return os.Open(file) })
 }
 
-type goPrepared struct {
+// goSide is one commit's go.sum modules, verified and cached: a checkout
+// whose go.sum has the same bytes uses it.
+type goSide struct {
+	commit  string
+	sum     string // sha256 of the go.sum bytes ("" file: of no bytes)
 	receipt Receipt
-	tree    string      // the cached module cache (GOMODCACHE)
-	base    []goSumLine // go.sum at the base
-	all     []goSumLine // what the cache holds: base, plus the candidate's additions when allowed
-	allow   bool        // AllowAdditions
-	build   *Receipt    // the prepared build cache, when declared
-	gocache string      // its cached tree
+	tree    string // the cached module cache (GOMODCACHE)
+}
+
+type goPrepared struct {
+	sides    []*goSide
+	errs     map[string]error // by commit, as npmPrepared.errs
+	build    *Receipt         // the prepared build cache, when declared
+	gocache  string           // its cached tree
+	modcache string           // the declared (or host) module cache, for hints
+	roles
 }
 
 // hostGoModCache is `go env GOMODCACHE` of the host (no network, no module
@@ -257,58 +265,86 @@ func readGoSum(ctx context.Context, repo *git.Repo, commit string) ([]goSumLine,
 	return lines, nil
 }
 
-// sumAllowed checks a go.sum against the base's: equal, or (when additions
-// are allowed) a superset.
-func sumAllowed(base, got []goSumLine, allow bool) error {
-	if slices.Equal(base, got) {
-		return nil
+// goSumAt reads go.sum at commit: its bytes (nil when absent) and lines.
+func goSumAt(ctx context.Context, repo *git.Repo, commit string) ([]byte, []goSumLine, error) {
+	lines, err := readGoSum(ctx, repo, commit)
+	if err != nil || lines == nil {
+		return nil, lines, err
 	}
-	have := map[goSumLine]bool{}
-	for _, l := range got {
-		have[l] = true
+	e, err := repo.Stat(ctx, commit, "go.sum")
+	if err != nil {
+		return nil, nil, err
 	}
-	for _, l := range base {
-		if !have[l] {
-			return refuse(GoModules, "go.sum changed in the candidate: the base's line %q is missing or changed", l.String())
-		}
-	}
-	if !allow {
-		return refuse(GoModules, "go.sum changed in the candidate (%d lines added); the operator allows no additions (dependencies.go_modules.allow_additions)", len(got)-len(base))
-	}
-	return nil
+	b, err := repo.ReadBlob(ctx, e, maxManifest)
+	return b, lines, err
 }
 
-// prepareGo verifies every go.sum module in the operator's module cache and
-// imports them into runmill's cache.
-func prepareGo(ctx context.Context, repo *git.Repo, o Options) (*goPrepared, error) {
-	base, err := readGoSum(ctx, repo, o.Base)
+// goInputs are the content key's inputs of one go.sum: its exact bytes,
+// which evidence verify recomputes from the bound commit.
+func goInputs(sum []byte) map[string]string {
+	return map[string]string{"go.sum": sha256Hex(sum)}
+}
+
+// importGo verifies commit's go.sum modules in modcache and imports them
+// into the content-keyed cache (files into the shared object store, so a
+// module at the same version on both sides is stored once).
+func importGo(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, modcache string, objs *objects) (*goSide, error) {
+	raw, lines, err := goSumAt(ctx, repo, commit)
 	if err != nil {
 		return nil, err
 	}
-	cand, err := readGoSum(ctx, repo, o.Candidate)
-	if err != nil {
-		return nil, err
-	}
-	if err := sumAllowed(base, cand, o.Go.AllowAdditions); err != nil {
-		return nil, err
-	}
-	all := cand // a superset of base (or equal)
-	modcache, err := moduleCache(ctx, o.Go)
-	if err != nil {
-		return nil, err
-	}
-	var sum bytes.Buffer
-	for _, l := range all {
-		sum.WriteString(l.String() + "\n")
-	}
-	inputs := map[string]string{"go.sum": sha256Hex(sum.Bytes())}
-	tree, r, err := entry(ctx, o.StateDir, o.ScratchDir, GoModules, inputs, func(dst string) error {
-		return importModules(ctx, modcache, dst, all)
+	inputs := goInputs(raw)
+	tree, r, err := entry(ctx, stateDir, scratch, GoModules, inputs, func(dst string) error {
+		return importModules(ctx, modcache, dst, lines, objs.file)
 	})
 	if err != nil {
 		return nil, err
 	}
-	g := &goPrepared{receipt: r, tree: tree, base: base, all: all, allow: o.Go.AllowAdditions}
+	if err := writeIndex(stateDir, GoModules, commit, r.Key); err != nil {
+		return nil, err
+	}
+	return &goSide{commit: commit, sum: inputs["go.sum"], receipt: r, tree: tree}, nil
+}
+
+// prepareGo gives each commit of the run (base, merge base, candidate) a
+// module cache verified against its own go.sum: an import recorded for
+// that commit (runmill deps import), else the declared module cache.
+func prepareGo(ctx context.Context, repo *git.Repo, o Options, rl roles, objs *objects) (*goPrepared, error) {
+	g := &goPrepared{errs: map[string]error{}, roles: rl}
+	modcache, mcErr := moduleCache(ctx, o.Go)
+	g.modcache = modcache
+	failed := map[string]error{} // by go.sum digest
+	for _, c := range rl.commits() {
+		raw, _, err := goSumAt(ctx, repo, c)
+		if err != nil {
+			if rmerr.CodeOf(err) == "" {
+				return nil, err
+			}
+			g.errs[c] = err
+			continue
+		}
+		sum := goInputs(raw)["go.sum"]
+		if slices.ContainsFunc(g.sides, func(s *goSide) bool { return s.sum == sum }) {
+			continue
+		}
+		side, err := loadGo(ctx, o.StateDir, c, sum)
+		if err == nil && side == nil {
+			if mcErr != nil {
+				err = mcErr
+			} else {
+				side, err = importGo(ctx, repo, o.StateDir, o.ScratchDir, c, modcache, objs)
+			}
+		}
+		if err != nil {
+			if prev, ok := failed[sum]; ok {
+				err = prev
+			}
+			failed[sum] = err
+			g.errs[c] = g.atCommit(c, err)
+			continue
+		}
+		g.sides = append(g.sides, side)
+	}
 	if o.Go.BuildCache != "" {
 		br, btree, err := prepareBuildCache(ctx, o.StateDir, o.ScratchDir, o.Go.BuildCache)
 		if err != nil {
@@ -319,12 +355,26 @@ func prepareGo(ctx context.Context, repo *git.Repo, o Options) (*goPrepared, err
 	return g, nil
 }
 
+// atCommit names the commit in a refusal and the preparation it lacks.
+func (g *goPrepared) atCommit(commit string, err error) error {
+	var re *rmerr.Error
+	if !errors.As(err, &re) || re.Code != rmerr.VerifyDependencies {
+		return err
+	}
+	cache := g.modcache
+	if cache == "" {
+		cache = "<module cache>"
+	}
+	return rmerr.New(rmerr.VerifyDependencies, "%s: %s has no prepared module cache: %s", GoModules, g.name(commit), strings.TrimPrefix(re.Msg, GoModules+": ")).
+		WithHint("outside verification, in a checkout of %s run `GOMODCACHE=%s GOFLAGS=-modcacherw go mod download` (or import a module cache made for it: `runmill deps import --strategy go-modules --repo %s --commit %s --from MODCACHE`), and start a fresh run", commit, cache, g.repoDir, commit)
+}
+
 // importModules copies the modules of lines from modcache to dst after
 // checking each against its go.sum hash: the go.mod files under
 // cache/download, and the extracted module trees with their .ziphash
 // (the go command treats a tree without one as a partial download).
 // With dst "" it only checks.
-func importModules(ctx context.Context, modcache, dst string, lines []goSumLine) error {
+func importModules(ctx context.Context, modcache, dst string, lines []goSumLine, file func(src, dst string, mode fs.FileMode) error) error {
 	if dst != "" {
 		if err := os.Mkdir(dst, 0o755); err != nil {
 			return err
@@ -354,11 +404,11 @@ func importModules(ctx context.Context, modcache, dst string, lines []goSumLine)
 			if dst == "" {
 				continue
 			}
-			if err := copyInto(modcache, dst, rel); err != nil {
+			if err := copyInto(modcache, dst, rel, file); err != nil {
 				return err
 			}
 			// .info is metadata the go command reads for version queries.
-			if err := copyInto(modcache, dst, filepath.Join(dl, ver+".info")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := copyInto(modcache, dst, filepath.Join(dl, ver+".info"), file); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			continue
@@ -387,10 +437,10 @@ func importModules(ctx context.Context, modcache, dst string, lines []goSumLine)
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
 			return err
 		}
-		if err := mirror(ctx, filepath.Join(modcache, rel), filepath.Join(dst, rel), copyFile); err != nil {
+		if err := mirror(ctx, filepath.Join(modcache, rel), filepath.Join(dst, rel), file); err != nil {
 			return err
 		}
-		if err := copyInto(modcache, dst, zh); err != nil {
+		if err := copyInto(modcache, dst, zh, file); err != nil {
 			return err
 		}
 	}
@@ -407,7 +457,7 @@ func importModules(ctx context.Context, modcache, dst string, lines []goSumLine)
 }
 
 // copyInto copies the file rel from one root to the other, making parents.
-func copyInto(from, to, rel string) error {
+func copyInto(from, to, rel string, file func(src, dst string, mode fs.FileMode) error) error {
 	src := filepath.Join(from, rel)
 	st, err := os.Lstat(src)
 	if err != nil {
@@ -423,7 +473,7 @@ func copyInto(from, to, rel string) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	return copyFile(src, dst, st.Mode())
+	return file(src, dst, st.Mode())
 }
 
 // prepareBuildCache imports the operator's GOCACHE. Its key is a listing
@@ -470,35 +520,42 @@ func prepareBuildCache(ctx context.Context, stateDir, scratch, src string) (Rece
 	return r, tree, err
 }
 
-// attach checks the checkout's go.sum and hands out the read-only caches.
+// attach hands out the read-only module cache prepared for the
+// checkout's go.sum.
 func (g *goPrepared) attach(ctx context.Context, dir string) (*View, error) {
-	var got []goSumLine
 	b, err := readFileCapped(filepath.Join(dir, "go.sum"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		b = nil
 	case err != nil:
 		return nil, refuse(GoModules, "reading go.sum: %v", err)
 	default:
-		if got, err = parseGoSum(b); err != nil {
+		if _, err := parseGoSum(b); err != nil {
 			return nil, refuse(GoModules, "%v", err)
 		}
 	}
-	if err := sumAllowed(g.base, got, g.allow); err != nil {
-		return nil, err
-	}
-	have := map[goSumLine]bool{}
-	for _, l := range g.all {
-		have[l] = true
-	}
-	for _, l := range got {
-		if !have[l] {
-			return nil, refuse(GoModules, "go.sum line %q is not in the prepared module cache", l.String())
+	sum := goInputs(b)["go.sum"]
+	i := slices.IndexFunc(g.sides, func(s *goSide) bool { return s.sum == sum })
+	if i < 0 {
+		r, err := git.Open(ctx, dir)
+		if err != nil {
+			return nil, err
 		}
+		commit, err := r.ResolveCommit(ctx, "HEAD", "HEAD")
+		if err != nil {
+			return nil, err
+		}
+		if e := g.errs[commit]; e != nil {
+			return nil, e
+		}
+		return nil, g.atCommit(commit, refuse(GoModules, "no module cache was prepared for its go.sum"))
 	}
+	side := g.sides[i]
 	v := &View{
-		ReadOnly: []string{g.tree},
-		Env:      []string{"GOMODCACHE=" + g.tree, "GOFLAGS=-mod=readonly", "GOPROXY=off", "GOSUMDB=off"},
-		Notes:    []string{g.receipt.Note()},
+		ReadOnly: []string{side.tree},
+		Env:      []string{"GOMODCACHE=" + side.tree, "GOFLAGS=-mod=readonly", "GOPROXY=off", "GOSUMDB=off"},
+		Notes:    []string{side.receipt.Note()},
+		Use:      side.receipt.use(side.commit),
 	}
 	if g.build != nil {
 		v.ReadOnly = append(v.ReadOnly, g.gocache)

@@ -52,11 +52,23 @@ type lockPackage struct {
 var dependencyFields = []string{"dependencies", "devDependencies", "optionalDependencies", "peerDependencies",
 	"peerDependenciesMeta", "bundleDependencies", "bundledDependencies", "overrides", "workspaces"}
 
-type npmPrepared struct {
+// npmSide is one validated, cached install: what it serves is decided by
+// content (a checkout whose package-lock.json and package.json dependency
+// fields equal its commit's), not by commit.
+type npmSide struct {
+	commit  string // the commit it was validated against
 	receipt Receipt
 	tree    string // the cached node_modules
-	lock    []byte // package-lock.json at the base
-	deps    string // the dependency fields of package.json at the base, canonical
+	lock    []byte // package-lock.json at that commit
+	deps    string // the dependency fields of package.json there, canonical
+}
+
+type npmPrepared struct {
+	sides []*npmSide
+	// errs are why a commit has no side (a stale or mutated import, an
+	// unusable source checkout), repeated by Attach for its checkouts.
+	errs map[string]error
+	roles
 }
 
 // nodeRuntime is what the installed bytes were built for.
@@ -94,19 +106,22 @@ type npmInstall struct {
 	deps        string            // package.json's dependency fields at the base
 }
 
-// prepareNPM is spec § 3 steps 3 and 4 for the source checkout o.SourceDir.
-func prepareNPM(ctx context.Context, repo *git.Repo, o Options) (*npmPrepared, error) {
-	in, err := validateNPM(ctx, repo, o)
+// importNPM is spec § 3 steps 3 and 4 for an install in srcDir made for
+// commit: validated against that commit's lockfile, imported into the
+// content-keyed cache (its files into the shared object store), and
+// recorded as that commit's install.
+func importNPM(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, srcDir string, objs *objects) (*npmSide, error) {
+	in, err := validateNPMAt(ctx, repo, commit, srcDir)
 	if err != nil {
 		return nil, err
 	}
 	nm := in.nodeModules
-	tree, r, err := entry(ctx, o.StateDir, o.ScratchDir, NPM, in.inputs, func(dst string) error {
+	tree, r, err := entry(ctx, stateDir, scratch, NPM, in.inputs, func(dst string) error {
 		before, _, err := hashTree(ctx, nm)
 		if err != nil {
 			return refuse(NPM, "hashing %s: %v", nm, err)
 		}
-		if err := mirror(ctx, nm, dst, copyFile); err != nil {
+		if err := mirror(ctx, nm, dst, objs.file); err != nil {
 			return refuse(NPM, "importing %s: %v", nm, err)
 		}
 		after, _, err := hashTree(ctx, dst)
@@ -121,13 +136,22 @@ func prepareNPM(ctx context.Context, repo *git.Repo, o Options) (*npmPrepared, e
 	if err != nil {
 		return nil, err
 	}
-	return &npmPrepared{receipt: r, tree: tree, lock: in.lock, deps: in.deps}, nil
+	if err := writeIndex(stateDir, NPM, commit, r.Key); err != nil {
+		return nil, err
+	}
+	return &npmSide{commit: commit, receipt: r, tree: tree, lock: in.lock, deps: in.deps}, nil
 }
 
 // validateNPM is spec § 3 step 3: the source checkout's package.json,
 // package-lock.json, installed inventory, platform, architecture and Node
 // ABI against the base. It reads; it copies nothing and runs no npm.
 func validateNPM(ctx context.Context, repo *git.Repo, o Options) (*npmInstall, error) {
+	return validateNPMAt(ctx, repo, o.Base, o.SourceDir)
+}
+
+// validateNPMAt is validateNPM for an install in srcDir made for commit.
+func validateNPMAt(ctx context.Context, repo *git.Repo, commit, srcDir string) (*npmInstall, error) {
+	o := struct{ Base, SourceDir string }{commit, srcDir}
 	basePkg, err := readAt(ctx, repo, o.Base, packageJSON)
 	if err != nil {
 		return nil, err
@@ -273,29 +297,42 @@ func compareInstall(src string, lock, hidden *lockfile, rt nodeRuntime) error {
 	return refuse(NPM, "the install in %s does not match the base's package-lock.json: %s%s", src, strings.Join(findings, "; "), more)
 }
 
-// attach is spec § 3 step 5 for one fresh checkout.
+// attach is spec § 3 step 5 for one fresh checkout: the install whose
+// lockfile and dependency fields equal the checkout's, hard-linked.
 func (n *npmPrepared) attach(ctx context.Context, dir, views string) (*View, error) {
 	nm := filepath.Join(dir, nodeModules)
 	if _, err := os.Lstat(nm); err == nil {
 		return nil, refuse(NPM, "the commit tracks node_modules; remove it from the repository and ignore it")
 	}
+	r, err := git.Open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := r.ResolveCommit(ctx, "HEAD", "HEAD")
+	if err != nil {
+		return nil, err
+	}
 	lock, err := readFileCapped(filepath.Join(dir, packageLock))
 	if err != nil {
 		return nil, refuse(NPM, "package-lock.json is missing in the checked-out commit: %v", err)
-	}
-	if !bytes.Equal(lock, n.lock) {
-		return nil, refuse(NPM, "package-lock.json changed in the candidate; prepared dependencies cover the base's lockfile only")
 	}
 	pkg, err := readFileCapped(filepath.Join(dir, packageJSON))
 	if err != nil {
 		return nil, refuse(NPM, "package.json is missing in the checked-out commit: %v", err)
 	}
-	if d, err := dependencyDigest(pkg); err != nil || d != n.deps {
-		return nil, refuse(NPM, "the dependencies in package.json changed in the candidate; prepared dependencies cover the base's only")
-	}
-	r, err := git.Open(ctx, dir)
+	d, err := dependencyDigest(pkg)
 	if err != nil {
-		return nil, err
+		return nil, refuse(NPM, "package.json at %s: %v", short(commit), err)
+	}
+	var side *npmSide
+	for _, s := range n.sides {
+		if bytes.Equal(lock, s.lock) && d == s.deps {
+			side = s
+			break
+		}
+	}
+	if side == nil {
+		return nil, n.missing(commit)
 	}
 	ignored, err := r.Ignored(ctx, nodeModules+"/")
 	if err != nil {
@@ -315,10 +352,11 @@ func (n *npmPrepared) attach(ctx context.Context, dir, views string) (*View, err
 		return nil, fmt.Errorf("making the node_modules view: %w", err)
 	}
 	v := &View{Mounts: []Mount{{Source: filepath.Join(made, nodeModules), Destination: nm}},
-		Exclude: []string{nodeModules}, Notes: []string{n.receipt.Note()}, made: made}
+		Exclude: []string{nodeModules}, Notes: []string{side.receipt.Note()}, made: made,
+		Use: side.receipt.use(side.commit)}
 	err = os.Chmod(made, 0o755) // MkdirTemp's 0700 would hide it from the sandbox user
 	if err == nil {
-		err = mirror(ctx, n.tree, v.Mounts[0].Source, linkFile)
+		err = mirror(ctx, side.tree, v.Mounts[0].Source, linkFile)
 	}
 	if err == nil {
 		err = os.Mkdir(nm, 0o755)
@@ -446,7 +484,7 @@ func readAt(ctx context.Context, repo *git.Repo, commit, name string) ([]byte, e
 		return nil, err
 	}
 	if e.Kind != git.Blob && e.Kind != git.Executable {
-		return nil, refuse(NPM, "the base %s has no %s (%s); dependencies: npm needs a committed package.json and package-lock.json", short(commit), name, e.Kind)
+		return nil, refuse(NPM, "%s has no %s (%s); dependencies: npm needs a committed package.json and package-lock.json", short(commit), name, e.Kind)
 	}
 	return repo.ReadBlob(ctx, e, maxManifest)
 }

@@ -69,5 +69,5 @@ func checkGo(ctx context.Context, repo *git.Repo, o Options) error {
 	if err != nil {
 		return err
 	}
-	return importModules(ctx, modcache, "", lines)
+	return importModules(ctx, modcache, "", lines, nil)
 }

@@ -126,10 +126,11 @@ func (e *executor) judged(rec *evidence.CheckRun) {
 	j := evidence.Judge(e.manifest, rec)
 	e.event("check.finished", map[string]any{"check": rec.CheckID, "phase": string(rec.Phase), "status": string(j.Status), "exit_code": rec.ExitCode})
 	how := fmt.Sprintf("exit %d", rec.ExitCode)
+	dur := ", " + (time.Duration(rec.DurationMS) * time.Millisecond).String()
 	if !rec.Started {
-		how = "not started"
+		how, dur = "not started", "" // a refused run has no exit code and no duration
 	}
-	e.logf("%s (%s): %s, %s, coverage %s, %s", rec.CheckID, rec.Phase, j.Status, how, j.Coverage, time.Duration(rec.DurationMS)*time.Millisecond)
+	e.logf("%s (%s): %s, %s, coverage %s%s", rec.CheckID, rec.Phase, j.Status, how, j.Coverage, dur)
 	for _, f := range j.Findings {
 		e.logf("%s (%s): %s", rec.CheckID, rec.Phase, f.Message)
 	}
@@ -160,6 +161,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 			return rec, nil, err
 		}
 		rec.Notes = append(rec.Notes, view.Notes...)
+		rec.Dependencies = view.Use
 	}
 	defer view.Close()
 	hashOpts := treehash.Options{Exclude: view.Exclude}

@@ -233,7 +233,10 @@ func TestVerifyGoModules(t *testing.T) {
 		pol := filepath.Join(t.TempDir(), "policy.yaml")
 		os.WriteFile(pol, []byte("dependencies:\n  go_modules:\n    module_cache: "+modcache+"\n"), 0o644)
 		run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.Discover.PolicyFile = pol })
-		if run.MergeReady() || !hasRule(run, "RM-VERIFY-005") || !hasRule(run, "go.sum changed in the candidate") {
+		// Its side is verified against its own go.sum: the module cache
+		// lacks the added module, and the refusal names the candidate.
+		if run.MergeReady() || !hasRule(run, "RM-VERIFY-005") || !hasRule(run, "the candidate "+cand+" has no prepared module cache") ||
+			!hasRule(run, "golang.org/x/text@v0.3.0: go.mod is not in the module cache") {
 			t.Fatalf("merge-ready %v\n%s", run.MergeReady(), strings.Join(rules(run), "\n"))
 		}
 	})

@@ -119,6 +119,9 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 			e.RequiredChecks = append(e.RequiredChecks, c.ID)
 		}
 	}
+	if e.Lockfiles, err = expectLockfiles(ctx, repo, m.Candidate, m.Base, mergeBase); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 

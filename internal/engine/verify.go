@@ -325,6 +325,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	d.Sandbox = probeJSON
 	d.Checks, d.Remote, d.PendingContexts, d.Failures = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}
 	d.Reviews = gh.reviews()
+	d.Dependencies = dependencyDiffs(ctx, repo, m, mergeBase, logf)
 	d.Failures = append(d.Failures, githubFindings(m, op != nil && op.Doc.GitHub.Required, gh)...)
 
 	wg.Wait()

@@ -527,6 +527,15 @@ func (v *verification) checkRecords() *failure {
 		if listed && r.Command != spec.Command {
 			return bad(i, "ran %q, but the manifest's command is %q", r.Command, spec.Command)
 		}
+		if u := r.Dependencies; u != nil {
+			var lockfiles map[string]map[string]string
+			if v.delivery != nil {
+				lockfiles = v.delivery.Lockfiles
+			}
+			if msg := checkDependencyUse(u, spec.Dependencies, r.Commit, lockfiles); msg != "" {
+				return bad(i, "%s", msg)
+			}
+		}
 	}
 	return v.checkJudgements()
 }

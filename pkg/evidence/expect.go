@@ -38,7 +38,21 @@ type Expectations struct {
 	// may require more, never fewer.
 	RequiredChecks []string          `json:"required_checks"`
 	Reviews        ReviewExpectation `json:"reviews"`
+	// Lockfiles are, per commit of the run (head, base, merge base), the
+	// digests ("sha256:<hex>" of the bytes, read from git) of its
+	// dependency files at the repository root — package.json,
+	// package-lock.json, go.sum — that exist there. Every check run's
+	// prepared install must have been keyed by its commit's lockfile
+	// (issue 15). Absent: not checked (an older expectations document).
+	Lockfiles map[string]map[string]string `json:"lockfiles,omitempty"`
 }
+
+// LockfileNames are the dependency files Expectations.Lockfiles covers.
+var LockfileNames = []string{"package.json", "package-lock.json", "go.sum"}
+
+// dependencyLockfile is the file of a strategy's key that must equal the
+// run commit's own.
+var dependencyLockfile = map[string]string{"npm": "package-lock.json", "go-modules": "go.sum"}
 
 // PolicyExpectation is which policy bytes must have governed the run.
 type PolicyExpectation struct {

@@ -115,6 +115,9 @@ type Delivery struct {
 	Failures []verdict.Finding `json:"failures"`
 	// Reviews are the pull-request reviews the orchestrator observed.
 	Reviews []Review `json:"reviews"`
+	// Dependencies are the dependency diffs between the baseline commit and
+	// the candidate, one per strategy the manifest's checks declare.
+	Dependencies []DependencyDiff `json:"dependencies,omitempty"`
 	// Sandbox is the sandbox probe: what the runtime measurably enforced.
 	// Its shape belongs to internal/sandbox; here it is any JSON object.
 	Sandbox json.RawMessage `json:"sandbox"`
@@ -162,6 +165,9 @@ type CheckRun struct {
 	Stderr     Output `json:"stderr"`
 	// Report is the declared report the command wrote, when it wrote one.
 	Report *ReportRecord `json:"report,omitempty"`
+	// Dependencies is the prepared install the run saw, when its check
+	// declares a strategy and one was attached.
+	Dependencies *DependencyUse `json:"dependencies,omitempty"`
 	// Notes are observations that did not decide anything by themselves.
 	Notes []string `json:"notes"`
 	// Observations are facts the orchestrator recorded beyond the fields

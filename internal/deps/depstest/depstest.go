@@ -111,3 +111,43 @@ func Run(t testing.TB, dir string, env []string, name string, args ...string) st
 	}
 	return string(out)
 }
+
+// WriteSemver writes package.json and package-lock.json of the semver
+// sample at one semver version (7.5.3, 7.5.4 or 7.6.3; mocha 10.8.2
+// beside it), lockfiles npm made from the npm registry: a change from one
+// to another is a dependency bump as Dependabot makes it.
+func WriteSemver(t testing.TB, r *gittest.Repo, version string) {
+	t.Helper()
+	src := filepath.Join(testdata(t), "npm-semver", version)
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Write(f, string(b))
+	}
+}
+
+// WriteGoCmp07 writes go.mod and go.sum bumping the Go sample's
+// github.com/google/go-cmp from v0.6.0 to v0.7.0 (go get, then go mod tidy).
+func WriteGoCmp07(t testing.TB, r *gittest.Repo) {
+	t.Helper()
+	src := filepath.Join(testdata(t), "go-cmp-0.7.0")
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Write(f, string(b))
+	}
+}
+
+// Worktree is a detached checkout of commit beside the repository, as an
+// operator makes one to prepare that commit's install.
+func Worktree(t testing.TB, r *gittest.Repo, commit string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "wt")
+	r.Git("worktree", "add", "--detach", dir, commit)
+	t.Cleanup(func() { r.Git("worktree", "remove", "--force", dir) })
+	return dir
+}

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/runmill/verify/internal/deps"
+	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+func init() {
+	c := &command{
+		name:    "deps import",
+		usage:   "--repo DIR --commit REV --from DIR [--strategy npm|go-modules] [--out DIR]",
+		summary: "verify an install made for one commit against its lockfile and import it into the dependency cache",
+		long: `Imports, outside verification, an install an operator prepared for one commit so that
+verify can run that commit's checks on it (docs/dependencies.md):
+
+  npm         --from is a checkout of REV where 'npm ci --ignore-scripts' ran; its
+              package.json and package-lock.json must equal REV's, and its installed
+              inventory, platform, architecture and Node ABI must match the lockfile.
+  go-modules  --from is a module cache (GOMODCACHE) holding every go.sum module of REV,
+              each checked against its go.sum hash.
+
+The install is copied into the content-keyed cache under the state directory (--out,
+as for verify); a file already there, from another commit's install, is linked rather
+than copied again. It runs no package manager and contacts no registry.
+
+Exit: 0 imported (the receipt as JSON on stdout) · 1 refused (RM-VERIFY-005, with the
+reason) · 2 usage.`,
+	}
+	c.run = func(ctx context.Context, s IO, args []string) error {
+		var repoDir, rev, from, out string
+		strategy := deps.NPM
+		fs := newFlags(c, s)
+		fs.StringVar(&repoDir, "repo", "", "repository `DIR`")
+		fs.StringVar(&rev, "commit", "", "the commit `REV` the install was made for")
+		fs.StringVar(&from, "from", "", "the install `DIR` (npm: a checkout of REV after npm ci; go-modules: a module cache)")
+		fs.StringVar(&strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm or go-modules)")
+		fs.StringVar(&out, "out", "", "state `DIR` (as for verify; default RUNMILL_STATE_DIR, else the user's state directory)")
+		pos, err := parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if err := noPositional(fs, pos); err != nil {
+			return err
+		}
+		if err := required(fs, "repo", "commit", "from"); err != nil {
+			return err
+		}
+		if strategy != deps.NPM && strategy != deps.GoModules {
+			return rmerr.New(rmerr.Usage, "--strategy %q is not npm or go-modules", strategy).WithHint("run '%s --help'", fs.Name())
+		}
+		repo, err := git.Open(ctx, repoDir)
+		if err != nil {
+			return err
+		}
+		commit, err := repo.ResolveCommit(ctx, rev, "commit")
+		if err != nil {
+			return err
+		}
+		abs, err := filepath.Abs(from)
+		if err != nil {
+			return rmerr.Wrap(rmerr.Usage, err, "resolving --from")
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return rmerr.New(rmerr.Usage, "--from %s is not a directory", abs).WithHint("pass the checkout where npm ci ran (npm) or the module cache (go-modules)")
+		}
+		res, err := deps.Import(ctx, repo, deps.ImportOptions{Strategy: strategy, Commit: commit, From: abs, StateDir: engine.StateDir(out, os.Getenv)})
+		if err != nil {
+			return err
+		}
+		how := "imported"
+		if res.Receipt.Reused {
+			how = "already cached, every byte verified"
+		}
+		fmt.Fprintf(s.Err, "runmill: %s install for %s %s: cache %s (%d files, %d bytes; %d bytes copied, %d linked from other installs)\n",
+			strategy, commit, how, res.Receipt.Key, res.Receipt.Files, res.Receipt.Bytes, res.Copy.CopiedBytes, res.Copy.LinkedBytes)
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Commit  string         `json:"commit"`
+			Receipt deps.Receipt   `json:"receipt"`
+			Copy    deps.CopyStats `json:"copy"`
+		}{commit, res.Receipt, res.Copy})
+	}
+	register(c)
+}

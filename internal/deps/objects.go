@@ -1,0 +1,135 @@
+package deps
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+)
+
+// objects is the content-addressed file store shared by every cache entry
+// (StateDir/deps/objects): an entry's tree is made of hard links to it, so
+// two installs that hold the same package at the same version — the base's
+// and the candidate's of a change that bumps one library — store its bytes
+// once (issue 15: "preparing both sides does not copy a package twice").
+// An object's name is the SHA-256 of its bytes and its exec bit, so a link
+// to it can never show other bytes without every entry holding it failing
+// its receipt's fingerprint on reuse.
+type objects struct {
+	dir string
+	// Copied and Linked count the bytes this store wrote and the bytes it
+	// reused by linking, for Stats.
+	copied, linked atomic.Int64
+}
+
+func newObjects(stateDir string) *objects {
+	return &objects{dir: filepath.Join(stateDir, "deps", "objects")}
+}
+
+// CopyStats are the bytes an import wrote into the object store and the
+// bytes it found there already (hard-linked, not copied).
+type CopyStats struct {
+	CopiedBytes int64 `json:"copied_bytes"`
+	LinkedBytes int64 `json:"linked_bytes"`
+}
+
+func (o *objects) stats() CopyStats {
+	return CopyStats{CopiedBytes: o.copied.Load(), LinkedBytes: o.linked.Load()}
+}
+
+// file is mirror's file function: dst becomes a hard link to the object
+// holding src's bytes, stored first when it is new. src is hashed before
+// anything is written, so a file already stored costs a read and a link;
+// a new one is hashed again while it is copied, and a file that changed
+// in between is refused.
+func (o *objects) file(src, dst string, mode fs.FileMode) error {
+	exec := mode&0o100 != 0
+	sum, size, err := hashFile(src)
+	if err != nil {
+		return err
+	}
+	kind := "r"
+	if exec {
+		kind = "x"
+	}
+	obj := filepath.Join(o.dir, sum[:2], sum+"-"+kind)
+	if ok, err := o.valid(obj, sum); err != nil {
+		return err
+	} else if ok {
+		if err := os.Link(obj, dst); err == nil {
+			o.linked.Add(size)
+			return nil
+		} else if !errors.Is(err, syscall.EMLINK) {
+			return err
+		}
+		// The filesystem's link limit (ext4: 65 000) is reached for this
+		// object — a common LICENSE, say: this file gets its own copy.
+		o.copied.Add(size)
+		return copyFile(src, dst, mode)
+	}
+	if err := os.MkdirAll(filepath.Dir(obj), 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(obj), ".tmp-"+randomHex())
+	if err := copyFile(src, tmp, mode); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	got, _, err := hashFile(tmp)
+	if err == nil && got != sum {
+		err = fmt.Errorf("%s changed while it was imported", src)
+	}
+	if err == nil {
+		// A concurrent import may have stored the same object: either
+		// inode holds the same bytes.
+		err = os.Rename(tmp, obj)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	o.copied.Add(size)
+	return os.Link(obj, dst)
+}
+
+// valid reports whether the object exists with the bytes its name says;
+// a mutated object is removed (entries linking it fail their fingerprint
+// on reuse and are imported afresh).
+func (o *objects) valid(obj, sum string) (bool, error) {
+	st, err := os.Lstat(obj)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if st.Mode().IsRegular() {
+		if got, _, err := hashFile(obj); err == nil && got == sum {
+			return true, nil
+		}
+	}
+	if err := os.Remove(obj); err != nil {
+		return false, fmt.Errorf("removing the mutated object %s: %w", obj, err)
+	}
+	return false, nil
+}
+
+func hashFile(p string) (string, int64, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
