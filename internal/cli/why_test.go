@@ -213,5 +213,5 @@ func until(s, end string) string {
 		}
 	}
 	// Durations vary from run to run.
-	return regexp.MustCompile(`\d+(\.\d+)?(ms|s|µs)\n`).ReplaceAllString(strings.SplitN(s, "\n", 3)[2], "D\n")
+	return regexp.MustCompile(`(\d+h)?(\d+m)?\d+(\.\d+)?(ms|s|µs)\n`).ReplaceAllString(strings.SplitN(s, "\n", 3)[2], "D\n")
 }
