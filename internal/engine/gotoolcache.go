@@ -119,11 +119,19 @@ func (e *executor) goToolchainCache(ctx context.Context, c discovery.Check, view
 	return b.note
 }
 
+// goModuleOnlyEnv say where modules come from, which the standard library
+// never does: a go-modules check's prepared GOMODCACHE, at a path of its
+// own per go.sum, shares the toolchain's cache with every other Go check.
+var goModuleOnlyEnv = []string{"GOMODCACHE", "GOPROXY", "GOSUMDB", "GONOSUMDB", "GONOPROXY", "GOPRIVATE", "GOINSECURE", "GOVCS"}
+
 // goToolKey is the toolchain identity the cache is kept under.
 func goToolKey(image string, hostPaths, env []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n", goToolCacheSchema)
-	env = slices.Clone(env)
+	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(goModuleOnlyEnv, k)
+	})
 	sort.Strings(env)
 	for _, kv := range env {
 		fmt.Fprintf(h, "env %q\n", kv)

@@ -3,6 +3,8 @@ package engine
 import (
 	"archive/tar"
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/treehash"
 )
 
 // TestIsGoCheck: the prepared toolchain cache goes to checks that run the
@@ -57,9 +60,14 @@ func TestGoToolKey(t *testing.T) {
 	if goToolKey("", nil, env) != base {
 		t.Errorf("the key is not stable")
 	}
+	// Where modules come from does not change how std compiles.
+	if goToolKey("", nil, append(env, "GOMODCACHE=/state/deps/go-modules/k1/tree", "GOPROXY=off", "GOSUMDB=off")) != base {
+		t.Errorf("the module settings changed the toolchain key")
+	}
 	differs := map[string]func() string{
 		"GOAMD64":    func() string { return goToolKey("", nil, append(env, "GOAMD64=v3")) },
 		"CGO":        func() string { return goToolKey("", nil, append(env, "CGO_ENABLED=0")) },
+		"GOFLAGS":    func() string { return goToolKey("", nil, []string{env[0], "GOFLAGS=-trimpath"}) },
 		"host paths": func() string { return goToolKey("", []string{"/usr", "/opt/go"}, env) },
 		"image":      func() string { return goToolKey(img, nil, env) },
 		"go version": func() string {
@@ -176,4 +184,38 @@ func FuzzUntarGoCache(f *testing.F) {
 			return nil
 		})
 	})
+}
+
+// TestGoToolCacheReuseVerifies: a kept cache is used only while its tree
+// hashes to its recorded fingerprint; one changed byte discards it (and,
+// here, with the probe failed, no new one is built: nothing runs in the
+// sandbox unprobed).
+func TestGoToolCacheReuseVerifies(t *testing.T) {
+	dir := t.TempDir()
+	key := strings.Repeat("ab", 32)
+	tree := filepath.Join(dir, key, "cache")
+	entry := filepath.Join(tree, "ab", strings.Repeat("0", 62)+"ab-d")
+	os.MkdirAll(filepath.Dir(entry), 0o755)
+	os.WriteFile(entry, []byte("compiled"), 0o644)
+	d, _, err := treehash.Sum(context.Background(), tree, treehash.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, key, receiptName), []byte(d.String()+"\n"), 0o644)
+	gate := make(chan struct{})
+	close(gate)
+	e := &executor{gate: gate, gateErr: errors.New("probe failed"), logf: func(string, ...any) {}}
+
+	path, note, err := (&goToolCaches{dir: dir}).prepare(context.Background(), e, key, "", nil)
+	if err != nil || path != tree || !strings.Contains(note, "reused, every byte verified") {
+		t.Fatalf("intact cache: %q, %q, %v", path, note, err)
+	}
+	os.WriteFile(entry, []byte("tampered"), 0o644)
+	path, note, err = (&goToolCaches{dir: dir}).prepare(context.Background(), e, key, "", nil)
+	if err == nil || path != "" || note != "" {
+		t.Fatalf("tampered cache used: %q, %q, %v", path, note, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, key)); !os.IsNotExist(err) {
+		t.Errorf("the tampered cache is still kept: %v", err)
+	}
 }
