@@ -98,5 +98,5 @@ done
 # Per check run durations of the last verification of each workload.
 for w in shop gowork; do
   last=$(ls -d "$out/state-$w"/runs/*/ | tail -1)
-  echo "$w: $(grep -o '"duration_ms":[0-9]*' -r "$last" --include=statement.json | sort -u | tr '\n' ' ')"
+  echo "$w: $(grep -ho '"duration_ms":[0-9]*' -r "$last" --include=statement.json | sort -u | tr '\n' ' ')"
 done
