@@ -55,6 +55,9 @@ type executor struct {
 	// fresh checkout of one commit must hash the same (sameTree).
 	treesMu sync.Mutex
 	trees   map[string]string
+	// goCaches are the prepared Go toolchain caches (gotoolcache.go); nil:
+	// none is offered.
+	goCaches *goToolCaches
 }
 
 // sameTree holds a checkout's "before" hash to the first one of its commit
@@ -91,19 +94,20 @@ func (e *executor) sameTree(rec *evidence.CheckRun, commit string, finding func(
 func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Check, m *discovery.Manifest, baseline string) ([]evidence.CheckRun, error) {
 	var recs []evidence.CheckRun
 	var baseInv *report.Inventory
-	if c.Report != nil {
-		sem <- struct{}{}
-		rec, inv, err := e.runOne(ctx, c, verdict.Baseline, baseline)
-		<-sem
-		if err != nil {
-			return nil, err
-		}
-		e.judged(&rec)
-		recs, baseInv = append(recs, rec), inv
-	}
+	// Both sides at once when --parallel allows (issue 16): the baseline
+	// takes its own slot; the candidate waits for its result only to
+	// compare inventories.
+	baseC := e.baselineAsync(ctx, sem, c, baseline)
 	sem <- struct{}{}
 	rec, inv, err := e.runOne(ctx, c, verdict.Candidate, m.Candidate)
 	<-sem
+	if c.Report != nil {
+		b := <-baseC
+		if b.err != nil {
+			return nil, b.err
+		}
+		recs, baseInv = append(recs, b.rec), b.inv
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +207,9 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 	timeout := c.Timeout.D()
 	if timeout == 0 {
 		timeout = e.defaultTimeout
+	}
+	if note := e.goToolchainCache(ctx, c, view, withEnv(baseEnv(e.hostPaths), view.Env)); note != "" {
+		rec.Notes = append(rec.Notes, note)
 	}
 	spec := sandbox.Spec{
 		Observer:   zs,

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -52,6 +53,10 @@ type VerifyOptions struct {
 	// remote reconciliation); nil makes no GitHub call at all.
 	GitHub *GitHubOptions
 	Now    func() time.Time
+	// GoToolCacheDir keeps the prepared Go toolchain caches
+	// (gotoolcache.go); StateDir/toolcache/go when empty. Runs that share
+	// one reuse its caches.
+	GoToolCacheDir string
 }
 
 // Run is the outcome of Verify: the run's directory and its records.
@@ -205,7 +210,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 
 	e := &executor{manifest: m, sb: sb, checkouts: checkouts, store: newStore(filepath.Join(run.Dir, "artifacts")), logf: logf,
 		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: event,
-		ledger: &ledger{}}
+		ledger: &ledger{}, goCaches: &goToolCaches{dir: cmp.Or(o.GoToolCacheDir, filepath.Join(o.StateDir, "toolcache", "go"))}}
 	repository := evidence.Repository{Name: repoName(o.Repository, repo.Dir)}
 	if gh != nil {
 		repository = gh.repo

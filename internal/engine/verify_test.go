@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	defer removeSharedGoToolCache()
 	return sandboxtest.Main(m, "the engine integration tests", &containerdAddress, &noSandbox)
 }
 
@@ -86,6 +87,7 @@ func verify(t *testing.T, r *gittest.Repo, base, cand string, mod func(*engine.V
 		StateDir:          t.TempDir(),
 		ContainerdAddress: containerdAddress,
 		Version:           "test",
+		GoToolCacheDir:    sharedGoToolCache(),
 	}
 	if testing.Verbose() {
 		o.Progress = os.Stderr
