@@ -435,8 +435,13 @@ func TestInputsAreMapped(t *testing.T) {
 			t.Errorf("input %q of issue 6 is missing", name)
 		}
 	}
-	if len(a.Inputs) != 12 || len(a.Outputs) != 4 {
-		t.Errorf("%d inputs and %d outputs, want 12 and 4", len(a.Inputs), len(a.Outputs))
+	for _, name := range []string{"shard", "merge-job", "merge", "shards-dir", "trust", "shard-results"} {
+		if _, ok := a.Inputs[name]; !ok {
+			t.Errorf("input %q of issue 17 is missing", name)
+		}
+	}
+	if len(a.Inputs) != 18 || len(a.Outputs) != 4 {
+		t.Errorf("%d inputs and %d outputs, want 18 and 4", len(a.Inputs), len(a.Outputs))
 	}
 }
 
