@@ -160,10 +160,33 @@ func Merge(ctx context.Context, o MergeOptions) (*Run, error) {
 			return nil, err
 		}
 	}
+	var chain evidence.Chain
+	c := d.Candidate
+	_ = chain.Append(now, "run.started", map[string]any{"base": c.Base, "candidate": c.Head})
+	for _, s := range shards {
+		_ = chain.Append(o.Now(), "shard.verified", map[string]any{"index": s.Statement.Predicate.Index, "digest": s.Digest, "key_id": s.KeyID})
+	}
+	if o.GitHub != nil {
+		_ = chain.Append(o.Now(), "github.reconciled", map[string]any{"remote": len(d.Remote), "pending": len(d.PendingContexts)})
+	}
 	run.Delivery = *d
 	v := evidence.Decide(&run.Delivery)
+	_ = chain.Append(o.Now(), "verdict", map[string]any{"merge_ready": v.MergeReady})
 	run.Delivery.IssuedAt = o.Now().UTC().Format(time.RFC3339Nano)
-	if _, err := writeEvidence(run, o.SigningKey); err != nil {
+	digest, err := writeEvidence(run, o.SigningKey)
+	if err != nil {
+		return nil, err
+	}
+	// The merge is a run like any other and ends with its terminal
+	// statement; it created no checkout, container or mount, so its
+	// cleanup observation is empty and complete.
+	outcome := "not-merge-ready"
+	if v.MergeReady {
+		outcome = "merge-ready"
+	}
+	vo := VerifyOptions{Version: o.Version, SigningKey: o.SigningKey, GitHub: o.GitHub, Now: o.Now}
+	cand := evidence.TerminalCandidate{Repository: c.Repository, PullRequest: c.PullRequest, Head: c.Head, Base: c.Base}
+	if err := writeTerminal(ctx, run, vo, &chain, &ledger{}, nil, nil, outcome, digest, cand); err != nil {
 		return nil, err
 	}
 	verdictWord := "not merge-ready"

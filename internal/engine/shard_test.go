@@ -176,6 +176,20 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 			if got, want := factsOf(&merged.Delivery), factsOf(&whole.Delivery); !reflect.DeepEqual(got, want) {
 				t.Errorf("merged check runs differ from the unsharded run's:\n got %+v\nwant %+v", got, want)
 			}
+			if merged.TerminalPath == "" {
+				t.Error("the merge wrote no terminal statement")
+			} else {
+				texp, err := engine.ExpectTerminal(context.Background(), engine.ExpectOptions{
+					Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: tc.cand}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				texpDoc, _ := texp.Encode()
+				term, _ := os.ReadFile(merged.TerminalPath)
+				if res := evidence.Verify(term, keys.trust, texpDoc, evidence.VerifyOptions{Now: time.Now()}); !res.Valid {
+					t.Errorf("the merge's terminal bundle does not verify: %s %s", res.Reason, res.Message)
+				}
+			}
 			if len(merged.Delivery.Shards) != 3 {
 				t.Errorf("merged statement records %d shards, want 3", len(merged.Delivery.Shards))
 			}
