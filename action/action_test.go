@@ -360,6 +360,13 @@ func TestVerifyInputs(t *testing.T) {
 		{"proposals text", map[string]string{"agent-proposals": "unit\nlint"}, "", "/agent-proposals.txt"},
 		{"explicit commits", map[string]string{"base": "main", "candidate": "good"}, "", "--base main --candidate good "},
 		{"shallow checkout", map[string]string{"base": strings.Repeat("0", 40)}, "is not in the checkout", ""},
+		{"shard", map[string]string{"shard": "2/3"}, "", "--parallel 0 --shard 2/3 --github-job verify"},
+		{"shard and merge job", map[string]string{"shard": "1/2", "merge-job": "gate"}, "", "--shard 1/2 --github-job gate"},
+		{"shard not K/N", map[string]string{"shard": "2 of 3"}, "shard must be K/N", ""},
+		{"merge not a boolean", map[string]string{"merge": "yes"}, "merge must be true or false", ""},
+		{"merge without shards-dir", map[string]string{"merge": "true", "trust": "{}"}, "merge: true needs shards-dir", ""},
+		{"merge without trust", map[string]string{"merge": "true", "shards-dir": "shards"}, "merge: true needs trust", ""},
+		{"merge and shard", map[string]string{"merge": "true", "shards-dir": "shards", "shard": "1/2"}, "not both", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.inputs["github-token"] = ""

@@ -320,7 +320,7 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 		}
 		// Without durations the checks are dealt round-robin in id
 		// order: charlie is shard 3's.
-		if !hasRule(run, "coverage.no-result||charlie|") || !hasRule(run, "shard-missing|"+string(rmerr.VerifyNoRunnable)+"||shard 3 of 3 produced no evidence; the checks assigned to it (charlie)") {
+		if !hasRule(run, "coverage.no-result||charlie|") || !hasRule(run, "shard-missing|"+string(rmerr.VerifyNoRunnable)+"||shard 3 of 3 produced no evidence; the checks no given shard was assigned (charlie)") {
 			t.Errorf("the missing shard's check is not named:\n%s", strings.Join(rules(run), "\n"))
 		}
 	})

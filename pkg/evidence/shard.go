@@ -351,7 +351,7 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 		s := byIndex[k]
 		if s == nil {
 			d.Failures = append(d.Failures, verdict.Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleShardMissing,
-				Message: fmt.Sprintf("shard %d of %d produced no evidence; the checks assigned to it (%s) have no result", k, n, orNone(unassigned)),
+				Message: fmt.Sprintf("shard %d of %d produced no evidence; the checks no given shard was assigned (%s) have no result", k, n, orNone(unassigned)),
 				Hint:    "the shard job failed, was cancelled or skipped, or uploaded nothing: re-run it; a missing shard is never a pass"})
 			continue
 		}
