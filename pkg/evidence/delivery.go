@@ -298,7 +298,7 @@ func checkDelivery(p *Delivery) *failure {
 			return bad("predicate.reviews[%d] needs a reviewer, a state of %v and a commit id", i, reviewState)
 		}
 	}
-	return nil
+	return checkShardRefs(p.Shards)
 }
 
 func checkRunGrammar(i int, r *CheckRun) *failure {

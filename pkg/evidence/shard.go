@@ -276,6 +276,21 @@ func checkShard(p *Shard) *failure {
 	return nil
 }
 
+// checkShardRefs is the grammar of a merged statement's shard list: indices
+// 1…MaxShards ascending without repeats, payload digests, key ids and
+// bundle addresses in their forms.
+func checkShardRefs(refs []ShardRef) *failure {
+	for i, r := range refs {
+		if r.Index < 1 || r.Index > MaxShards || (i > 0 && r.Index <= refs[i-1].Index) {
+			return fail(ReasonStatement, "predicate.shards[%d].index %d: want ascending indices in [1, %d]", i, r.Index, MaxShards)
+		}
+		if !isDigest(r.Digest) || r.KeyID == "" || !isArtifact(r.Bundle) || r.BundleSize <= 0 {
+			return fail(ReasonStatement, "predicate.shards[%d] needs a sha256: digest, a key id, and a sha256/<hex> bundle of positive size", i)
+		}
+	}
+	return nil
+}
+
 // Merge rules (docs/scale.md § The merge).
 const (
 	RuleShardMissing = "shard-missing"

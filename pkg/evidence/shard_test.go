@@ -157,6 +157,12 @@ func TestMergeShards(t *testing.T) {
 		if len(d.Shards) != 2 || d.Shards[0].Index != 1 || d.Shards[1].BundleSize != int64(len(shards[1])) {
 			t.Fatalf("shard refs %+v", d.Shards)
 		}
+		if fl := checkShardRefs(d.Shards); fl != nil {
+			t.Fatalf("the merge's own shard list fails its grammar: %s", fl.msg)
+		}
+		if fl := checkShardRefs([]ShardRef{d.Shards[1], d.Shards[0]}); fl == nil {
+			t.Fatal("descending shard indices pass the grammar")
+		}
 		refs, fl := artifactRefs(d)
 		if fl != nil || !slices.ContainsFunc(refs, func(r artifactRef) bool { return r.addr == d.Shards[1].Bundle }) {
 			t.Fatalf("the shard bundles are not artifacts of the merged statement: %v %v", refs, fl)

@@ -28,7 +28,7 @@ const (
 	DigestAlgGitCommit = "gitCommit"
 )
 
-// Predicate is one of the two runmill predicates.
+// Predicate is one of the runmill predicates.
 type Predicate interface {
 	Delivery | Terminal | Shard
 }
