@@ -19,7 +19,11 @@ import (
 // --parallel 2 (one 2-core runner per job, as on GitHub), and the merge of
 // the three shard bundles. A shard is timed on its own: on GitHub the shards
 // are separate jobs on separate runners, so the slowest shard is the wall
-// time of the fan-out.
+// time of the fan-out. Run it with -benchtime 1x -count N: each iteration
+// is one round of all five, and the metrics are per round.
+// benchRound counts rounds across -count repetitions (each is a new call).
+var benchRound int
+
 func BenchmarkSharded(b *testing.B) {
 	if containerdAddress == "" {
 		b.Skip(noSandbox)
@@ -42,61 +46,72 @@ func BenchmarkSharded(b *testing.B) {
 		b.Fatal(err)
 	}
 	key, _ := evidence.ParseSigningKey(keyPEM)
-	// The shards' state outlives their sub-benchmarks: the merge reads
-	// their bundles and artifacts.
-	shardState := b.TempDir()
-	run := func(b *testing.B, shard *evidence.ShardSpec) *engine.Run {
-		state := b.TempDir()
-		if shard != nil {
-			state = shardState
+	run := func(b *testing.B, shard *evidence.ShardSpec) (*engine.Run, time.Duration) {
+		state, err := os.MkdirTemp(b.TempDir(), "state-")
+		if err != nil {
+			b.Fatal(err)
 		}
 		o := engine.VerifyOptions{
 			Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand},
 			StateDir: state, ContainerdAddress: containerdAddress, Version: "bench",
 			Parallel: 2, SigningKey: key, Shard: shard,
 		}
+		start := time.Now()
 		res, err := engine.Verify(context.Background(), o)
 		if err != nil {
 			b.Fatal(err)
 		}
-		return res
+		return res, time.Since(start)
 	}
-	b.Run("unsharded", func(b *testing.B) {
-		for b.Loop() {
-			if !run(b, nil).MergeReady() {
+	// One round is the unsharded verification, the three shards and the
+	// merge, measured back to back so that the ratio compares runs under
+	// the same load; odd rounds run the shards first, so a load trend
+	// favours neither side.
+	for b.Loop() {
+		benchRound++
+		round := benchRound
+		var whole, slowest time.Duration
+		var bundles []engine.ShardBundle
+		var artifacts []string
+		unsharded := func() {
+			res, d := run(b, nil)
+			if !res.MergeReady() {
 				b.Fatal("not merge-ready")
 			}
+			whole = d
 		}
-	})
-	bundles := make([]engine.ShardBundle, 3)
-	var artifacts []string
-	for k := 1; k <= 3; k++ {
-		b.Run(fmt.Sprintf("shard-%d-of-3", k), func(b *testing.B) {
-			var last *engine.Run
-			for b.Loop() {
-				last = run(b, &evidence.ShardSpec{Index: k, Count: 3})
+		shards := func() {
+			for k := 1; k <= 3; k++ {
+				res, d := run(b, &evidence.ShardSpec{Index: k, Count: 3})
+				slowest = max(slowest, d)
+				body, err := os.ReadFile(res.BundlePath)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bundles = append(bundles, engine.ShardBundle{Name: res.BundlePath, Bytes: body})
+				artifacts = append(artifacts, filepath.Join(res.Dir, "artifacts"))
 			}
-			body, err := os.ReadFile(last.BundlePath)
-			if err != nil {
-				b.Fatal(err)
-			}
-			bundles[k-1] = engine.ShardBundle{Name: last.BundlePath, Bytes: body}
-			artifacts = append(artifacts, filepath.Join(last.Dir, "artifacts"))
-		})
+		}
+		if round%2 == 1 {
+			shards()
+			unsharded()
+		} else {
+			unsharded()
+			shards()
+		}
+		start := time.Now()
+		m, err := engine.Merge(context.Background(), engine.MergeOptions{Shards: bundles, Trust: trust,
+			StateDir: b.TempDir(), SigningKey: key, Version: "bench", ArtifactDirs: artifacts})
+		merge := time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !m.MergeReady() {
+			b.Fatal("merged verdict not merge-ready")
+		}
+		b.ReportMetric(whole.Seconds(), "unsharded-s")
+		b.ReportMetric(slowest.Seconds(), "slowest-shard-s")
+		b.ReportMetric(slowest.Seconds()/whole.Seconds(), "slowest/unsharded")
+		b.ReportMetric(float64(merge.Microseconds())/1000, "merge-ms")
 	}
-	b.Run("merge", func(b *testing.B) {
-		if bundles[2].Bytes == nil {
-			b.Skip("the shard benchmarks did not run (use -bench 'Sharded')")
-		}
-		for b.Loop() {
-			m, err := engine.Merge(context.Background(), engine.MergeOptions{Shards: bundles, Trust: trust,
-				StateDir: b.TempDir(), SigningKey: key, Version: "bench", ArtifactDirs: artifacts})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if !m.MergeReady() {
-				b.Fatal("merged verdict not merge-ready")
-			}
-		}
-	})
 }
