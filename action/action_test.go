@@ -361,6 +361,13 @@ func TestVerifyInputs(t *testing.T) {
 		{"proposals text", map[string]string{"agent-proposals": "unit\nlint"}, "", "/agent-proposals.txt"},
 		{"explicit commits", map[string]string{"base": "main", "candidate": "good"}, "", "--base main --candidate good "},
 		{"shallow checkout", map[string]string{"base": strings.Repeat("0", 40)}, "is not in the checkout", ""},
+		{"shard", map[string]string{"shard": "2/3"}, "", "--parallel 0 --shard 2/3 --github-job verify"},
+		{"shard and merge job", map[string]string{"shard": "1/2", "merge-job": "gate"}, "", "--shard 1/2 --github-job gate"},
+		{"shard not K/N", map[string]string{"shard": "2 of 3"}, "shard must be K/N", ""},
+		{"merge not a boolean", map[string]string{"merge": "yes"}, "merge must be true or false", ""},
+		{"merge without shards-dir", map[string]string{"merge": "true", "trust": "{}"}, "merge: true needs shards-dir", ""},
+		{"merge without trust", map[string]string{"merge": "true", "shards-dir": "shards"}, "merge: true needs trust", ""},
+		{"merge and shard", map[string]string{"merge": "true", "shards-dir": "shards", "shard": "1/2"}, "not both", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.inputs["github-token"] = ""
@@ -436,13 +443,19 @@ func TestInputsAreMapped(t *testing.T) {
 			t.Errorf("input %q of issue 6 is missing", name)
 		}
 	}
+	for _, name := range []string{"shard", "merge-job", "merge", "shards-dir", "trust", "shard-results"} {
+		if _, ok := a.Inputs[name]; !ok {
+			t.Errorf("input %q of issue 17 is missing", name)
+		}
+	}
+	if len(a.Inputs) != 20 || len(a.Outputs) != 4 {
+		t.Errorf("%d inputs and %d outputs, want 20 and 4", len(a.Inputs), len(a.Outputs))
+
+	}
 	for _, name := range []string{"prepare-dependencies", "dependency-scripts"} {
 		if _, ok := a.Inputs[name]; !ok {
 			t.Errorf("input %q of issue 15 is missing", name)
 		}
-	}
-	if len(a.Inputs) != 14 || len(a.Outputs) != 4 {
-		t.Errorf("%d inputs and %d outputs, want 14 and 4", len(a.Inputs), len(a.Outputs))
 	}
 	// Issue 15: the step that runs the package manager (with the network)
 	// never sees the signing key or a token, and scripts are off by default.

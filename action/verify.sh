@@ -10,6 +10,17 @@ input_error() {
 	exit 2
 }
 
+# The fan-in job of a sharded verification merges instead (docs/scale.md).
+case ${INPUT_MERGE:-false} in
+true) exec bash "$(dirname "${BASH_SOURCE[0]}")/merge.sh" ;;
+false) ;;
+*) input_error "merge must be true or false" ;;
+esac
+shard=${INPUT_SHARD:-}
+if [ -n "$shard" ] && ! [[ $shard =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]]; then
+	input_error "shard must be K/N (e.g. 2/3), not '$shard'"
+fi
+
 # The pull request's base.sha and head.sha (a merge queue's base_sha and
 # head_sha), never GITHUB_SHA: on pull_request that is a merge commit GitHub
 # made, not the candidate.
@@ -77,6 +88,15 @@ if [ -n "${INPUT_CONTAINERD_ADDRESS:-}" ]; then
 	args+=(--containerd-address "$INPUT_CONTAINERD_ADDRESS")
 fi
 
+if [ -n "$shard" ]; then
+	# A shard signs what it proved and takes no verdict: the merge job does.
+	args+=(--shard "$shard")
+	# Every shard resolves the same required contexts (the manifest digest
+	# binds them), and none of them may be the merge job, which is runmill's
+	# own verdict: the merge would wait for itself.
+	args+=(--github-job "${INPUT_MERGE_JOB:-verify}")
+fi
+
 case ${INPUT_CHECK_RUN:-false} in
 true) args+=(--check-run) ;;
 false) ;;
@@ -96,6 +116,15 @@ set -e
 # runner must be able to clean $RUNNER_TEMP.
 sudo -n chown -R "$(id -u):$(id -g)" "$out"
 echo "exit-code=$rc" >>"$GITHUB_OUTPUT"
+if [ -n "$shard" ] && [ "$rc" = 0 ]; then
+	# runmill publishes no verdict for a shard; the gate reads this one.
+	bundle=$(find "$out/runs" -name shard.json -type f | head -n 1)
+	{
+		echo "verdict=shard"
+		echo "bundle-path=$bundle"
+		echo "run-id=$(basename "$(dirname "$bundle")")"
+	} >>"$GITHUB_OUTPUT"
+fi
 case $rc in
 0 | 1) ;;
 *)

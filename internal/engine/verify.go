@@ -57,6 +57,11 @@ type VerifyOptions struct {
 	// (gotoolcache.go); StateDir/toolcache/go when empty. Runs that share
 	// one reuse its caches.
 	GoToolCacheDir string
+	// Shard, when set, runs only shard K of N (evidence.AssignShards,
+	// balanced by ShardDurations when given) and signs a shard statement
+	// instead of a delivery statement (shard.go; docs/scale.md).
+	Shard          *evidence.ShardSpec
+	ShardDurations map[string]int64
 }
 
 // Run is the outcome of Verify: the run's directory and its records.
@@ -288,8 +293,9 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	var wg sync.WaitGroup
 	var firstErr error
 	var errMu sync.Mutex
+	share := o.assignment(m)
 	for i, c := range m.Checks {
-		if !c.Runnable() {
+		if !c.Runnable() || !share.has(c.ID) {
 			continue
 		}
 		wg.Add(1)
@@ -363,7 +369,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	e.ledger.addCheckoutRoot(checkouts.Dir())
 	// Remote reconciliation comes after the local checks: they took time
 	// the remote ones used to finish.
-	if o.GitHub != nil {
+	if o.GitHub != nil && o.Shard == nil { // a merge reconciles once for all shards
 		if err := reconcile(ctx, o.GitHub, d, logf); err != nil {
 			return nil, err
 		}
@@ -372,7 +378,12 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	v := evidence.Decide(d)
 	event("verdict", map[string]any{"merge_ready": v.MergeReady})
 	d.IssuedAt = o.Now().UTC().Format(time.RFC3339Nano)
-	digest, err := writeEvidence(run, o.SigningKey)
+	var digest string
+	if o.Shard != nil {
+		digest, err = writeShardEvidence(run, &o, share)
+	} else {
+		digest, err = writeEvidence(run, o.SigningKey)
+	}
 	if cerr := <-closedC; err == nil {
 		err = cerr
 	}
@@ -383,7 +394,10 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	if v.MergeReady {
 		outcome = "merge-ready"
 	}
-	if o.GitHub != nil {
+	if o.Shard != nil {
+		outcome = "shard" // no verdict of its own: the merge takes it
+	}
+	if o.GitHub != nil && o.Shard == nil {
 		publishCheckRun(ctx, o.GitHub, run.Dir, d, logf)
 	}
 	if err := writeTerminal(ctx, run, o, &chain, e.ledger, sb, closeSandbox, outcome, digest, cand); err != nil {

@@ -65,7 +65,7 @@ const tapPolicy = `checks:
     timeout: 60s
 `
 
-func shopRepo(t *testing.T, policy string) (*gittest.Repo, string) {
+func shopRepo(t testing.TB, policy string) (*gittest.Repo, string) {
 	t.Helper()
 	r := gittest.New(t)
 	r.Write(".runmill/checks.yaml", policy)

@@ -46,6 +46,11 @@ func artifactRefs(p *Delivery) ([]artifactRef, *failure) {
 			}
 		}
 	}
+	for i, s := range p.Shards {
+		if f := add(s.Bundle, s.BundleSize, fmt.Sprintf("predicate.shards[%d].bundle", i)); f != nil {
+			return nil, f
+		}
+	}
 	return out, nil
 }
 

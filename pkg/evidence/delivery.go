@@ -214,6 +214,12 @@ func checkStatement[P Predicate](st *Statement[P]) *failure {
 		if f := checkTerminal(p); f != nil {
 			return f
 		}
+	case *Shard:
+		wantType = ShardPredicateType
+		cand = TerminalCandidate{Repository: p.Candidate.Repository, PullRequest: p.Candidate.PullRequest, Head: p.Candidate.Head, Base: p.Candidate.Base}
+		if f := checkShard(p); f != nil {
+			return f
+		}
 	}
 	if st.PredicateType != wantType {
 		return bad("predicateType is %q, want %q", st.PredicateType, wantType)
@@ -292,7 +298,7 @@ func checkDelivery(p *Delivery) *failure {
 			return bad("predicate.reviews[%d] needs a reviewer, a state of %v and a commit id", i, reviewState)
 		}
 	}
-	return nil
+	return checkShardRefs(p.Shards)
 }
 
 func checkRunGrammar(i int, r *CheckRun) *failure {

@@ -28,9 +28,9 @@ const (
 	DigestAlgGitCommit = "gitCommit"
 )
 
-// Predicate is one of the two runmill predicates.
+// Predicate is one of the runmill predicates.
 type Predicate interface {
-	Delivery | Terminal
+	Delivery | Terminal | Shard
 }
 
 // Statement is an in-toto Statement v1 carrying a runmill predicate. Every
@@ -124,6 +124,9 @@ type Delivery struct {
 	// Verdict is the verdict the orchestrator took. A verifier recomputes it
 	// from the records above and requires equality.
 	Verdict verdict.Verdict `json:"verdict"`
+	// Shards are the shard bundles a merged verification was taken from
+	// (`evidence merge`); absent for a run that was not sharded.
+	Shards []ShardRef `json:"shards,omitempty"`
 }
 
 // Review is one pull-request review.

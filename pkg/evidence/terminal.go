@@ -55,7 +55,7 @@ func (c *Chain) Append(at time.Time, kind string, detail any) error {
 func (c *Chain) Events() ([]Event, string) { return slices.Clone(c.events), c.head }
 
 var (
-	outcomes         = []string{"merge-ready", "not-merge-ready", "no-verdict"}
+	outcomes         = []string{"merge-ready", "not-merge-ready", "no-verdict", "shard"}
 	cleanupKinds     = []string{"container", "task", "snapshot", "checkout", "mount", "tempdir", "daemon"}
 	budgetResources  = []string{"wall-time-ms", "cpu-ms", "memory-bytes", "stdout-bytes", "stderr-bytes"}
 	sideEffectKinds  = []string{"file", "artifact", "api-call"}

@@ -59,4 +59,8 @@ const (
 	// EvidenceKey: a signing key cannot be read or generated (not a PKCS#8
 	// Ed25519 PEM, a validity window out of range).
 	EvidenceKey Code = "RM-EVIDENCE-018"
+	// EvidenceShard: shard bundles handed to `evidence merge` are not the
+	// shards of one verification (another candidate or manifest, a shard
+	// given twice, a check in two shards).
+	EvidenceShard Code = "RM-EVIDENCE-019"
 )

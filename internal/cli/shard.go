@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// shardFlags are verify's --shard and --shard-durations (docs/scale.md).
+type shardFlags struct {
+	spec, durations string
+}
+
+func (f *shardFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.spec, "shard", "", "run only shard `K/N` of the runnable checks and sign a shard statement (merge with 'evidence merge')")
+	fs.StringVar(&f.durations, "shard-durations", "", "an earlier run's statement or bundle `FILE`: balance the shards by its recorded durations")
+}
+
+// apply sets o.Shard and o.ShardDurations. The durations file is read
+// without verifying its signature on purpose: it only balances the shares
+// (every shard must be given the same file), and the merge verifies that
+// every check ran in exactly one shard whatever the file said.
+func (f *shardFlags) apply(o *engine.VerifyOptions) error {
+	if f.spec == "" {
+		if f.durations != "" {
+			return rmerr.New(rmerr.Usage, "--shard-durations needs --shard").InField("--shard-durations")
+		}
+		return nil
+	}
+	sp, err := evidence.ParseShardSpec(f.spec)
+	if err != nil {
+		return err
+	}
+	o.Shard = &sp
+	if f.durations == "" {
+		return nil
+	}
+	b, err := os.ReadFile(f.durations)
+	if err != nil {
+		return rmerr.Wrap(rmerr.Usage, err, "reading --shard-durations").At(f.durations, 0)
+	}
+	if p, perr := evidence.PayloadUnverifiedUnsafe(b); perr == nil {
+		b = p
+	}
+	var st struct {
+		Predicate struct {
+			Checks []evidence.CheckRun `json:"checks"`
+		} `json:"predicate"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return rmerr.Wrap(rmerr.Usage, err, "parsing --shard-durations").At(f.durations, 0).
+			WithHint("pass the statement.json, evidence.json or shard.json of an earlier run")
+	}
+	o.ShardDurations = evidence.DurationsOf(st.Predicate.Checks)
+	return nil
+}
+
+// finishShard prints what a shard run proved. A shard takes no verdict, so
+// it exits 0 whenever it wrote its evidence: the merge decides.
+func finishShard(s IO, run *engine.Run, asJSON bool) error {
+	d := &run.Delivery
+	if asJSON {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			RunID     string              `json:"run_id"`
+			Dir       string              `json:"dir"`
+			Statement string              `json:"statement"`
+			Bundle    string              `json:"bundle,omitempty"`
+			Checks    []evidence.CheckRun `json:"checks"`
+		}{run.ID, run.Dir, run.StatementPath, run.BundlePath, d.Checks})
+	}
+	fmt.Fprintf(s.Out, "SHARD  %s  (candidate %s, base %s): %d check runs, no verdict of its own\n", run.ID, short(d.Candidate.Head), short(d.Candidate.Base), len(d.Checks))
+	for _, c := range d.Checks {
+		fmt.Fprintf(s.Out, "  %s\t%s\t%s\t%s\n", c.CheckID, c.Phase, c.Status, c.Coverage)
+	}
+	fmt.Fprintf(s.Out, "Evidence: %s\n", run.Dir)
+	if run.BundlePath == "" {
+		fmt.Fprintln(s.Out, "(unsigned: the merge refuses an unsigned shard; pass --signing-key)")
+	}
+	return nil
+}
+
+func init() {
+	c := &command{
+		name:    "evidence merge",
+		usage:   "SHARD_BUNDLE… --trust F [--signing-key F] [--out DIR] [--artifacts-dir D]… [--job-result NAME=RESULT]… [--github-repo O/N] [--pr N] [--no-github] [--json] [--github-actions]",
+		summary: "verify the shard bundles of one sharded verification and sign one merged verdict",
+		long: `
+Verifies every SHARD_BUNDLE (the shard.json of 'runmill verify --shard K/N') against
+--trust: signature, key window, schema. Refuses (RM-EVIDENCE-019) shards of another
+repository, base, candidate or manifest digest, a shard given twice and a check in two
+shards. Then takes the union of their check runs, names every missing shard and every
+check no shard ran (RM-VERIFY-001), reconciles the remote GitHub checks once (with a
+token, as verify does), recomputes the verdict through the same decision function as
+verify, and writes one signed delivery bundle under --out: runs/<id>/evidence.json,
+with the shard bundles — and every stdout, stderr and report artifact found in the
+artifacts/ directory beside each bundle or in an --artifacts-dir — stored in
+runs/<id>/artifacts, so 'runmill evidence verify --artifacts-dir' re-hashes them.
+
+--job-result NAME=RESULT records what the CI said of a shard job (GitHub's
+needs.<job>.result); anything but success makes the merge not merge-ready.
+
+Exit: 0 merge-ready · 1 not merge-ready, or a shard refused · 2 usage.`,
+	}
+	c.run = func(ctx context.Context, s IO, args []string) error { return evidenceMerge(ctx, c, s, args) }
+	register(c)
+}
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func evidenceMerge(ctx context.Context, c *command, s IO, args []string) error {
+	var o engine.MergeOptions
+	var trustPath, keyFile, out string
+	var dirs, jobs multiFlag
+	var asJSON, ghActions bool
+	gf := githubFlags{}
+	fs := newFlags(c, s)
+	gf.register(fs)
+	fs.StringVar(&trustPath, "trust", "", "trust document `F` the shard bundles must verify against")
+	fs.StringVar(&keyFile, "signing-key", "", "Ed25519 PKCS#8 PEM `FILE` (or RUNMILL_SIGNING_KEY) signing the merged bundle")
+	fs.StringVar(&out, "out", "", "state `DIR` (the merged run goes to DIR/runs/<id>)")
+	fs.Var(&dirs, "artifacts-dir", "a shard's content-addressed store `D` (repeatable)")
+	fs.Var(&jobs, "job-result", "`NAME=RESULT` of a shard job (repeatable)")
+	fs.BoolVar(&asJSON, "json", false, "print the merged run's record as JSON on stdout")
+	fs.BoolVar(&ghActions, "github-actions", false, "also write the step outputs and job summary of a GitHub Actions step")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := required(fs, "trust"); err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return rmerr.New(rmerr.Usage, "no SHARD_BUNDLE given").WithHint("pass the shard.json of every shard job")
+	}
+	if o.Trust, err = os.ReadFile(trustPath); err != nil {
+		return rmerr.Wrap(rmerr.Usage, err, "reading the trust document").At(trustPath, 0)
+	}
+	for _, p := range pos {
+		// VerifyShard enforces the cap on what this reads.
+		b, err := readCapped(nil, p, evidence.DefaultLimits.MaxBundleBytes, "SHARD_BUNDLE")
+		if err != nil {
+			return err
+		}
+		o.Shards = append(o.Shards, engine.ShardBundle{Name: p, Bytes: b})
+		// A shard's run directory holds its store beside its bundle.
+		o.ArtifactDirs = append(o.ArtifactDirs, filepath.Join(filepath.Dir(p), "artifacts"))
+	}
+	o.ArtifactDirs = append(o.ArtifactDirs, dirs...)
+	o.JobResults = map[string]string{}
+	for _, j := range jobs {
+		name, result, ok := strings.Cut(j, "=")
+		if !ok || name == "" {
+			return rmerr.New(rmerr.Usage, "--job-result %q is not NAME=RESULT", j).InField("--job-result")
+		}
+		o.JobResults[name] = result
+	}
+	if o.GitHub, err = gf.options(fs, os.Getenv, s.Err); err != nil {
+		return err
+	}
+	if o.SigningKey, err = loadSigningKey(keyFile); err != nil {
+		return err
+	}
+	o.StateDir = engine.StateDir(out, os.Getenv)
+	o.Progress, o.Version = s.Err, Version
+	gh := startGitHubStep(s, ghActions)
+	run, err := engine.Merge(ctx, o)
+	if err != nil {
+		gh.finish(ctx, nil, err, "")
+		if code := rmerr.CodeOf(err); strings.HasPrefix(string(code), "RM-EVIDENCE-") {
+			fmt.Fprintln(s.Err, "runmill evidence merge:", err)
+			return answer() // a refused shard is a negative answer, not a usage error
+		}
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(runSummary(run)); err != nil {
+			return err
+		}
+	} else {
+		printRun(s.Out, run)
+	}
+	gh.finish(ctx, run, nil, "")
+	if !run.MergeReady() {
+		return answer()
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/printable"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// A sharded verification (docs/scale.md): every shard runs Discovery in
+// full, then only its share of the runnable checks, and signs a shard
+// statement instead of a delivery statement; Merge verifies the shards and
+// takes the one verdict.
+
+// shardSet is the set of check ids this run executes; nil executes all.
+type shardSet map[string]bool
+
+func (s shardSet) has(id string) bool { return s == nil || s[id] }
+
+// assignment is this run's share of m under o.Shard, nil when not sharded.
+func (o *VerifyOptions) assignment(m *discovery.Manifest) shardSet {
+	if o.Shard == nil {
+		return nil
+	}
+	set := shardSet{}
+	for id, k := range evidence.AssignShards(m, o.Shard.Count, o.ShardDurations) {
+		if k == o.Shard.Index {
+			set[id] = true
+		}
+	}
+	return set
+}
+
+func (s shardSet) ids() []string {
+	out := make([]string, 0, len(s))
+	for id := range s {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// writeShardEvidence writes the shard statement (and its bundle when a key
+// is given) into the run directory: shard-statement.json, shard.json.
+func writeShardEvidence(run *Run, o *VerifyOptions, set shardSet) (string, error) {
+	d := &run.Delivery
+	st := evidence.NewShardStatement(evidence.Shard{
+		RunmillVersion: d.RunmillVersion, IssuedAt: d.IssuedAt, RunID: d.RunID,
+		Index: o.Shard.Index, Count: o.Shard.Count, ManifestDigest: evidence.ManifestDigest(&d.Manifest),
+		Candidate: d.Candidate, Manifest: d.Manifest, Assigned: set.ids(), Checks: d.Checks,
+		Failures: d.Failures, Reviews: d.Reviews, Sandbox: d.Sandbox,
+	})
+	payload, err := evidence.Marshal(st)
+	if err != nil {
+		return "", fmt.Errorf("encoding the shard statement: %w", err)
+	}
+	run.StatementPath = filepath.Join(run.Dir, "shard-statement.json")
+	if err := os.WriteFile(run.StatementPath, payload, 0o644); err != nil {
+		return "", err
+	}
+	if o.SigningKey != nil {
+		b, _, err := evidence.Sign(st, o.SigningKey)
+		if err != nil {
+			return "", fmt.Errorf("signing the shard statement: %w", err)
+		}
+		run.BundlePath = filepath.Join(run.Dir, "shard.json")
+		if err := os.WriteFile(run.BundlePath, b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return evidence.Digest(payload), nil
+}
+
+// ShardBundle is one shard bundle handed to Merge.
+type ShardBundle struct {
+	// Name says where it came from (a file path), for messages.
+	Name  string
+	Bytes []byte
+}
+
+// MergeOptions configure Merge.
+type MergeOptions struct {
+	Shards []ShardBundle
+	// Trust is the trust document the shard bundles must verify against.
+	Trust []byte
+	// ArtifactDirs are the shards' content-addressed stores; every
+	// artifact the merged statement references that one of them holds is
+	// copied into the merged run's store.
+	ArtifactDirs []string
+	StateDir     string
+	// SigningKey signs the merged delivery statement; required.
+	SigningKey *evidence.SigningKey
+	// GitHub reconciles the remote contexts once, for the merged run.
+	GitHub *GitHubOptions
+	// JobResults: see evidence.MergeOptions.
+	JobResults map[string]string
+	Version    string
+	Progress   io.Writer
+	Now        func() time.Time
+}
+
+// Merge verifies every shard bundle, merges them (evidence.MergeShards),
+// reconciles the remote contexts, takes the verdict through the one
+// decision function (evidence.Decide) and writes one signed delivery bundle
+// — runs/<id>/evidence.json with the shard bundles stored as artifacts —
+// that `evidence verify` accepts like any other.
+func Merge(ctx context.Context, o MergeOptions) (*Run, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.SigningKey == nil {
+		return nil, rmerr.New(rmerr.Usage, "merging shards needs a signing key").
+			WithHint("pass --signing-key FILE or set RUNMILL_SIGNING_KEY: an unsigned merge would vouch for nothing")
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(progress, "runmill: %s\n", printable.Text(fmt.Sprintf(format, args...), 0))
+	}
+	now := o.Now()
+	var shards []*evidence.VerifiedShard
+	for _, b := range o.Shards {
+		s, err := evidence.VerifyShard(b.Bytes, o.Trust, now)
+		if err != nil {
+			return nil, fmt.Errorf("verifying shard bundle %s: %w", b.Name, err)
+		}
+		p := &s.Statement.Predicate
+		logf("shard %d/%d (%s): signed by %s, %d checks, %d runs", p.Index, p.Count, b.Name, s.KeyID, len(p.Assigned), len(p.Checks))
+		shards = append(shards, s)
+	}
+	run := &Run{ID: newRunID(now)}
+	d, err := evidence.MergeShards(shards, evidence.MergeOptions{RunmillVersion: o.Version, RunID: run.ID, JobResults: o.JobResults})
+	if err != nil {
+		return nil, err
+	}
+	run.Dir = filepath.Join(absolute(o.StateDir), "runs", run.ID)
+	st := store{dir: filepath.Join(run.Dir, "artifacts")}
+	for _, s := range shards {
+		if _, err := st.put(s.Bundle); err != nil {
+			return nil, err
+		}
+	}
+	if err := copyArtifacts(st, d, o.ArtifactDirs); err != nil {
+		return nil, err
+	}
+	if o.GitHub != nil {
+		if err := reconcile(ctx, o.GitHub, d, logf); err != nil {
+			return nil, err
+		}
+	}
+	var chain evidence.Chain
+	c := d.Candidate
+	_ = chain.Append(now, "run.started", map[string]any{"base": c.Base, "candidate": c.Head})
+	for _, s := range shards {
+		_ = chain.Append(o.Now(), "shard.verified", map[string]any{"index": s.Statement.Predicate.Index, "digest": s.Digest, "key_id": s.KeyID})
+	}
+	if o.GitHub != nil {
+		_ = chain.Append(o.Now(), "github.reconciled", map[string]any{"remote": len(d.Remote), "pending": len(d.PendingContexts)})
+	}
+	run.Delivery = *d
+	v := evidence.Decide(&run.Delivery)
+	_ = chain.Append(o.Now(), "verdict", map[string]any{"merge_ready": v.MergeReady})
+	run.Delivery.IssuedAt = o.Now().UTC().Format(time.RFC3339Nano)
+	digest, err := writeEvidence(run, o.SigningKey)
+	if err != nil {
+		return nil, err
+	}
+	// The merge is a run like any other and ends with its terminal
+	// statement; it created no checkout, container or mount, so its
+	// cleanup observation is empty and complete.
+	outcome := "not-merge-ready"
+	if v.MergeReady {
+		outcome = "merge-ready"
+	}
+	vo := VerifyOptions{Version: o.Version, SigningKey: o.SigningKey, GitHub: o.GitHub, Now: o.Now}
+	cand := evidence.TerminalCandidate{Repository: c.Repository, PullRequest: c.PullRequest, Head: c.Head, Base: c.Base}
+	if err := writeTerminal(ctx, run, vo, &chain, &ledger{}, nil, nil, outcome, digest, cand); err != nil {
+		return nil, err
+	}
+	verdictWord := "not merge-ready"
+	if v.MergeReady {
+		verdictWord = "merge-ready"
+	}
+	count := 0
+	if len(shards) > 0 {
+		count = shards[0].Statement.Predicate.Count
+	}
+	logf("merged %d of %d shards: %s", len(shards), count, verdictWord)
+	return run, nil
+}
+
+// copyArtifacts copies each artifact the check runs of d reference from the
+// first of dirs that holds it. One that none holds is left out: the merged
+// bundle then verifies without --artifacts-dir, and with it names the gap.
+func copyArtifacts(st store, d *evidence.Delivery, dirs []string) error {
+	var addrs []string
+	for _, r := range d.Checks {
+		addrs = append(addrs, r.Stdout.Artifact, r.Stderr.Artifact)
+		if r.Report != nil {
+			addrs = append(addrs, r.Report.Artifact)
+		}
+	}
+	slices.Sort(addrs)
+	for _, a := range slices.Compact(addrs) {
+		for _, dir := range dirs {
+			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(a)))
+			if err != nil {
+				continue
+			}
+			// A store holding other bytes under this name is skipped:
+			// nothing is copied under a name it does not deserve.
+			sum := sha256.Sum256(b)
+			if evidence.ArtifactAddress(hex.EncodeToString(sum[:])) != a {
+				continue
+			}
+			if _, err := st.put(b); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	return nil
+}

@@ -1,0 +1,327 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/rmerr"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// Four report checks over three shards: one shard runs two, so the
+// assignment, the ordering of the merged runs and the coverage pass are all
+// exercised.
+const shardPolicy = `checks:
+  - id: alpha
+    run: sh tests/run.sh > reports/alpha.tap
+    report: {path: reports/alpha.tap, format: tap}
+  - id: bravo
+    run: sh tests/run.sh > reports/bravo.tap
+    report: {path: reports/bravo.tap, format: tap}
+  - id: charlie
+    run: sh tests/run.sh > reports/charlie.tap
+    report: {path: reports/charlie.tap, format: tap}
+  - id: delta
+    run: sh tests/run.sh > reports/delta.tap
+    report: {path: reports/delta.tap, format: tap}
+`
+
+// shardKeys is one trusted key (signing shards and merges) and one the trust
+// document does not name.
+type shardKeys struct {
+	keyFile  string
+	key      *evidence.SigningKey
+	trust    []byte
+	stranger *evidence.SigningKey
+}
+
+func newShardKeys(t *testing.T) shardKeys {
+	t.Helper()
+	keyPEM, trust, err := evidence.Keygen(24 * time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := evidence.ParseSigningKey(keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPEM, _, err := evidence.Keygen(24 * time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := evidence.ParseSigningKey(otherPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(f, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return shardKeys{keyFile: f, key: key, trust: trust, stranger: other}
+}
+
+// runShard runs `runmill verify --shard K/N` as its own process (this test
+// binary re-executed as the CLI) and returns the shard bundle's path.
+func runShard(t *testing.T, out string, r *gittest.Repo, base, cand string, k, n int, keyFile string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", out,
+		"--signing-key", keyFile, "--containerd-address", containerdAddress, "--no-github", "--json",
+		"--shard", strconv.Itoa(k)+"/"+strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), "RUNMILL_TEST_AS_CLI=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("shard %d/%d: %v\n%s", k, n, err, stderr.String())
+	}
+	var rec struct {
+		Bundle string `json:"bundle"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rec); err != nil || rec.Bundle == "" {
+		t.Fatalf("shard %d/%d printed no bundle: %v\n%s", k, n, err, stdout.String())
+	}
+	return rec.Bundle
+}
+
+func merge(t *testing.T, keys shardKeys, paths []string, mod func(*engine.MergeOptions)) (*engine.Run, error) {
+	t.Helper()
+	o := engine.MergeOptions{Trust: keys.trust, StateDir: t.TempDir(), SigningKey: keys.key, Version: "test"}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Shards = append(o.Shards, engine.ShardBundle{Name: p, Bytes: b})
+		o.ArtifactDirs = append(o.ArtifactDirs, filepath.Join(filepath.Dir(p), "artifacts"))
+	}
+	if mod != nil {
+		mod(&o)
+	}
+	return engine.Merge(context.Background(), o)
+}
+
+// runFacts are the parts of a check run that do not depend on when or where
+// it ran: what the two verifications must agree on.
+type runFacts struct {
+	Check, Phase, Commit, TreeBefore, TreeAfter, Stdout string
+	Exit                                                int
+	Status                                              verdict.Status
+	Coverage                                            verdict.Coverage
+	Inventory                                           *evidence.Inventory
+	Findings                                            []verdict.Finding
+}
+
+func factsOf(d *evidence.Delivery) []runFacts {
+	var out []runFacts
+	for _, r := range d.Checks {
+		f := runFacts{Check: r.CheckID, Phase: string(r.Phase), Commit: r.Commit, TreeBefore: r.TreeBefore, TreeAfter: r.TreeAfter,
+			Stdout: r.Stdout.SHA256, Exit: r.ExitCode, Status: r.Status, Coverage: r.Coverage, Findings: r.Findings}
+		if r.Report != nil {
+			f.Inventory = r.Report.Inventory
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func TestShardedEqualsUnsharded(t *testing.T) {
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	keys := newShardKeys(t)
+	r, base := shopRepo(t, shardPolicy)
+	r.Checkout("ready", true)
+	r.Write("tests/discount.t", "x\n")
+	ready := r.Commit("adds a test")
+	r.Checkout("main", false)
+	r.Checkout("broken", true)
+	r.Remove("tests/zero_qty.t")
+	broken := r.Commit("deletes a test")
+
+	shardsOf := map[string][]string{}
+	parent := t // shard evidence outlives the subtests: the refusals below reuse it
+	for _, tc := range []struct {
+		name  string
+		cand  string
+		ready bool
+	}{{"merge-ready", ready, true}, {"not merge-ready", broken, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			whole := verify(t, r, base, tc.cand, func(o *engine.VerifyOptions) { o.SigningKey = keys.key })
+			var paths []string
+			for k := 1; k <= 3; k++ {
+				paths = append(paths, runShard(t, parent.TempDir(), r, base, tc.cand, k, 3, keys.keyFile))
+			}
+			shardsOf[tc.cand] = paths
+			merged, err := merge(t, keys, paths, nil)
+			if err != nil {
+				t.Fatalf("merge: %v", err)
+			}
+			if merged.MergeReady() != tc.ready || whole.MergeReady() != tc.ready {
+				t.Fatalf("merged %v, unsharded %v, want %v; merged reasons:\n%s", merged.MergeReady(), whole.MergeReady(), tc.ready, strings.Join(rules(merged), "\n"))
+			}
+			if got, want := rules(merged), rules(whole); !reflect.DeepEqual(got, want) {
+				t.Errorf("merged reasons differ from the unsharded run's:\n got %q\nwant %q", got, want)
+			}
+			if got, want := factsOf(&merged.Delivery), factsOf(&whole.Delivery); !reflect.DeepEqual(got, want) {
+				t.Errorf("merged check runs differ from the unsharded run's:\n got %+v\nwant %+v", got, want)
+			}
+			if merged.TerminalPath == "" {
+				t.Error("the merge wrote no terminal statement")
+			} else {
+				texp, err := engine.ExpectTerminal(context.Background(), engine.ExpectOptions{
+					Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: tc.cand}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				texpDoc, _ := texp.Encode()
+				term, _ := os.ReadFile(merged.TerminalPath)
+				if res := evidence.Verify(term, keys.trust, texpDoc, evidence.VerifyOptions{Now: time.Now()}); !res.Valid {
+					t.Errorf("the merge's terminal bundle does not verify: %s %s", res.Reason, res.Message)
+				}
+			}
+			if len(merged.Delivery.Shards) != 3 {
+				t.Errorf("merged statement records %d shards, want 3", len(merged.Delivery.Shards))
+			}
+			// The merged bundle verifies like any other, its artifacts —
+			// the shard bundles included — re-hashed.
+			exp, err := engine.Expect(context.Background(), engine.ExpectOptions{
+				Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: tc.cand}, StateDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			expDoc, _ := exp.Encode()
+			bundle, err := os.ReadFile(merged.BundlePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := evidence.Verify(bundle, keys.trust, expDoc, evidence.VerifyOptions{Now: time.Now(),
+				ArtifactsDir: filepath.Join(merged.Dir, "artifacts")})
+			if !tc.ready {
+				// Authentic and consistent (signature, bindings, records
+				// passed), and refused for the evidence it lacks.
+				if res.Valid || res.Reason != evidence.ReasonRequiredEvidence {
+					t.Fatalf("the merged not-merge-ready bundle: %+v", res)
+				}
+				return
+			}
+			if !res.Valid {
+				t.Fatalf("the merged bundle does not verify: %s %s", res.Reason, res.Message)
+			}
+			if res.Artifacts == nil || res.Artifacts.Count < 3 { // the shard bundles at least
+				t.Errorf("artifacts re-hashed: %+v", res.Artifacts)
+			}
+		})
+	}
+	paths := shardsOf[ready]
+	if len(paths) != 3 || len(shardsOf[broken]) != 3 {
+		t.Fatal("the sharded runs did not all complete")
+	}
+	read := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	writeTemp := func(b []byte) string {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "shard.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// resign re-signs shard p's statement after mod, with key.
+	resign := func(p string, key *evidence.SigningKey, mod func(*evidence.ShardStatement)) string {
+		payload, err := evidence.PayloadUnverifiedUnsafe(read(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st evidence.ShardStatement
+		if err := json.Unmarshal(payload, &st); err != nil {
+			t.Fatal(err)
+		}
+		mod(&st)
+		b, _, err := evidence.Sign(&st, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return writeTemp(b)
+	}
+	tampered := read(paths[1])
+	i := bytes.Index(tampered, []byte(`"payload": "`)) + len(`"payload": "`) + 40
+	if tampered[i] == 'A' {
+		tampered[i] = 'B'
+	} else {
+		tampered[i] = 'A'
+	}
+
+	for _, tc := range []struct {
+		name   string
+		paths  []string
+		mod    func(*engine.MergeOptions)
+		code   rmerr.Code // a refusal
+		rule   string     // or a not-merge-ready verdict naming this
+		substr string
+	}{
+		{name: "missing shard", paths: paths[:2], rule: evidence.RuleShardMissing, substr: "shard 3 of 3"},
+		{name: "duplicated shard", paths: []string{paths[0], paths[1], paths[1], paths[2]}, code: rmerr.EvidenceShard, substr: "given twice"},
+		{name: "shard of another candidate", paths: []string{paths[0], paths[1], shardsOf[broken][2]}, code: rmerr.EvidenceShard, substr: broken},
+		{name: "shard with another manifest digest", paths: []string{paths[0], paths[1], resign(paths[2], keys.key, func(st *evidence.ShardStatement) {
+			st.Predicate.Manifest.FailOnSkippedCheck = !st.Predicate.Manifest.FailOnSkippedCheck
+			st.Predicate.ManifestDigest = evidence.ManifestDigest(&st.Predicate.Manifest)
+		})}, code: rmerr.EvidenceShard, substr: "manifest"},
+		{name: "tampered shard", paths: []string{paths[0], writeTemp(tampered), paths[2]}, code: rmerr.EvidenceSignature, substr: "signature"},
+		{name: "shard signed by an untrusted key", paths: []string{paths[0], paths[1], resign(paths[2], keys.stranger, func(*evidence.ShardStatement) {})},
+			code: rmerr.EvidenceSignature, substr: "no trusted key"},
+		{name: "a shard job that was cancelled", paths: paths, mod: func(o *engine.MergeOptions) {
+			o.JobResults = map[string]string{"shard": "cancelled"}
+		}, rule: evidence.RuleShardJob, substr: "cancelled"},
+		{name: "a delivery bundle is no shard", paths: []string{paths[0], paths[1], verify(t, r, base, ready, func(o *engine.VerifyOptions) { o.SigningKey = keys.key }).BundlePath},
+			code: rmerr.EvidenceStatement, substr: "not a shard statement"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run, err := merge(t, keys, tc.paths, tc.mod)
+			if tc.code != "" {
+				if err == nil {
+					t.Fatalf("merged (merge-ready %v); want a refusal %s", run.MergeReady(), tc.code)
+				}
+				if rmerr.CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.substr) {
+					t.Fatalf("refusal %v (code %s); want %s mentioning %q", err, rmerr.CodeOf(err), tc.code, tc.substr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("merge: %v", err)
+			}
+			if run.MergeReady() {
+				t.Fatal("merge-ready; want not merge-ready")
+			}
+			if !hasRule(run, tc.rule) || !hasRule(run, tc.substr) {
+				t.Fatalf("no reason %q mentioning %q:\n%s", tc.rule, tc.substr, strings.Join(rules(run), "\n"))
+			}
+		})
+	}
+	t.Run("a missing shard's checks fail the coverage pass", func(t *testing.T) {
+		run, err := merge(t, keys, paths[:2], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Without durations the checks are dealt round-robin in id
+		// order: charlie is shard 3's.
+		if !hasRule(run, "coverage.no-result||charlie|") || !hasRule(run, "shard-missing|"+string(rmerr.VerifyNoRunnable)+"||shard 3 of 3 produced no evidence; the checks no given shard was assigned (charlie)") {
+			t.Errorf("the missing shard's check is not named:\n%s", strings.Join(rules(run), "\n"))
+		}
+	})
+}
