@@ -17,6 +17,7 @@ import (
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/outcome"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -51,6 +52,9 @@ type executor struct {
 	// fresh checkout of one commit must hash the same (sameTree).
 	treesMu sync.Mutex
 	trees   map[string]string
+	// harness pins each run's harness files to the base (harness.go);
+	// nil runs every checkout unaltered.
+	harness *harnesses
 }
 
 // sameTree holds a checkout's "before" hash to the first one of its commit
@@ -138,9 +142,18 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		CheckID: c.ID, Phase: phase, Command: c.Command, Commit: commit,
 		Executor: verdict.Orchestrator, Notes: []string{}, Observations: []verdict.Finding{}, Findings: []verdict.Finding{},
 	}
+	var err error
 	e.logf("%s (%s): starting", c.ID, phase)
 	e.event("check.started", map[string]any{"check": c.ID, "phase": string(phase), "commit": commit})
-	co, err := e.checkouts.Create(ctx, commit)
+	var hr *harness.Record
+	var pins []harness.Pin
+	if e.harness != nil {
+		if hr, err = e.harness.record(ctx, c, commit); err != nil {
+			return rec, nil, err
+		}
+		pins = hr.Overlay()
+	}
+	co, err := e.checkouts.CreatePinned(ctx, commit, pins)
 	if err != nil {
 		return rec, nil, err
 	}
@@ -249,7 +262,13 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		return rec, nil, before.err
 	}
 	rec.TreeBefore = before.d.String()
-	e.sameTree(&rec, commit, finding)
+	e.sameTree(&rec, pinKey(commit, pins), finding)
+	if hr != nil {
+		if err := e.harness.finish(ctx, &rec, hr, e.logf); err != nil {
+			discard()
+			return rec, nil, err
+		}
+	}
 	if ran {
 		res, err = task.Run(ctx)
 		if err != nil {
