@@ -1,6 +1,7 @@
 package checkout
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -66,8 +68,15 @@ func (m *Manager) pinLayerOf(ctx context.Context, pins []harness.Pin) (string, e
 // symlink: a candidate that made scripts/ a symlink cannot direct the
 // base's script anywhere but into its own checkout.
 func (m *Manager) writePins(ctx context.Context, root string, pins []harness.Pin) error {
-	for _, p := range pins {
-		if err := m.writePin(ctx, root, p); err != nil {
+	if len(pins) == 0 {
+		return nil
+	}
+	blobs, err := m.readBlobs(ctx, pins)
+	if err != nil {
+		return rmerr.Wrap(rmerr.CheckoutCreate, err, "reading the base's harness files")
+	}
+	for i, p := range pins {
+		if err := m.writePin(root, p, blobs[i]); err != nil {
 			return rmerr.Wrap(rmerr.CheckoutCreate, err, "laying the base's harness file %s", p.Path).
 				WithHint("the harness file must be a regular file or symlink at the base")
 		}
@@ -75,7 +84,43 @@ func (m *Manager) writePins(ctx context.Context, root string, pins []harness.Pin
 	return nil
 }
 
-func (m *Manager) writePin(ctx context.Context, root string, p harness.Pin) error {
+// readBlobs reads every pin's blob with one git process (cat-file --batch):
+// a process per file cost more than writing it.
+func (m *Manager) readBlobs(ctx context.Context, pins []harness.Pin) ([][]byte, error) {
+	var in bytes.Buffer
+	for _, p := range pins {
+		if !objectID.MatchString(p.Blob) {
+			return nil, fmt.Errorf("%s: %q is not a blob id", p.Path, p.Blob)
+		}
+		in.WriteString(p.Blob + "\n")
+	}
+	cmd := execCommand(ctx, "git", "-C", m.repo, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "safe.directory=*", "cat-file", "--batch")
+	cmd.Env = gitHostEnv()
+	cmd.Stdin = &in
+	var stderr bytes.Buffer
+	cmd.Stderr = &capped{b: &stderr, n: 8 << 10}
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git cat-file --batch: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	blobs := make([][]byte, len(pins))
+	for i, p := range pins {
+		// "<oid> SP <type> SP <size> LF <contents> LF", or "<oid> missing LF".
+		head, rest, ok := bytes.Cut(out, []byte{'\n'})
+		f := strings.Fields(string(head))
+		if !ok || len(f) != 3 || f[0] != p.Blob || f[1] != "blob" {
+			return nil, fmt.Errorf("%s: blob %s is not in the repository (%q)", p.Path, p.Blob, head)
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil || n < 0 || n > maxPinBytes || len(rest) < n+1 {
+			return nil, fmt.Errorf("%s: blob %s: size %s (at most %d bytes)", p.Path, p.Blob, f[2], maxPinBytes)
+		}
+		blobs[i], out = rest[:n], rest[n+1:]
+	}
+	return blobs, nil
+}
+
+func (m *Manager) writePin(root string, p harness.Pin, b []byte) error {
 	segs := strings.Split(p.Path, "/")
 	for _, s := range segs {
 		if s == "" || s == "." || s == ".." || s == ".git" {
@@ -106,13 +151,6 @@ func (m *Manager) writePin(ctx context.Context, root string, p harness.Pin) erro
 	target := filepath.Join(dir, segs[len(segs)-1])
 	if err := os.RemoveAll(target); err != nil {
 		return err
-	}
-	b, err := runGit(ctx, m.repo, gitInRepo, "cat-file", "blob", p.Blob)
-	if err != nil {
-		return err
-	}
-	if len(b) > maxPinBytes {
-		return fmt.Errorf("%d bytes, more than the %d a harness file may have", len(b), maxPinBytes)
 	}
 	var mode os.FileMode
 	switch p.Mode {

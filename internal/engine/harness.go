@@ -67,13 +67,17 @@ func (h *harnesses) record(ctx context.Context, c discovery.Check, commit string
 // engine and Expect: the base is the policy's base, and nothing is pinned
 // when the check's repository policy is new in the change.
 func harnessRecord(ctx context.Context, tree func(context.Context, string) (harness.Tree, error), m *discovery.Manifest, c discovery.Check, commit string) (*harness.Record, error) {
-	base, err := tree(ctx, m.Base)
-	if err != nil {
-		return nil, err
-	}
-	at, err := tree(ctx, commit)
-	if err != nil {
-		return nil, err
+	var base, at harness.Tree
+	// A check that names no harness needs no file list (most npm and go
+	// checks): the record is empty without listing either tree.
+	if _, ok := harness.Script(c.Command); ok || len(c.Harness) > 0 {
+		var err error
+		if base, err = tree(ctx, m.Base); err != nil {
+			return nil, err
+		}
+		if at, err = tree(ctx, commit); err != nil {
+			return nil, err
+		}
 	}
 	rec, err := harness.Resolve(c.Command, c.Harness, base, at, !evidence.Requirement(m, c).NewInChange, m.Base)
 	if err != nil {
