@@ -24,6 +24,9 @@ type harnesses struct {
 	repo      *git.Repo
 	checkouts *checkout.Manager
 	m         *discovery.Manifest
+	// ledger, when set, learns of the checkouts commitTree makes, so the
+	// terminal statement's cleanup observation looks for them too.
+	ledger *ledger
 
 	mu    sync.Mutex
 	files map[string]*onceValue[harness.Tree]
@@ -98,6 +101,9 @@ func (h *harnesses) commitTree(ctx context.Context, commit string) (string, erro
 			return "", err
 		}
 		defer co.Remove()
+		if h.ledger != nil {
+			h.ledger.addRun(ledgerRun{checkoutDir: co.Dir, mounted: co.Mounted()})
+		}
 		d, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
 		if err != nil {
 			return "", err

@@ -229,6 +229,22 @@ func runHarnessCase(t *testing.T, c harnessCase) {
 		t.Fatalf("a not-merge-ready bundle: %s %s, want %s or %s", res.Reason, res.Message, evidence.ReasonRequiredEvidence, evidence.ReasonNotMergeReady)
 	}
 
+	// The terminal statement saw every checkout gone, the ones that
+	// measured a commit's own tree beside a pinned run's included.
+	texp, err := engine.ExpectTerminal(context.Background(), engine.ExpectOptions{
+		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texpDoc, _ := texp.Encode()
+	term, err := os.ReadFile(run.TerminalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := evidence.Verify(term, trust, texpDoc, evidence.VerifyOptions{Now: time.Now()}); !res.Valid {
+		t.Fatalf("the terminal bundle does not verify: %s %s", res.Reason, res.Message)
+	}
+
 	// A statement that claims the candidate's harness ran where git says
 	// the base's did (or the other way round) is refused at the binding.
 	var st evidence.DeliveryStatement

@@ -205,6 +205,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	e := &executor{manifest: m, sb: sb, checkouts: checkouts, store: store{dir: filepath.Join(run.Dir, "artifacts")}, logf: logf,
 		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: event,
 		ledger: &ledger{}, harness: newHarnesses(repo, checkouts, m)}
+	e.harness.ledger = e.ledger
 	repository := evidence.Repository{Name: repoName(o.Repository, repo.Dir)}
 	if gh != nil {
 		repository = gh.repo
