@@ -122,6 +122,13 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 		head = append(head, "")
 	}
 	head = append(head, whySection(run, reasons)...)
+	if ls := engine.HarnessLines(d); len(ls) > 0 {
+		head = append(head, "### Harness", "")
+		for _, l := range ls {
+			head = append(head, "- "+text(l))
+		}
+		head = append(head, "")
+	}
 	if t := deps.DiffTable(d.Dependencies, 20); t != "" {
 		head = append(head, "### Dependencies", "", t, "")
 	}

@@ -70,6 +70,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -358,6 +359,14 @@ func (m *Manager) commit(ctx context.Context, rev string) (string, error) {
 // Create makes a fresh checkout of commit (a commit id or any revision that
 // names a commit). On failure nothing is left behind.
 func (m *Manager) Create(ctx context.Context, commit string) (*Checkout, error) {
+	return m.CreatePinned(ctx, commit, nil)
+}
+
+// CreatePinned makes a fresh checkout of commit with each of pins laid over
+// it (pkg/harness: the base's version of a check's harness files). In
+// layered mode the pins are one more lower layer above the commit's; the
+// checkout is then as fresh and as read-only as any other.
+func (m *Manager) CreatePinned(ctx context.Context, commit string, pins []harness.Pin) (*Checkout, error) {
 	id, err := m.commit(ctx, commit)
 	if err != nil {
 		return nil, err
@@ -378,9 +387,14 @@ func (m *Manager) Create(ctx context.Context, commit string) (*Checkout, error) 
 	m.live[c] = struct{}{}
 	m.mu.Unlock()
 
-	populate := m.populate
+	populate := func(ctx context.Context, c *Checkout) error {
+		if err := m.populate(ctx, c); err != nil {
+			return err
+		}
+		return m.writePins(ctx, c.Dir, pins)
+	}
 	if layered {
-		populate = m.mountLayered
+		populate = func(ctx context.Context, c *Checkout) error { return m.mountLayered(ctx, c, pins) }
 	}
 	if err := populate(ctx, c); err != nil {
 		if rerr := c.Remove(); rerr != nil {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/runmill/verify/internal/mountinfo"
+	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -132,10 +133,17 @@ func (m *Manager) layerOf(ctx context.Context, id string) (string, error) {
 }
 
 // mountLayered mounts c.Dir as an overlay over the commit's layer.
-func (m *Manager) mountLayered(ctx context.Context, c *Checkout) error {
+func (m *Manager) mountLayered(ctx context.Context, c *Checkout, pins []harness.Pin) error {
 	lower, err := m.layerOf(ctx, c.Commit)
 	if err != nil {
 		return err
+	}
+	if len(pins) > 0 {
+		top, err := m.pinLayerOf(ctx, pins)
+		if err != nil {
+			return err
+		}
+		lower = top + ":" + lower // overlayfs: the leftmost lower layer is the topmost
 	}
 	fail := func(err error, what string) error {
 		return rmerr.Wrap(rmerr.CheckoutCreate, err, "creating checkout of %s: %s", c.Commit, what)

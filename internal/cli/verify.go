@@ -193,6 +193,13 @@ func printRun(w io.Writer, r *engine.Run) {
 	}
 	tw.Flush()
 	writeWhy(w, d, engine.Explain(r.Dir, d), r.ID)
+	if ls := engine.HarnessLines(d); len(ls) > 0 {
+		// Issue 19: a harness the change edited ran in the base's version.
+		fmt.Fprintln(w, "\nHarness:")
+		for _, l := range ls {
+			fmt.Fprintln(w, "  "+printable.Text(l, 0))
+		}
+	}
 	fmt.Fprintf(w, "\nGitHub: %s\n", githubLine(d))
 	fmt.Fprintf(w, "Evidence: %s\n", r.Dir)
 	if r.BundlePath == "" {

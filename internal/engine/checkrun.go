@@ -20,6 +20,7 @@ import (
 	"github.com/runmill/verify/pkg/budget"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/outcome"
 	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/report"
@@ -58,6 +59,9 @@ type executor struct {
 	// goCaches are the prepared Go toolchain caches (gotoolcache.go); nil:
 	// none is offered.
 	goCaches *goToolCaches
+	// harness pins each run's harness files to the base (harness.go);
+	// nil runs every checkout unaltered.
+	harness *harnesses
 }
 
 // sameTree holds a checkout's "before" hash to the first one of its commit
@@ -147,9 +151,18 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		CheckID: c.ID, Phase: phase, Command: c.Command, Commit: commit,
 		Executor: verdict.Orchestrator, Notes: []string{}, Observations: []verdict.Finding{}, Findings: []verdict.Finding{},
 	}
+	var err error
 	e.logf("%s (%s): starting", c.ID, phase)
 	e.event("check.started", map[string]any{"check": c.ID, "phase": string(phase), "commit": commit})
-	co, err := e.checkouts.Create(ctx, commit)
+	var hr *harness.Record
+	var pins []harness.Pin
+	if e.harness != nil {
+		if hr, err = e.harness.record(ctx, c, commit); err != nil {
+			return rec, nil, err
+		}
+		pins = hr.Overlay()
+	}
+	co, err := e.checkouts.CreatePinned(ctx, commit, pins)
 	if err != nil {
 		return rec, nil, err
 	}
@@ -262,7 +275,13 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		return rec, nil, before.err
 	}
 	rec.TreeBefore = before.d.String()
-	e.sameTree(&rec, commit, finding)
+	e.sameTree(&rec, pinKey(commit, pins), finding)
+	if hr != nil {
+		if err := e.harness.finish(ctx, &rec, hr, e.logf); err != nil {
+			discard()
+			return rec, nil, err
+		}
+	}
 	if ran {
 		res, err = task.Run(ctx)
 		if err != nil {

@@ -108,6 +108,9 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 	if gh != nil {
 		e.Repository = gh.repo
 	}
+	if e.Harness, err = expectHarness(ctx, newHarnesses(repo, checkouts, m), m, mergeBase, e.CandidateTree); err != nil {
+		return nil, err
+	}
 	if m.Policies.Repository != nil {
 		e.Policy.RepositoryDigest = m.Policies.Repository.Digest
 	}

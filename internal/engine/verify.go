@@ -215,7 +215,9 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 
 	e := &executor{manifest: m, sb: sb, checkouts: checkouts, store: newStore(filepath.Join(run.Dir, "artifacts")), logf: logf,
 		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: event,
-		ledger: &ledger{}, goCaches: &goToolCaches{dir: cmp.Or(o.GoToolCacheDir, filepath.Join(o.StateDir, "toolcache", "go"))}}
+		ledger: &ledger{}, goCaches: &goToolCaches{dir: cmp.Or(o.GoToolCacheDir, filepath.Join(o.StateDir, "toolcache", "go"))},
+		harness: newHarnesses(repo, checkouts, m)}
+	e.harness.ledger = e.ledger
 	repository := evidence.Repository{Name: repoName(o.Repository, repo.Dir)}
 	if gh != nil {
 		repository = gh.repo

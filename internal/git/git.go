@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -310,4 +311,27 @@ func (r *Repo) Ignored(ctx context.Context, path string) (bool, error) {
 		return false, nil
 	}
 	return false, rmerr.Wrap(rmerr.GitRepository, err, "checking whether %s is ignored", path)
+}
+
+// Files lists the files and symlinks of commit's tree with their modes and
+// blob ids (git ls-tree -r): the input of pkg/harness.
+func (r *Repo) Files(ctx context.Context, commit string) (harness.Tree, error) {
+	out, err := r.run(ctx, nil, "ls-tree", "-r", "-z", "--full-tree", commit)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing files at %s", short(commit))
+	}
+	t := harness.Tree{}
+	// "<mode> SP <type> SP <object> TAB <path> NUL"
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		meta, name, ok := bytes.Cut(rec, []byte{'\t'})
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(meta))
+		if len(f) != 3 || f[1] != "blob" {
+			continue // submodules are not files of this repository
+		}
+		t[string(name)] = harness.Entry{Mode: f[0], Blob: f[2]}
+	}
+	return t, nil
 }

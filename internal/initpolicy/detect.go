@@ -251,6 +251,7 @@ func detectNode(fsys fs.FS, p *Plan) error {
 		p.Notes = append(p.Notes, "package.json's test script uses no recognised runner: the npm-test check stays unproven")
 	}
 	c.Spec.Timeout = defaultTimeout
+	c.Spec.Harness = runnerHarness(fsys, runner)
 	lock, err := read(fsys, "package-lock.json")
 	if err != nil {
 		return err
@@ -334,6 +335,7 @@ func detectPython(fsys fs.FS, p *Plan) error {
 		Report:  report("reports/pytest.xml", "junit", ""),
 		Timeout: defaultTimeout,
 	}}
+	c.Spec.Harness = runnerHarness(fsys, "pytest")
 	c.Comment = []string{
 		"pytest's JUnit report; ids are 'module.Class::test[param]'. Name parametrize",
 		"cases (ids=...) so ids do not shift when a case is added.",

@@ -240,6 +240,12 @@ func writeCheck(b *bytes.Buffer, indent string, c policy.CheckSpec) {
 	if c.Dependencies != "" {
 		fmt.Fprintf(b, "%sdependencies: %s\n", in, c.Dependencies)
 	}
+	if len(c.Harness) > 0 {
+		fmt.Fprintf(b, "%sharness: # taken from the base, like this file (docs/policy.md)\n", in)
+		for _, h := range c.Harness {
+			fmt.Fprintf(b, "%s  - %s\n", in, scalar(h))
+		}
+	}
 }
 
 // writeRun writes a command: multi-line ones as a literal block, which YAML

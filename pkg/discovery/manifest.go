@@ -52,9 +52,12 @@ type Check struct {
 	Timeout       policy.Duration       `json:"timeout,omitempty"`
 	Image         string                `json:"image,omitempty"`
 	Dependencies  string                `json:"dependencies,omitempty"`
-	Required      bool                  `json:"required"`
-	Sources       []Source              `json:"sources"`
-	DefinedBy     Definer               `json:"defined_by,omitempty"`
+	// Harness is the policy's harness: list (pkg/harness pins these files
+	// and the command's own script from the base).
+	Harness   []string `json:"harness,omitempty"`
+	Required  bool     `json:"required"`
+	Sources   []Source `json:"sources"`
+	DefinedBy Definer  `json:"defined_by,omitempty"`
 	// Reasons say, per source, what put the check here ("changed path
 	// migrations/001.sql matches migrations/**").
 	Reasons []string `json:"reasons"`

@@ -129,6 +129,7 @@ func Resolve(in Input) (*Manifest, error) {
 				s := d.spec
 				e.Command, e.Report, e.DeclaredSkips = s.Run, s.Report, s.DeclaredSkips
 				e.Timeout, e.Image, e.Dependencies, e.DefinedBy = s.Timeout, s.Image, s.Dependencies, d.by
+				e.Harness = s.Harness
 			}
 			entries[id] = e
 		}
@@ -267,6 +268,9 @@ func differing(a, b policy.CheckSpec) []string {
 	}
 	if !reflect.DeepEqual(a.Paths, b.Paths) {
 		f = append(f, "paths")
+	}
+	if !reflect.DeepEqual(a.Harness, b.Harness) {
+		f = append(f, "harness")
 	}
 	if a.IsRequired() != b.IsRequired() {
 		f = append(f, "required")

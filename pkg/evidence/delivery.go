@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/outcome"
 	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/printable"
@@ -331,6 +332,14 @@ func checkRunGrammar(i int, r *CheckRun) *failure {
 			return bad("%s needs a hex sha256, sizes ≥ 0 and an artifact address sha256/<hex>", o.name)
 		}
 	}
+	if h := r.Harness; h != nil {
+		if msg := harnessGrammar(h, true); msg != "" {
+			return bad("harness: %s", msg)
+		}
+		if len(h.Overlay()) == 0 && h.CommitTree != r.TreeBefore {
+			return bad("harness: nothing laid over the commit, yet tree_before %s is not its commit_tree %s", r.TreeBefore, h.CommitTree)
+		}
+	}
 	if rep := r.Report; rep != nil {
 		if rep.Path == "" || !slices.Contains(report.Formats, rep.Format) ||
 			(rep.Identity != report.IdentityDefault && rep.Identity != report.IdentitySuitePath) {
@@ -448,16 +457,25 @@ func (v *verification) bindDelivery() *failure {
 	// have measured exactly the candidate tree, a baseline run the commit
 	// the change started from: the merge base of base and head (the base
 	// itself when head contains it).
+	harnesses := make(map[string]*HarnessExpectation, len(e.Harness))
+	for i := range e.Harness {
+		harnesses[e.Harness[i].CheckID] = &e.Harness[i]
+	}
 	for i, r := range p.Checks {
 		switch r.Phase {
 		case verdict.Candidate:
-			if r.Commit != e.Head || r.TreeBefore != e.CandidateTree {
-				return bad("predicate.checks[%d] (%s, candidate) ran at commit %s tree %s, not the candidate %s tree %s",
-					i, r.CheckID, r.Commit, r.TreeBefore, e.Head, e.CandidateTree)
+			if r.Commit != e.Head {
+				return bad("predicate.checks[%d] (%s, candidate) ran at commit %s, not the candidate %s", i, r.CheckID, r.Commit, e.Head)
+			}
+			if f := bindHarness(i, &r, harnesses[r.CheckID], e.CandidateTree); f != nil {
+				return f
 			}
 		case verdict.Baseline:
 			if r.Commit != e.MergeBase {
 				return bad("predicate.checks[%d] (%s, baseline) ran at commit %s, not the merge base %s", i, r.CheckID, r.Commit, e.MergeBase)
+			}
+			if h := harnesses[r.CheckID]; h != nil && (h.Baseline == nil || !harness.Equal(r.Harness, h.Baseline)) {
+				return bad("predicate.checks[%d] (%s, baseline) records a harness other than the one git shows for the merge base with the base's harness", i, r.CheckID)
 			}
 		}
 	}
@@ -471,6 +489,70 @@ func (v *verification) bindDelivery() *failure {
 		}
 	}
 	return nil
+}
+
+// bindHarness holds a candidate run to the harness the verifier host
+// derived from git (issue 19): the candidate's tree with exactly the base's
+// version of each changed harness file laid over it, and no other tree.
+func bindHarness(i int, r *CheckRun, want *HarnessExpectation, candidateTree string) *failure {
+	bad := func(format string, args ...any) *failure {
+		return fail(ReasonBinding, "predicate.checks[%d] (%s, candidate): %s", i, r.CheckID, fmt.Sprintf(format, args...))
+	}
+	if want == nil {
+		// Nothing expected of the harness: the run saw the candidate tree
+		// itself, and a record, if any, lays nothing over it.
+		if r.TreeBefore != candidateTree || (r.Harness != nil && len(r.Harness.Overlay()) > 0) {
+			return bad("ran tree %s, not the candidate tree %s", r.TreeBefore, candidateTree)
+		}
+		return nil
+	}
+	switch {
+	case r.Harness == nil || !harness.Equal(r.Harness, &want.Candidate):
+		return bad("records a harness other than the one git shows (base's version of each harness file the change edited)")
+	case r.Harness.CommitTree != candidateTree:
+		return bad("its commit tree %s is not the candidate tree %s", r.Harness.CommitTree, candidateTree)
+	case r.TreeBefore != want.Tree:
+		return bad("ran tree %s, not the candidate with the base's harness %s", r.TreeBefore, want.Tree)
+	}
+	return nil
+}
+
+// harnessGrammar checks one harness record's encoding; "" when valid.
+func harnessGrammar(h *harness.Record, needTree bool) string {
+	switch {
+	case h.Pinned && (!isCommit(h.Base) || h.Reason != ""):
+		return "a pinned harness names its base commit and no reason"
+	case !h.Pinned && h.Reason == "":
+		return "an unpinned harness says why"
+	case needTree && !isDigest(h.CommitTree), !needTree && h.CommitTree != "" && !isDigest(h.CommitTree):
+		return "commit_tree must be a sha256:<hex> tree digest"
+	}
+	for j, f := range h.Files {
+		if f.Path == "" || (j > 0 && h.Files[j-1].Path >= f.Path) {
+			return "files must have paths, sorted and unique"
+		}
+		if f.Base == nil && f.Commit == nil {
+			return fmt.Sprintf("harness file %s exists at neither commit", f.Path)
+		}
+		switch f.Ran {
+		case harness.FromBase:
+			if f.Base == nil || !h.Pinned {
+				return fmt.Sprintf("harness file %s ran the base's version without one, or unpinned", f.Path)
+			}
+		case harness.FromCommit:
+			if f.Base != nil && h.Pinned {
+				return fmt.Sprintf("harness file %s exists at the base but ran the commit's version", f.Path)
+			}
+		default:
+			return fmt.Sprintf("harness file %s: ran is %q, not base or commit", f.Path, f.Ran)
+		}
+		for _, x := range []*harness.Entry{f.Base, f.Commit} {
+			if x != nil && (!slices.Contains([]string{"100644", "100755", "120000"}, x.Mode) || !isCommit(x.Blob)) {
+				return fmt.Sprintf("harness file %s: an entry needs a file mode and a blob id", f.Path)
+			}
+		}
+	}
+	return ""
 }
 
 // checkIndex maps check ids to their manifest entries (the first one, as

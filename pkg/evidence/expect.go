@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -45,6 +46,24 @@ type Expectations struct {
 	// prepared install must have been keyed by its commit's lockfile
 	// (issue 15). Absent: not checked (an older expectations document).
 	Lockfiles map[string]map[string]string `json:"lockfiles,omitempty"`
+	// Harness is, per runnable check, the harness its runs must have seen
+	// (issue 19), derived from git: a check listed here must record exactly
+	// this; a check not listed must have run the candidate tree unaltered.
+	Harness []HarnessExpectation `json:"harness,omitempty"`
+}
+
+// HarnessExpectation is the harness one check's runs must record.
+type HarnessExpectation struct {
+	CheckID string `json:"check_id"`
+	// Candidate is the candidate run's record; its commit_tree is the
+	// candidate tree.
+	Candidate harness.Record `json:"candidate"`
+	// Tree is pkg/treehash's digest of the candidate with the base's
+	// harness laid over it: the candidate run's tree_before.
+	Tree string `json:"tree"`
+	// Baseline is the baseline run's record (commit_tree aside), for a
+	// check that declares a report.
+	Baseline *harness.Record `json:"baseline,omitempty"`
 }
 
 // LockfileNames are the dependency files Expectations.Lockfiles covers.
@@ -169,6 +188,25 @@ func (e *Expectations) validate() error {
 	for i, id := range e.RequiredChecks {
 		if id == "" {
 			bad(fmt.Sprintf("required_checks[%d]", i), "empty check id")
+		}
+	}
+	seenHarness := map[string]bool{}
+	for i, h := range e.Harness {
+		f := fmt.Sprintf("harness[%d]", i)
+		if h.CheckID == "" || seenHarness[h.CheckID] {
+			bad(f+".check_id", "empty or repeated check id %q", h.CheckID)
+		}
+		seenHarness[h.CheckID] = true
+		if !isDigest(h.Tree) {
+			bad(f+".tree", "%q is not a tree digest", h.Tree)
+		}
+		if msg := harnessGrammar(&h.Candidate, true); msg != "" {
+			bad(f+".candidate", "%s", msg)
+		}
+		if h.Baseline != nil {
+			if msg := harnessGrammar(h.Baseline, false); msg != "" {
+				bad(f+".baseline", "%s", msg)
+			}
 		}
 	}
 	if e.Reviews.RequiredApprovals < 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -171,6 +172,10 @@ type CheckRun struct {
 	// Dependencies is the prepared install the run saw, when its check
 	// declares a strategy and one was attached.
 	Dependencies *DependencyUse `json:"dependencies,omitempty"`
+	// Harness is the check's harness as the run saw it (issue 19): which
+	// files ran in the base's version, which in the commit's, and the tree
+	// of the commit alone (TreeBefore is the tree as run).
+	Harness *harness.Record `json:"harness,omitempty"`
 	// Notes are observations that did not decide anything by themselves.
 	Notes []string `json:"notes"`
 	// Observations are facts the orchestrator recorded beyond the fields

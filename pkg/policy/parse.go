@@ -230,6 +230,11 @@ func validateChecks(checks []CheckSpec, root *yaml.Node, field, file string, cod
 				add(fmt.Sprintf("paths[%d]", j), "see docs/policy.md § Path patterns", "%v", err)
 			}
 		}
+		for j, p := range c.Harness {
+			if err := harnessPattern(p); err != nil {
+				add(fmt.Sprintf("harness[%d]", j), "name repository files relative to its root (see docs/policy.md § The harness is policy too)", "%v", err)
+			}
+		}
 		if c.Image != "" && (!path.IsAbs(c.Image) || path.Clean(c.Image) != c.Image) {
 			add("image", "name the OCI image tarball (docker save or an oci-layout tar) on the verifier host by its absolute, clean path", "image %q is not an absolute, clean path", c.Image)
 		}
@@ -359,7 +364,7 @@ func yamlError(code rmerr.Code, file string, err error) error {
 // cleanYAML makes yaml.v3's Go type names readable for policy authors.
 func cleanYAML(s string) string {
 	r := strings.NewReplacer(
-		"in type policy.CheckSpec", "in a check (allowed: id, run, report, declared_skips, timeout, paths, required, image, dependencies)",
+		"in type policy.CheckSpec", "in a check (allowed: id, run, report, declared_skips, timeout, paths, required, image, dependencies, harness)",
 		"in type policy.ReportSpec", "in report (allowed: path, format, identity)",
 		"in type policy.DeclaredSkip", "in a declared skip (allowed: test_id, cause)",
 		"in type policy.Repository", "at the top level (allowed: checks)",
@@ -421,4 +426,19 @@ func hasKey(m *yaml.Node, key string) bool {
 		}
 	}
 	return false
+}
+
+// harnessPattern validates one harness entry: a glob (pkg/pathglob) naming
+// files inside the repository, never outside it.
+func harnessPattern(p string) error {
+	if p == "" || strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
+		return fmt.Errorf("harness entry %q must be a relative file path or glob", p)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." || seg == "." || seg == "" {
+			return fmt.Errorf("harness entry %q must be a clean relative path (no ., .. or empty segment)", p)
+		}
+	}
+	_, err := pathglob.Compile(p)
+	return err
 }

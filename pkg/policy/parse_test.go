@@ -116,6 +116,10 @@ func TestParseRepository(t *testing.T) {
 		{"relative image", "checks:\n  - id: a\n    run: x\n    image: images/node.tar\n", []finding{{4, "checks[0].image", "not an absolute, clean path"}}},
 		{"unclean image", "checks:\n  - id: a\n    run: x\n    image: /opt/../etc/shadow\n", []finding{{4, "checks[0].image", "not an absolute, clean path"}}},
 		{"unknown dependencies", "checks:\n  - id: a\n    run: x\n    dependencies: pip\n", []finding{{4, "checks[0].dependencies", "unknown dependency strategy"}}},
+		{"harness files and globs", "checks:\n  - id: a\n    run: sh scripts/test.sh\n    harness: [jest.config.*, \"scripts/**\", pytest.ini]\n", nil},
+		{"harness outside the repository", "checks:\n  - id: a\n    run: x\n    harness: [/etc/passwd, ../x.sh, a/./b, scripts/]\n", []finding{
+			{4, "checks[0].harness[0]", "relative"}, {4, "checks[0].harness[1]", "clean relative"},
+			{4, "checks[0].harness[2]", "clean relative"}, {4, "checks[0].harness[3]", "relative"}}},
 		{"skips without report", "checks:\n  - id: a\n    run: x\n    declared_skips: [{test_id: t, cause: c}]\n", []finding{{4, "checks[0].declared_skips", "without a report"}}},
 		{"two documents", "checks: []\n---\nchecks: []\n", []finding{{2, "", "more than one YAML document"}}},
 		{"collects all", "checks:\n  - id: \"\"\n    run: \"\"\n  - id: b\n    run: x\n    report: {path: ../x, format: csv}\n", []finding{

@@ -35,6 +35,11 @@ type CheckSpec struct {
 	// Dependencies names an operator-declared preparation strategy
 	// (npm, go-modules; dependencies issue).
 	Dependencies string `yaml:"dependencies,omitempty" json:"dependencies,omitempty"`
+	// Harness lists repository files (paths or globs) the check's command
+	// depends on — runner configs, helper scripts. Like the script its
+	// command runs directly (sh FILE, bash FILE, ./FILE), they are taken
+	// from the base, so a change cannot rewrite how it is tested (issue 19).
+	Harness []string `yaml:"harness,omitempty" json:"harness,omitempty"`
 
 	line int // line of the entry in its file, for later diagnostics
 }

@@ -1,0 +1,179 @@
+package checkout
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/runmill/verify/pkg/harness"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// maxPinBytes bounds one pinned harness file (a script or a runner config).
+const maxPinBytes = 64 << 20
+
+// pinLayerOf returns the layer holding exactly pins, writing it on first
+// use; checkouts of any commit that pin the same files share it.
+func (m *Manager) pinLayerOf(ctx context.Context, pins []harness.Pin) (string, error) {
+	h := sha256.New()
+	for _, p := range pins {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\n", p.Path, p.Mode, p.Blob)
+	}
+	key := "pins-" + hex.EncodeToString(h.Sum(nil))[:32]
+	m.mu.Lock()
+	l, ok := m.layers[key]
+	if !ok {
+		l = &layer{done: make(chan struct{}), dir: filepath.Join(m.session, "layers", key)}
+		m.layers[key] = l
+	}
+	m.mu.Unlock()
+	if !ok {
+		err := os.MkdirAll(l.dir, 0o755)
+		if err == nil {
+			err = m.readable(filepath.Dir(l.dir), 0o755)
+		}
+		if err == nil {
+			err = m.readable(l.dir, 0o755)
+		}
+		if err == nil {
+			err = m.writePins(ctx, l.dir, pins)
+		}
+		if err != nil {
+			m.rm.tree(l.dir)
+			m.mu.Lock()
+			delete(m.layers, key)
+			m.mu.Unlock()
+			l.err = err
+		}
+		close(l.done)
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return "", fmt.Errorf("laying the harness: %w", ctx.Err())
+	}
+	return l.dir, l.err
+}
+
+// writePins writes each pin's blob at its path below root, replacing
+// whatever the commit has there. No path component is followed through a
+// symlink: a candidate that made scripts/ a symlink cannot direct the
+// base's script anywhere but into its own checkout.
+func (m *Manager) writePins(ctx context.Context, root string, pins []harness.Pin) error {
+	if len(pins) == 0 {
+		return nil
+	}
+	blobs, err := m.readBlobs(ctx, pins)
+	if err != nil {
+		return rmerr.Wrap(rmerr.CheckoutCreate, err, "reading the base's harness files")
+	}
+	for i, p := range pins {
+		if err := m.writePin(root, p, blobs[i]); err != nil {
+			return rmerr.Wrap(rmerr.CheckoutCreate, err, "laying the base's harness file %s", p.Path).
+				WithHint("the harness file must be a regular file or symlink at the base")
+		}
+	}
+	return nil
+}
+
+// readBlobs reads every pin's blob with one git process (cat-file --batch):
+// a process per file cost more than writing it.
+func (m *Manager) readBlobs(ctx context.Context, pins []harness.Pin) ([][]byte, error) {
+	var in bytes.Buffer
+	for _, p := range pins {
+		if !objectID.MatchString(p.Blob) {
+			return nil, fmt.Errorf("%s: %q is not a blob id", p.Path, p.Blob)
+		}
+		in.WriteString(p.Blob + "\n")
+	}
+	cmd := execCommand(ctx, "git", "-C", m.repo, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "safe.directory=*", "cat-file", "--batch")
+	cmd.Env = gitHostEnv()
+	cmd.Stdin = &in
+	var stderr bytes.Buffer
+	cmd.Stderr = &capped{b: &stderr, n: 8 << 10}
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git cat-file --batch: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	blobs := make([][]byte, len(pins))
+	for i, p := range pins {
+		// "<oid> SP <type> SP <size> LF <contents> LF", or "<oid> missing LF".
+		head, rest, ok := bytes.Cut(out, []byte{'\n'})
+		f := strings.Fields(string(head))
+		if !ok || len(f) != 3 || f[0] != p.Blob || f[1] != "blob" {
+			return nil, fmt.Errorf("%s: blob %s is not in the repository (%q)", p.Path, p.Blob, head)
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil || n < 0 || n > maxPinBytes || len(rest) < n+1 {
+			return nil, fmt.Errorf("%s: blob %s: size %s (at most %d bytes)", p.Path, p.Blob, f[2], maxPinBytes)
+		}
+		blobs[i], out = rest[:n], rest[n+1:]
+	}
+	return blobs, nil
+}
+
+func (m *Manager) writePin(root string, p harness.Pin, b []byte) error {
+	segs := strings.Split(p.Path, "/")
+	for _, s := range segs {
+		if s == "" || s == "." || s == ".." || s == ".git" {
+			return fmt.Errorf("not a clean repository path")
+		}
+	}
+	dir := root
+	for _, s := range segs[:len(segs)-1] {
+		dir = filepath.Join(dir, s)
+		st, err := os.Lstat(dir)
+		switch {
+		case err == nil && st.IsDir():
+			continue
+		case err == nil: // a file or symlink where the base has a directory
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+		case !errors.Is(err, os.ErrNotExist):
+			return err
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+		if err := m.readable(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	target := filepath.Join(dir, segs[len(segs)-1])
+	if err := os.RemoveAll(target); err != nil {
+		return err
+	}
+	var mode os.FileMode
+	switch p.Mode {
+	case "120000":
+		return os.Symlink(string(b), target)
+	case "100755":
+		mode = 0o755
+	case "100644":
+		mode = 0o644
+	default:
+		return fmt.Errorf("git mode %s is not a file", p.Mode)
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	// Under any umask the sandbox user reads it, and the exec bit is git's.
+	return os.Chmod(target, mode)
+}

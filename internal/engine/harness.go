@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/harness"
+	"github.com/runmill/verify/pkg/treehash"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// harnesses computes each check run's harness (issue 19: the scripts and
+// runner configs a check runs are read from the base, as its policy is) and
+// caches what every run of one commit shares: the commit's file list and
+// the hash of its unaltered tree.
+type harnesses struct {
+	repo      *git.Repo
+	checkouts *checkout.Manager
+	m         *discovery.Manifest
+	// ledger, when set, learns of the checkouts commitTree makes, so the
+	// terminal statement's cleanup observation looks for them too.
+	ledger *ledger
+
+	mu    sync.Mutex
+	files map[string]*onceValue[harness.Tree]
+	trees map[string]*onceValue[string]
+}
+
+type onceValue[T any] struct {
+	once sync.Once
+	v    T
+	err  error
+}
+
+func newHarnesses(repo *git.Repo, co *checkout.Manager, m *discovery.Manifest) *harnesses {
+	return &harnesses{repo: repo, checkouts: co, m: m,
+		files: map[string]*onceValue[harness.Tree]{}, trees: map[string]*onceValue[string]{}}
+}
+
+func cached[T any](h *harnesses, mp map[string]*onceValue[T], key string, f func() (T, error)) (T, error) {
+	h.mu.Lock()
+	o, ok := mp[key]
+	if !ok {
+		o = &onceValue[T]{}
+		mp[key] = o
+	}
+	h.mu.Unlock()
+	o.once.Do(func() { o.v, o.err = f() })
+	return o.v, o.err
+}
+
+func (h *harnesses) tree(ctx context.Context, commit string) (harness.Tree, error) {
+	return cached(h, h.files, commit, func() (harness.Tree, error) { return h.repo.Files(ctx, commit) })
+}
+
+// record is the harness of a run of c at commit, before its checkout
+// exists (its Overlay is what that checkout lays over the commit).
+func (h *harnesses) record(ctx context.Context, c discovery.Check, commit string) (*harness.Record, error) {
+	return harnessRecord(ctx, h.tree, h.m, c, commit)
+}
+
+// harnessRecord is the one derivation of a run's harness, shared by the
+// engine and Expect: the base is the policy's base, and nothing is pinned
+// when the check's repository policy is new in the change.
+func harnessRecord(ctx context.Context, tree func(context.Context, string) (harness.Tree, error), m *discovery.Manifest, c discovery.Check, commit string) (*harness.Record, error) {
+	var base, at harness.Tree
+	// A check that names no harness needs no file list (most npm and go
+	// checks): the record is empty without listing either tree.
+	if _, ok := harness.Script(c.Command); ok || len(c.Harness) > 0 {
+		var err error
+		if base, err = tree(ctx, m.Base); err != nil {
+			return nil, err
+		}
+		if at, err = tree(ctx, commit); err != nil {
+			return nil, err
+		}
+	}
+	rec, err := harness.Resolve(c.Command, c.Harness, base, at, !evidence.Requirement(m, c).NewInChange, m.Base)
+	if err != nil {
+		return nil, fmt.Errorf("check %s: %w", c.ID, err)
+	}
+	if !rec.Pinned {
+		rec.Base = ""
+	}
+	return rec, nil
+}
+
+// commitTree is the hash of commit's own tree, for a run whose tree as run
+// differs from it: measured once per commit, in a checkout of its own.
+func (h *harnesses) commitTree(ctx context.Context, commit string) (string, error) {
+	return cached(h, h.trees, commit, func() (string, error) {
+		co, err := h.checkouts.Create(ctx, commit)
+		if err != nil {
+			return "", err
+		}
+		defer co.Remove()
+		if h.ledger != nil {
+			h.ledger.addRun(ledgerRun{checkoutDir: co.Dir, mounted: co.Mounted()})
+		}
+		d, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
+		if err != nil {
+			return "", err
+		}
+		return d.String(), co.Remove()
+	})
+}
+
+// finish completes a run's record once its tree as run is measured, and
+// says in the run's notes what it ran: the spec's "harness changed in this
+// change: ran the base's version".
+func (h *harnesses) finish(ctx context.Context, rec *evidence.CheckRun, hr *harness.Record, logf func(string, ...any)) error {
+	hr.CommitTree = rec.TreeBefore
+	if len(hr.Overlay()) > 0 {
+		t, err := h.commitTree(ctx, rec.Commit)
+		if err != nil {
+			return err
+		}
+		hr.CommitTree = t
+	}
+	rec.Harness = hr
+	for _, n := range HarnessNotes(rec.Phase, hr) {
+		rec.Notes = append(rec.Notes, n)
+		logf("%s (%s): %s", rec.CheckID, rec.Phase, n)
+	}
+	return nil
+}
+
+// HarnessNotes are the human lines of one run's harness, for the statement
+// (a run's notes), the console and the job summary.
+func HarnessNotes(phase verdict.Phase, hr *harness.Record) []string {
+	if hr == nil {
+		return nil
+	}
+	var out []string
+	if !hr.Pinned && len(hr.Files) > 0 {
+		out = append(out, "harness not pinned: "+hr.Reason)
+	}
+	if ps := hr.ChangedPaths(); len(ps) > 0 {
+		if phase == verdict.Baseline {
+			out = append(out, "harness differs at the baseline commit: ran the base's version of "+strings.Join(ps, ", "))
+		} else {
+			out = append(out, "harness changed in this change: ran the base's version of "+strings.Join(ps, ", "))
+		}
+	}
+	if ps := hr.NewPaths(); len(ps) > 0 && hr.Pinned {
+		out = append(out, "harness new in the change (not at the base): ran the candidate's version of "+strings.Join(ps, ", "))
+	}
+	return out
+}
+
+// HarnessLines are the harness lines of a delivery, one per candidate run
+// whose harness the change edited or added, for the console's and the job
+// summary's per-check blocks ("check: note"). The lead calls it where those
+// are rendered.
+func HarnessLines(d *evidence.Delivery) []string {
+	var out []string
+	for _, r := range d.Checks {
+		if r.Phase != verdict.Candidate {
+			continue
+		}
+		for _, n := range HarnessNotes(r.Phase, r.Harness) {
+			out = append(out, r.CheckID+": "+n)
+		}
+	}
+	return out
+}
+
+// pinKey names what a checkout laid over its commit, so that "every fresh
+// checkout of one commit hashes the same" (sameTree) compares like with like.
+func pinKey(commit string, pins []harness.Pin) string {
+	if len(pins) == 0 {
+		return commit
+	}
+	var b strings.Builder
+	b.WriteString(commit + " with the base's harness")
+	for _, p := range pins {
+		fmt.Fprintf(&b, " %s@%s", p.Path, p.Blob[:min(12, len(p.Blob))])
+	}
+	return b.String()
+}
+
+// expectHarness derives, from git alone, the harness every runnable check's
+// runs must record (evidence.HarnessExpectation): the same derivation as the
+// engine's, and the candidate tree with the base's harness measured in a
+// pinned checkout of its own.
+func expectHarness(ctx context.Context, h *harnesses, m *discovery.Manifest, mergeBase, candidateTree string) ([]evidence.HarnessExpectation, error) {
+	out := []evidence.HarnessExpectation{}
+	pinned := map[string]string{}
+	for _, c := range m.Checks {
+		if !c.Runnable() || slices.ContainsFunc(out, func(x evidence.HarnessExpectation) bool { return x.CheckID == c.ID }) {
+			continue
+		}
+		cand, err := h.record(ctx, c, m.Candidate)
+		if err != nil {
+			return nil, err
+		}
+		cand.CommitTree = candidateTree
+		x := evidence.HarnessExpectation{CheckID: c.ID, Candidate: *cand, Tree: candidateTree}
+		if pins := cand.Overlay(); len(pins) > 0 {
+			key := pinKey(m.Candidate, pins)
+			if x.Tree = pinned[key]; x.Tree == "" {
+				co, err := h.checkouts.CreatePinned(ctx, m.Candidate, pins)
+				if err != nil {
+					return nil, err
+				}
+				d, _, err := treehash.Sum(ctx, co.Dir, treehash.Options{})
+				if rerr := co.Remove(); err == nil {
+					err = rerr
+				}
+				if err != nil {
+					return nil, err
+				}
+				x.Tree, pinned[key] = d.String(), d.String()
+			}
+		}
+		if c.Report != nil {
+			if x.Baseline, err = h.record(ctx, c, mergeBase); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
