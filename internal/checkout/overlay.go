@@ -96,29 +96,36 @@ func (m *Manager) Layered() bool {
 }
 
 // layerOf returns the written layer of commit id, writing it on first use.
-// Concurrent callers wait for the one writer.
 func (m *Manager) layerOf(ctx context.Context, id string) (string, error) {
+	return m.layerOnce(ctx, id, "creating checkout of "+id, func(dir string) error {
+		err := os.MkdirAll(filepath.Dir(dir), 0o755)
+		if err == nil {
+			err = m.readable(filepath.Dir(dir), 0o755)
+		}
+		if err == nil {
+			err = m.populate(ctx, &Checkout{Dir: dir, GitDir: filepath.Join(dir, ".git"), Commit: id})
+		}
+		return err
+	})
+}
+
+// layerOnce returns the layer named key, written by fill on first use;
+// concurrent callers wait for the one writer. A layer that failed is not
+// kept, so the next caller tries again (a cancelled context, say, is no
+// property of what the layer holds).
+func (m *Manager) layerOnce(ctx context.Context, key, what string, fill func(dir string) error) (string, error) {
 	m.mu.Lock()
-	l, ok := m.layers[id]
+	l, ok := m.layers[key]
 	if !ok {
-		l = &layer{done: make(chan struct{}), dir: filepath.Join(m.session, "layers", id)}
-		m.layers[id] = l
+		l = &layer{done: make(chan struct{}), dir: filepath.Join(m.session, "layers", key)}
+		m.layers[key] = l
 	}
 	m.mu.Unlock()
 	if !ok {
-		err := os.MkdirAll(filepath.Dir(l.dir), 0o755)
-		if err == nil {
-			err = m.readable(filepath.Dir(l.dir), 0o755)
-		}
-		if err == nil {
-			err = m.populate(ctx, &Checkout{Dir: l.dir, GitDir: filepath.Join(l.dir, ".git"), Commit: id})
-		}
-		if err != nil {
-			// Not cached: the next Create tries again (a cancelled context,
-			// say, is no property of the commit).
+		if err := fill(l.dir); err != nil {
 			m.rm.tree(l.dir)
 			m.mu.Lock()
-			delete(m.layers, id)
+			delete(m.layers, key)
 			m.mu.Unlock()
 			l.err = err
 		}
@@ -127,7 +134,7 @@ func (m *Manager) layerOf(ctx context.Context, id string) (string, error) {
 	select {
 	case <-l.done:
 	case <-ctx.Done():
-		return "", fmt.Errorf("creating checkout of %s: %w", id, ctx.Err())
+		return "", fmt.Errorf("%s: %w", what, ctx.Err())
 	}
 	return l.dir, l.err
 }

@@ -28,39 +28,19 @@ func (m *Manager) pinLayerOf(ctx context.Context, pins []harness.Pin) (string, e
 		fmt.Fprintf(h, "%s\x00%s\x00%s\n", p.Path, p.Mode, p.Blob)
 	}
 	key := "pins-" + hex.EncodeToString(h.Sum(nil))[:32]
-	m.mu.Lock()
-	l, ok := m.layers[key]
-	if !ok {
-		l = &layer{done: make(chan struct{}), dir: filepath.Join(m.session, "layers", key)}
-		m.layers[key] = l
-	}
-	m.mu.Unlock()
-	if !ok {
-		err := os.MkdirAll(l.dir, 0o755)
+	return m.layerOnce(ctx, key, "laying the harness", func(dir string) error {
+		err := os.MkdirAll(dir, 0o755)
 		if err == nil {
-			err = m.readable(filepath.Dir(l.dir), 0o755)
+			err = m.readable(filepath.Dir(dir), 0o755)
 		}
 		if err == nil {
-			err = m.readable(l.dir, 0o755)
+			err = m.readable(dir, 0o755)
 		}
 		if err == nil {
-			err = m.writePins(ctx, l.dir, pins)
+			err = m.writePins(ctx, dir, pins)
 		}
-		if err != nil {
-			m.rm.tree(l.dir)
-			m.mu.Lock()
-			delete(m.layers, key)
-			m.mu.Unlock()
-			l.err = err
-		}
-		close(l.done)
-	}
-	select {
-	case <-l.done:
-	case <-ctx.Done():
-		return "", fmt.Errorf("laying the harness: %w", ctx.Err())
-	}
-	return l.dir, l.err
+		return err
+	})
 }
 
 // writePins writes each pin's blob at its path below root, replacing
