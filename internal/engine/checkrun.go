@@ -58,6 +58,8 @@ type executor struct {
 	// goCaches are the prepared Go toolchain caches (gotoolcache.go); nil:
 	// none is offered.
 	goCaches *goToolCaches
+	// reuse keys every run and holds earlier runs to reuse (reuse.go).
+	reuse *reuser
 }
 
 // sameTree holds a checkout's "before" hash to the first one of its commit
@@ -99,7 +101,7 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 	// compare inventories.
 	baseC := e.baselineAsync(ctx, sem, c, baseline)
 	sem <- struct{}{}
-	rec, inv, err := e.runOne(ctx, c, verdict.Candidate, m.Candidate)
+	rec, inv, err := e.runKeyed(ctx, c, verdict.Candidate, m.Candidate)
 	<-sem
 	if c.Report != nil {
 		b := <-baseC

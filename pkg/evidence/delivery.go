@@ -331,6 +331,9 @@ func checkRunGrammar(i int, r *CheckRun) *failure {
 			return bad("%s needs a hex sha256, sizes ≥ 0 and an artifact address sha256/<hex>", o.name)
 		}
 	}
+	if f := checkReuseGrammar(r); f != "" {
+		return bad("%s", f)
+	}
 	if rep := r.Report; rep != nil {
 		if rep.Path == "" || !slices.Contains(report.Formats, rep.Format) ||
 			(rep.Identity != report.IdentityDefault && rep.Identity != report.IdentitySuitePath) {
