@@ -198,24 +198,30 @@ func (e *executor) inputKey(ctx context.Context, c discovery.Check, phase verdic
 		timeout = e.defaultTimeout
 	}
 	env := baseEnv(e.hostPaths)
-	k := struct {
-		Schema, Runmill, Check, Phase, Commit, Command string
-		Report                                         *policy.ReportSpec
-		Timeout                                        time.Duration
-		MaxOutput                                      int64
-		Env, HostPaths, Dependencies                   []string
-		Image, Toolchain, Program, Limits              string
-	}{
+	return keyInputs{
 		Schema: inputKeySchema, Runmill: e.reuse.identity(), Check: c.ID, Phase: string(phase), Commit: commit, Command: c.Command,
 		Report: c.Report, Timeout: timeout, MaxOutput: e.maxOutput, Env: env, HostPaths: e.hostPaths, Dependencies: depKeys,
 		Image: fileIdentity(c.Image), Toolchain: goToolKey(c.Image, e.hostPaths, env), Program: program(c.Command, env),
 		Limits: fmt.Sprintf("%+v", sandbox.DefaultLimits),
-	}
-	b, err := json.Marshal(k)
-	if err != nil {
-		return "", false
-	}
-	return sha256Hex(b), ok
+	}.digest(), ok
+}
+
+// keyInputs are what an input key is made of.
+type keyInputs struct {
+	Schema, Runmill, Check, Phase, Commit, Command string
+	Report                                         *policy.ReportSpec
+	Timeout                                        time.Duration
+	MaxOutput                                      int64
+	Env, HostPaths, Dependencies                   []string
+	// Image and Program identify the image file and the command's
+	// interpreter; Toolchain is the Go toolchain key (compilers on PATH,
+	// GOROOT's version, the build environment).
+	Image, Toolchain, Program, Limits string
+}
+
+func (k keyInputs) digest() string {
+	b, _ := json.Marshal(k) // strings, slices and a plain struct: cannot fail
+	return sha256Hex(b)
 }
 
 // program identifies the command's first word as found on the task's PATH
