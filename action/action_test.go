@@ -448,8 +448,11 @@ func TestInputsAreMapped(t *testing.T) {
 			t.Errorf("input %q of issue 17 is missing", name)
 		}
 	}
-	if len(a.Inputs) != 20 || len(a.Outputs) != 4 {
-		t.Errorf("%d inputs and %d outputs, want 20 and 4", len(a.Inputs), len(a.Outputs))
+	if _, ok := a.Inputs["reuse-dir"]; !ok {
+		t.Error(`input "reuse-dir" of issue 16 is missing`)
+	}
+	if len(a.Inputs) != 21 || len(a.Outputs) != 4 {
+		t.Errorf("%d inputs and %d outputs, want 21 and 4", len(a.Inputs), len(a.Outputs))
 
 	}
 	for _, name := range []string{"prepare-dependencies", "dependency-scripts"} {
