@@ -132,6 +132,21 @@ func TestBaselineReused(t *testing.T) {
 			t.Fatalf("the reusing bundle does not verify (artifacts %q): %s %s", dir, res.Reason, res.Message)
 		}
 	}
+	// The reusing run's terminal statement holds no resource of the run it
+	// did not execute, and verifies.
+	texp, err := engine.ExpectTerminal(context.Background(), engine.ExpectOptions{
+		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	texpDoc, _ := texp.Encode()
+	term, err := os.ReadFile(second.TerminalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := evidence.Verify(term, k.trust, texpDoc, evidence.VerifyOptions{Now: time.Now()}); !res.Valid {
+		t.Fatalf("the reusing run's terminal bundle: %s %s", res.Reason, res.Message)
+	}
 	// A third push reuses the same executed run through the second's
 	// reference, whichever earlier run it finds first.
 	third := verify(t, r, base, push(r, base, "push3"), signed)
