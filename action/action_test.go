@@ -345,6 +345,7 @@ func TestVerifyInputs(t *testing.T) {
 	if err := os.WriteFile(policyFile, []byte("autonomy: pr-only\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	reuseDir := filepath.Join(t.TempDir(), "runmill-runs")
 	for _, tc := range []struct {
 		name   string
 		inputs map[string]string
@@ -368,6 +369,8 @@ func TestVerifyInputs(t *testing.T) {
 		{"merge without shards-dir", map[string]string{"merge": "true", "trust": "{}"}, "merge: true needs shards-dir", ""},
 		{"merge without trust", map[string]string{"merge": "true", "shards-dir": "shards"}, "merge: true needs trust", ""},
 		{"merge and shard", map[string]string{"merge": "true", "shards-dir": "shards", "shard": "1/2"}, "not both", ""},
+		{"reuse-dir", map[string]string{"reuse-dir": reuseDir, "signing-key": "PEM"}, "", "--parallel 0 --reuse " + reuseDir},
+		{"reuse-dir without signing-key", map[string]string{"reuse-dir": reuseDir}, "reuse-dir needs signing-key", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.inputs["github-token"] = ""
@@ -448,8 +451,11 @@ func TestInputsAreMapped(t *testing.T) {
 			t.Errorf("input %q of issue 17 is missing", name)
 		}
 	}
-	if len(a.Inputs) != 20 || len(a.Outputs) != 4 {
-		t.Errorf("%d inputs and %d outputs, want 20 and 4", len(a.Inputs), len(a.Outputs))
+	if _, ok := a.Inputs["reuse-dir"]; !ok {
+		t.Error(`input "reuse-dir" of issue 16 is missing`)
+	}
+	if len(a.Inputs) != 21 || len(a.Outputs) != 4 {
+		t.Errorf("%d inputs and %d outputs, want 21 and 4", len(a.Inputs), len(a.Outputs))
 
 	}
 	for _, name := range []string{"prepare-dependencies", "dependency-scripts"} {

@@ -97,6 +97,16 @@ if [ -n "$shard" ]; then
 	args+=(--github-job "${INPUT_MERGE_JOB:-verify}")
 fi
 
+# Baseline reuse (docs/action.md § Reusing baselines): the earlier runs the
+# workflow's actions/cache restored. They are read, never trusted: only a
+# bundle that verifies against the signing key's own public key lends a run.
+reuse_dir=${INPUT_REUSE_DIR:-}
+if [ -n "$reuse_dir" ]; then
+	[ -n "${RUNMILL_SIGNING_KEY:-}" ] || input_error "reuse-dir needs signing-key: only runs signed with it are reused"
+	mkdir -p "$reuse_dir"
+	args+=(--reuse "$reuse_dir")
+fi
+
 case ${INPUT_CHECK_RUN:-false} in
 true) args+=(--check-run) ;;
 false) ;;
@@ -115,6 +125,14 @@ set -e
 # Hand the run back to the runner user: the upload step reads it, and the
 # runner must be able to clean $RUNNER_TEMP.
 sudo -n chown -R "$(id -u):$(id -g)" "$out"
+if [ -n "$reuse_dir" ]; then
+	# This run joins the earlier ones for the next push; the newest 8 are
+	# kept (a run that reused one holds its source bundle itself).
+	for d in "$out"/runs/*/; do
+		[ -f "$d/evidence.json" ] && cp -a "$d" "$reuse_dir/"
+	done
+	ls -1d "$reuse_dir"/*/ 2>/dev/null | sort -r | tail -n +9 | xargs -r rm -rf
+fi
 echo "exit-code=$rc" >>"$GITHUB_OUTPUT"
 if [ -n "$shard" ] && [ "$rc" = 0 ]; then
 	# runmill publishes no verdict for a shard; the gate reads this one.

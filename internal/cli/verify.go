@@ -22,7 +22,7 @@ import (
 func init() {
 	c := &command{
 		name:    "verify",
-		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--shard K/N [--shard-durations FILE]] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions]",
+		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--shard K/N [--shard-durations FILE]] [--reuse DIR]... [--trust FILE] [--no-reuse] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions]",
 		summary: "run the whole pipeline and write the run's evidence",
 		long: `Resolves the required checks (Discovery), runs each in a fresh detached checkout
 inside a containerd task (network off, checkout read-only) — first at the baseline
@@ -50,9 +50,11 @@ Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-con
 		var asJSON, ghActions bool
 		gf := githubFlags{verify: true}
 		var sf shardFlags
+		var rf reuseFlags
 		fs := newFlags(c, s)
 		gf.register(fs)
 		sf.register(fs)
+		rf.register(fs)
 		fs.StringVar(&o.Discover.RepoDir, "repo", "", "repository `DIR`")
 		fs.StringVar(&o.Discover.Base, "base", "", "base revision")
 		fs.StringVar(&o.Discover.Candidate, "candidate", "", "candidate revision")
@@ -90,6 +92,9 @@ Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-con
 		}
 		if o.SigningKey == nil {
 			fmt.Fprintln(s.Err, "runmill: no signing key (--signing-key or RUNMILL_SIGNING_KEY): the evidence is written UNSIGNED")
+		}
+		if err := rf.apply(&o); err != nil {
+			return err
 		}
 		gh := startGitHubStep(s, ghActions && o.Shard == nil) // a shard publishes no verdict
 		run, err := engine.Verify(ctx, o)

@@ -27,8 +27,12 @@ func (e *executor) baselineAsync(ctx context.Context, sem chan struct{}, c disco
 	}
 	out := make(chan sideResult, 1)
 	go func() {
+		if r, ok := e.reusedBaseline(ctx, c, baseline); ok {
+			out <- r
+			return
+		}
 		sem <- struct{}{}
-		rec, inv, err := e.runOne(ctx, c, verdict.Baseline, baseline)
+		rec, inv, err := e.runKeyed(ctx, c, verdict.Baseline, baseline)
 		<-sem
 		if err == nil {
 			e.judged(&rec)

@@ -62,6 +62,8 @@ type executor struct {
 	// harness pins each run's harness files to the base (harness.go);
 	// nil runs every checkout unaltered.
 	harness *harnesses
+	// reuse keys every run and holds earlier runs to reuse (reuse.go).
+	reuse *reuser
 }
 
 // sameTree holds a checkout's "before" hash to the first one of its commit
@@ -103,7 +105,7 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 	// compare inventories.
 	baseC := e.baselineAsync(ctx, sem, c, baseline)
 	sem <- struct{}{}
-	rec, inv, err := e.runOne(ctx, c, verdict.Candidate, m.Candidate)
+	rec, inv, err := e.runKeyed(ctx, c, verdict.Candidate, m.Candidate)
 	<-sem
 	if c.Report != nil {
 		b := <-baseC

@@ -62,6 +62,15 @@ type VerifyOptions struct {
 	// instead of a delivery statement (shard.go; docs/scale.md).
 	Shard          *evidence.ShardSpec
 	ShardDurations map[string]int64
+	// Reuse are directories of earlier runs (a run dir, a runs/ dir or a
+	// state dir) whose baseline runs may be reused when their input keys
+	// are equal (reuse.go); the state dir's own runs are added when
+	// SigningKey is set. ReuseTrust is the trust document their bundles
+	// must verify against (nil: SigningKey's own public key; neither: no
+	// reuse). NoReuse executes every run.
+	Reuse      []string
+	ReuseTrust []byte
+	NoReuse    bool
 }
 
 // Run is the outcome of Verify: the run's directory and its records.
@@ -215,7 +224,7 @@ func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 
 	e := &executor{manifest: m, sb: sb, checkouts: checkouts, store: newStore(filepath.Join(run.Dir, "artifacts")), logf: logf,
 		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: event,
-		ledger: &ledger{}, goCaches: &goToolCaches{dir: cmp.Or(o.GoToolCacheDir, filepath.Join(o.StateDir, "toolcache", "go"))},
+		ledger: &ledger{}, reuse: newReuser(o, logf), goCaches: &goToolCaches{dir: cmp.Or(o.GoToolCacheDir, filepath.Join(o.StateDir, "toolcache", "go"))},
 		harness: newHarnesses(repo, checkouts, m)}
 	e.harness.ledger = e.ledger
 	repository := evidence.Repository{Name: repoName(o.Repository, repo.Dir)}

@@ -45,6 +45,11 @@ func artifactRefs(p *Delivery) ([]artifactRef, *failure) {
 				return nil, f
 			}
 		}
+		if r.ReusedFrom != nil {
+			if f := add(r.ReusedFrom.Bundle, r.ReusedFrom.BundleSize, at+".reused_from.bundle"); f != nil {
+				return nil, f
+			}
+		}
 	}
 	for i, s := range p.Shards {
 		if f := add(s.Bundle, s.BundleSize, fmt.Sprintf("predicate.shards[%d].bundle", i)); f != nil {
@@ -133,7 +138,7 @@ func (v *verification) checkArtifacts() *failure {
 		}
 	}
 	v.result.Artifacts = &ArtifactStats{Count: len(refs), Bytes: total}
-	return nil
+	return v.checkReusedSources(store)
 }
 
 // hashMatches reports whether the digest of what h saw is the address's.

@@ -84,3 +84,37 @@ func (s *store) verify(addr string, size int64, buf []byte) error {
 	}
 	return nil
 }
+
+// read returns the bytes of the artifact at addr after the same checks as
+// verify (a regular file of exactly size bytes hashing to its address); the
+// caller bounds size.
+func (s *store) read(addr string, size int64) ([]byte, error) {
+	name := addr[len(ArtifactPrefix):]
+	fd, err := unix.Openat(s.sub, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return nil, errors.New("is a symlink (refused)")
+	case errors.Is(err, unix.ENOENT):
+		return nil, errors.New("absent")
+	case err != nil:
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != size {
+		return nil, fmt.Errorf("is not a regular file of the claimed %d bytes", size)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, size+1))
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	if int64(len(b)) != size || !hashMatches(sum[:], addr) {
+		return nil, errors.New("its bytes do not hash to its address")
+	}
+	return b, nil
+}

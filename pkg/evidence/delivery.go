@@ -340,6 +340,9 @@ func checkRunGrammar(i int, r *CheckRun) *failure {
 			return bad("harness: nothing laid over the commit, yet tree_before %s is not its commit_tree %s", r.TreeBefore, h.CommitTree)
 		}
 	}
+	if f := checkReuseGrammar(r); f != "" {
+		return bad("%s", f)
+	}
 	if rep := r.Report; rep != nil {
 		if rep.Path == "" || !slices.Contains(report.Formats, rep.Format) ||
 			(rep.Identity != report.IdentityDefault && rep.Identity != report.IdentitySuitePath) {

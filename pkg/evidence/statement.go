@@ -188,6 +188,29 @@ type CheckRun struct {
 	Status   verdict.Status    `json:"status"`
 	Coverage verdict.Coverage  `json:"coverage"`
 	Findings []verdict.Finding `json:"findings"`
+	// InputKey is the SHA-256 (lower-case hex) of everything the run's
+	// result depends on as the engine saw it (internal/engine/reuse.go):
+	// equal keys are the same computation, so a later verification may
+	// reuse the run instead of executing it. Absent in older evidence.
+	InputKey string `json:"input_key,omitempty"`
+	// ReusedFrom is set when this run was not executed but copied, facts
+	// and all, from a run of an earlier signed delivery bundle.
+	ReusedFrom *ReuseRef `json:"reused_from,omitempty"`
+}
+
+// ReuseRef points at the run a reused record was copied from. The bundle is
+// an artifact of the reusing run, so `evidence verify --artifacts-dir`
+// re-verifies it against the same trust document and holds the record to
+// the run it names.
+type ReuseRef struct {
+	// Bundle is the source delivery bundle's content address
+	// ("sha256/<hex>") and BundleSize its length.
+	Bundle     string `json:"bundle"`
+	BundleSize int64  `json:"bundle_size"`
+	// RunID is the source statement's run_id; Index is the run's position
+	// in its checks.
+	RunID string `json:"run_id"`
+	Index int    `json:"index"`
 }
 
 // Output is one captured output stream. The digest and size cover every
