@@ -15,7 +15,8 @@ func TestInputKeyCoversEveryInput(t *testing.T) {
 		return keyInputs{Schema: inputKeySchema, Runmill: "v1", Check: "unit", Phase: "baseline", Commit: "c0ffee", Command: "go test ./...",
 			Report: &policy.ReportSpec{Path: "r.json", Format: "go-test-json"}, Timeout: time.Minute, MaxOutput: 1 << 20,
 			Env: []string{"PATH=/usr/bin", "CI=true"}, HostPaths: []string{"/usr"}, Dependencies: []string{"go-modules k1 f1"},
-			Image: "", Toolchain: "go1.26 key", Program: `"/usr/bin/go" 1 2`, Limits: "{CPUs:2}"}
+			Image: "", Toolchain: "go1.26 key", Program: `"/usr/bin/go" 1 2`, Limits: "{CPUs:2}",
+			Harness: "c0ffee with the base's harness tests/run.sh@0123456789ab"}
 	}
 	want := base().digest()
 	if got := base().digest(); got != want || len(want) != 64 {
@@ -43,6 +44,7 @@ func TestInputKeyCoversEveryInput(t *testing.T) {
 		"interpreter":    func(k *keyInputs) { k.Program = `"/usr/bin/go" 1 3` },
 		"sandbox limits": func(k *keyInputs) { k.Limits = "{CPUs:4}" },
 		"key schema":     func(k *keyInputs) { k.Schema = "runmill-input-key/v2" },
+		"harness":        func(k *keyInputs) { k.Harness = "c0ffee with the base's harness tests/run.sh@fedcba987654" },
 	} {
 		k := base()
 		mod(&k)

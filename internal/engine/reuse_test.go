@@ -307,6 +307,9 @@ func TestTamperedReusedRecordRefused(t *testing.T) {
 		{"input key changed", func(c *evidence.CheckRun) { c.InputKey = strings.Repeat("a", 64) }, arts, evidence.ReasonRecord},
 		{"tree changed", func(c *evidence.CheckRun) {
 			c.TreeBefore, c.TreeAfter = "sha256:"+strings.Repeat("b", 64), "sha256:"+strings.Repeat("b", 64)
+			if c.Harness != nil { // the harness record names the commit's tree too
+				c.Harness.CommitTree = c.TreeBefore
+			}
 		}, arts, evidence.ReasonRecord},
 		{"points at another run", func(c *evidence.CheckRun) { c.ReusedFrom.Index++ }, arts, evidence.ReasonRecord},
 		{"source bundle absent", func(c *evidence.CheckRun) {
