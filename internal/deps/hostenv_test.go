@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/runmill/verify/internal/deps/depstest"
+	"github.com/runmill/verify/internal/proctest"
 )
 
 // candidateGoMod is a go.mod that asks for a toolchain that does not exist:
@@ -123,7 +124,7 @@ func TestHostGoEnvHidesSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := childNamed(t, "go")
+	pid := proctest.ChildNamed(t, "go")
 	environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		t.Fatal(err)
@@ -163,40 +164,4 @@ func TestHostGoEnvHidesSecrets(t *testing.T) {
 			t.Errorf("go's environment lacks %s", want)
 		}
 	}
-}
-
-// childNamed is the pid of this process's one child whose command is name.
-// The child is known to be running (blocked on the FIFO) when it is called.
-func childNamed(t *testing.T, name string) int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	self := strconv.Itoa(os.Getpid())
-	var found []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may hold spaces, so cut at the last ')'.
-		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 {
-			continue
-		}
-		comm := string(stat[strings.IndexByte(string(stat), '(')+1 : i])
-		fields := strings.Fields(string(stat[i+1:]))
-		if len(fields) > 1 && fields[1] == self && comm == name {
-			found = append(found, pid)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("children of %s named %s: %v", self, name, found)
-	}
-	return found[0]
 }
