@@ -149,7 +149,7 @@ func (j *judging) candidate() {
 	r := j.r
 	j.ran = r.Started
 	if !r.Started {
-		j.notStarted()
+		j.notStarted(j.fail)
 	}
 	if r.TimedOut {
 		j.fail(Finding{Rule: RuleTimedOut, Message: "the check timed out; every process was killed",
@@ -204,15 +204,16 @@ func (j *judging) candidate() {
 	}
 }
 
-// notStarted fails a run the engine refused to start; the refusal itself is
-// among the observations.
-func (j *judging) notStarted() {
+// notStarted fails a run the engine refused to start, unless the refusal
+// itself is among the observations (then it is the finding, once). fail is
+// the phase's way of adding a finding.
+func (j *judging) notStarted(fail func(Finding)) {
 	for _, o := range j.r.Observations {
 		if !strings.HasPrefix(o.Rule, OutputRulePrefix) {
 			return // the observation says why; it is a finding of its own
 		}
 	}
-	j.fail(Finding{Rule: RuleNotStarted, Message: "the check was not started",
+	fail(Finding{Rule: RuleNotStarted, Message: "the check was not started",
 		Hint: "see the run's notes for why runmill did not start it"})
 }
 
@@ -282,8 +283,7 @@ func (j *judging) baseline() {
 		j.fail(f)
 	}
 	if !r.Started {
-		bad(Finding{Rule: RuleNotStarted, Message: "not started",
-			Hint: "see the run's notes for why runmill did not start it"})
+		j.notStarted(bad)
 	}
 	if r.TimedOut {
 		bad(Finding{Rule: RuleTimedOut, Message: "timed out",

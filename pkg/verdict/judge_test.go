@@ -136,7 +136,10 @@ func TestJudge(t *testing.T) {
 			run: baseRun(func(r *verdict.Result) {
 				r.Started, r.Report, r.Observations = false, nil, []verdict.Finding{obs("dependencies.unprepared")}
 			}),
-			status: F, coverage: Un, rules: []string{"dependencies.unprepared", verdict.RuleNotStarted}},
+			status: F, coverage: Un, rules: []string{"dependencies.unprepared"}},
+		{name: "baseline not started without a reason fails closed", req: reportCheck,
+			run:    baseRun(func(r *verdict.Result) { r.Started, r.Report = false, nil }),
+			status: F, coverage: Un, rules: []string{verdict.RuleNotStarted}},
 		{name: "baseline phrases are notes", req: reportCheck,
 			run: baseRun(func(r *verdict.Result) { r.Observations = []verdict.Finding{obs("output.zero-tests")} }), status: P, coverage: Pr, notes: 1},
 		{name: "no baseline contract: a check new in the change", req: newCheck,
