@@ -11,7 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/runmill/verify/internal/jsonnum"
+	"github.com/runmill/verify/pkg/jsonnum"
 )
 
 // This file is the strict decoder every evidence document goes through (the

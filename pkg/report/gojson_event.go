@@ -7,7 +7,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/runmill/verify/internal/jsonnum"
+	"github.com/runmill/verify/pkg/jsonnum"
 )
 
 // goEvent is one test2json event (cmd/test2json's TestEvent plus the Go 1.24
