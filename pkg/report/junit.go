@@ -3,13 +3,13 @@ package report
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"strings"
 	"unsafe"
 
+	"github.com/runmill/verify/pkg/report/internal/xmlscan"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -81,16 +81,16 @@ func parseJUnit(r io.Reader, opts Options) (*Inventory, error) {
 	lim := junitLimits(opts.Limits)
 	b := newJUnitBuilder(opts.Identity, lim)
 	b.allowDup = opts.AllowDuplicateIDs
-	s := newJXScanner(r, b, lim)
-	if err := s.run(); err != nil {
+	s := xmlscan.New(r, b, xmlscan.Config{MaxBytes: lim.MaxBytes, MaxField: lim.MaxField, Attr: attrOf, Attrs: jaCount})
+	if err := s.Run(); err != nil {
 		return nil, err
 	}
 	inv, err := b.finish()
 	if err != nil {
 		return nil, err
 	}
-	inv.SHA256 = hex.EncodeToString(s.sum.Sum(nil))
-	inv.Bytes = s.n
+	inv.SHA256 = s.SHA256()
+	inv.Bytes = s.Bytes()
 	return inv, nil
 }
 
@@ -185,13 +185,13 @@ const (
 	jcCount
 )
 
-var jcAttr = [jcCount]jxAttrID{jaTests, jaFailures, jaErrors, jaSkipped}
+var jcAttr = [jcCount]int{jaTests, jaFailures, jaErrors, jaSkipped}
 
 type jbFrame struct {
 	kind     jbKind
-	capture  *jxField // where this element's own text goes; nil: nowhere
-	name     string   // testsuite name (cut at MaxField)
-	path     uint32   // FNV-1a of the suite names down to here
+	capture  *xmlscan.Field // where this element's own text goes; nil: nowhere
+	name     string         // testsuite name (cut at MaxField)
+	path     uint32         // FNV-1a of the suite names down to here
 	declared [jcCount]int64
 	counted  [jcCount]int64
 	// claim sums the outermost declarations at or below this suite, per
@@ -211,7 +211,7 @@ type jbCase struct {
 	file   int32
 	line   int32
 	flags  int
-	msg    [jmCount]jxField
+	msg    [jmCount]xmlscan.Field
 	seen   [jmCount]bool
 	rfile  []byte // file and line of the first result element, used when
 	rline  int32  // the testcase has none (Catch2 writes them there)
@@ -252,9 +252,9 @@ type junitBuilder struct {
 	identity Identity
 	lim      Limits
 	frames   []jbFrame
-	sink     *jxField // the scanner writes text here; nil: discard
+	sink     *xmlscan.Field // the scanner writes text here; nil: discard
 	tc       jbCase
-	fault    jxField
+	fault    xmlscan.Field
 	nCases   int
 
 	recs  [][]jbRecord
@@ -305,9 +305,9 @@ func newJUnitBuilder(id Identity, lim Limits) *junitBuilder {
 		fileIdx:    map[string]int32{},
 		pathsSplit: true,
 	}
-	b.fault.max = lim.MaxField
+	b.fault.Max = lim.MaxField
 	for i := range b.tc.msg {
-		b.tc.msg[i].max = lim.MaxField
+		b.tc.msg[i].Max = lim.MaxField
 	}
 	return b
 }
@@ -326,7 +326,13 @@ func notJUnit(format string, args ...any) *rmerr.Error {
 
 // start opens an element; parent is the name of the enclosing one (nil at
 // the root), for error messages.
-func (b *junitBuilder) start(name, parent []byte, a *jxAttrs) error {
+var _ xmlscan.Handler = (*junitBuilder)(nil)
+
+// Sink is where the scanner writes the open element's text; nil: discard.
+func (b *junitBuilder) Sink() *xmlscan.Field { return b.sink }
+
+// Start is xmlscan's call for an element opening.
+func (b *junitBuilder) Start(name, parent []byte, a *xmlscan.Attrs) error {
 	if len(b.frames) >= b.lim.MaxDepth {
 		return rmerr.New(rmerr.ReportLimit, "elements nested deeper than %d levels (Limits.MaxDepth)", b.lim.MaxDepth).
 			WithHint("a JUnit report nests a few suites deep; check the reporter")
@@ -366,13 +372,13 @@ func (b *junitBuilder) start(name, parent []byte, a *jxAttrs) error {
 		case jkSuite, jkSuites:
 			if kind == jkError || kind == jkFailure {
 				f.kind = jkFault
-				b.fault.reset()
-				if m := a.get(jaMessage); m != nil && len(bytes.TrimSpace(m.buf)) > 0 {
-					m.moveTo(&b.fault)
+				b.fault.Reset()
+				if m := a.Get(jaMessage); m != nil && len(bytes.TrimSpace(m.Buf)) > 0 {
+					m.MoveTo(&b.fault)
 				} else {
 					f.capture = &b.fault
 				}
-				b.fault.set = true
+				b.fault.Set = true
 				break
 			}
 			f.kind = jkOther
@@ -389,14 +395,14 @@ func (b *junitBuilder) start(name, parent []byte, a *jxAttrs) error {
 	return nil
 }
 
-func (b *junitBuilder) suiteFrame(f *jbFrame, a *jxAttrs) error {
+func (b *junitBuilder) suiteFrame(f *jbFrame, a *xmlscan.Attrs) error {
 	b.suites++
-	if n := a.get(jaName); n != nil {
-		if n.cut() && f.kind == jkSuite && b.identity == IdentitySuitePath {
+	if n := a.Get(jaName); n != nil {
+		if n.Cut() && f.kind == jkSuite && b.identity == IdentitySuitePath {
 			return rmerr.New(rmerr.ReportLimit, "a testsuite name longer than %d bytes (Limits.MaxField); with report.identity: suite-path it is part of every id inside, and an id is never cut", b.lim.MaxField).
 				WithHint("shorten the suite name, or raise Limits.MaxField")
 		}
-		f.name = string(n.text())
+		f.name = string(n.Text())
 	}
 	if len(b.frames) > 0 {
 		f.path = b.frames[len(b.frames)-1].path
@@ -411,29 +417,29 @@ func (b *junitBuilder) suiteFrame(f *jbFrame, a *jxAttrs) error {
 	}
 	for i, id := range jcAttr {
 		f.declared[i] = -1
-		if v := a.get(id); v != nil && !v.cut() {
-			f.declared[i] = jbUint(v.buf)
+		if v := a.Get(id); v != nil && !v.Cut() {
+			f.declared[i] = jbUint(v.Buf)
 		}
 	}
 	return nil
 }
 
-func (b *junitBuilder) startCase(a *jxAttrs) error {
+func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 	if b.nCases++; b.nCases > b.lim.MaxTests {
 		return rmerr.New(rmerr.ReportLimit, "more than %d test cases (Limits.MaxTests)", b.lim.MaxTests).
 			WithHint("split the report, or raise the cap if a suite this large is expected")
 	}
-	name, cls := a.get(jaName), a.get(jaClassname)
-	if name == nil || len(name.buf) == 0 {
+	name, cls := a.Get(jaName), a.Get(jaClassname)
+	if name == nil || len(name.Buf) == 0 {
 		what := "a <testcase> without a name"
-		if cls != nil && len(cls.buf) > 0 {
-			what = fmt.Sprintf("a <testcase> in classname %s without a name", quoteText(cls.text()))
+		if cls != nil && len(cls.Buf) > 0 {
+			what = fmt.Sprintf("a <testcase> in classname %s without a name", quoteText(cls.Text()))
 		}
 		return rmerr.New(rmerr.ReportIdentity, "%s has no test identity", what).
 			WithHint("configure the reporter to write a name for every test; runmill compares tests by id and cannot compare a nameless one")
 	}
-	for _, f := range []*jxField{name, cls} {
-		if f != nil && f.cut() {
+	for _, f := range []*xmlscan.Field{name, cls} {
+		if f != nil && f.Cut() {
 			return rmerr.New(rmerr.ReportLimit, "a test name or classname longer than %d bytes (Limits.MaxField); an id is never cut", b.lim.MaxField).
 				WithHint("shorten the test name, or raise Limits.MaxField")
 		}
@@ -442,13 +448,13 @@ func (b *junitBuilder) startCase(a *jxAttrs) error {
 	tc.flags, tc.file, tc.line, tc.rfound, tc.shown = 0, -1, 0, false, 0
 	tc.rfile = tc.rfile[:0]
 	for i := range tc.msg {
-		tc.msg[i].reset()
+		tc.msg[i].Reset()
 		tc.seen[i] = false
 	}
 	// The id is written once, into the arena.
-	size := len(name.buf)
-	if cls != nil && len(cls.buf) > 0 {
-		size += len(cls.buf) + 2
+	size := len(name.Buf)
+	if cls != nil && len(cls.Buf) > 0 {
+		size += len(cls.Buf) + 2
 	}
 	suites := b.identity == IdentitySuitePath
 	if suites {
@@ -470,25 +476,25 @@ func (b *junitBuilder) startCase(a *jxAttrs) error {
 			}
 		}
 	}
-	if cls != nil && len(cls.buf) > 0 {
-		b.arena = append(b.arena, cls.buf...)
+	if cls != nil && len(cls.Buf) > 0 {
+		b.arena = append(b.arena, cls.Buf...)
 		b.arena = append(b.arena, "::"...)
 	}
-	b.arena = append(b.arena, name.buf...)
+	b.arena = append(b.arena, name.Buf...)
 	// The arena is append-only: bytes behind an id are never written again,
 	// so the string may share them instead of costing an allocation per test.
 	tc.id = unsafe.String(&b.arena[mark], size)
 	if len(b.frames) > 0 {
 		tc.path = b.frames[len(b.frames)-1].path
 	}
-	if f := a.get(jaFile); f != nil && len(f.buf) > 0 {
+	if f := a.Get(jaFile); f != nil && len(f.Buf) > 0 {
 		tc.file = b.internFile(f, tc.id)
 	}
-	if l := a.get(jaLine); l != nil {
-		tc.line = jbLine(l.buf)
+	if l := a.Get(jaLine); l != nil {
+		tc.line = jbLine(l.Buf)
 	}
-	if st := a.get(jaStatus); st != nil {
-		tc.flags |= b.statusFlags(st.text())
+	if st := a.Get(jaStatus); st != nil {
+		tc.flags |= b.statusFlags(st.Text())
 	}
 	return nil
 }
@@ -520,15 +526,15 @@ func jbUint(v []byte) int64 {
 	return n
 }
 
-func (b *junitBuilder) internFile(f *jxField, id string) int32 {
-	if f.cut() {
-		b.notes = append(b.notes, fmt.Sprintf("file of test %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", quoteString(id), len(f.text()), f.n, f.sum()))
+func (b *junitBuilder) internFile(f *xmlscan.Field, id string) int32 {
+	if f.Cut() {
+		b.notes = append(b.notes, fmt.Sprintf("file of test %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", quoteString(id), len(f.Text()), f.N, f.Sum()))
 	}
-	if i, ok := b.fileIdx[string(f.text())]; ok {
+	if i, ok := b.fileIdx[string(f.Text())]; ok {
 		return i
 	}
 	i := int32(len(b.files))
-	s := string(f.text())
+	s := string(f.Text())
 	b.files = append(b.files, s)
 	b.fileIdx[s] = i
 	return i
@@ -566,7 +572,7 @@ func (b *junitBuilder) statusFlags(v []byte) int {
 
 // startResult records a result element of the open testcase and returns
 // where its text goes.
-func (b *junitBuilder) startResult(kind jbKind, a *jxAttrs) *jxField {
+func (b *junitBuilder) startResult(kind jbKind, a *xmlscan.Attrs) *xmlscan.Field {
 	tc := &b.tc
 	slot := -1
 	switch kind {
@@ -595,12 +601,12 @@ func (b *junitBuilder) startResult(kind jbKind, a *jxAttrs) *jxField {
 		return nil
 	}
 	if !tc.rfound {
-		if f := a.get(jaFile); f != nil && len(f.buf) > 0 {
-			tc.rfile = append(tc.rfile[:0], f.text()...)
+		if f := a.Get(jaFile); f != nil && len(f.Buf) > 0 {
+			tc.rfile = append(tc.rfile[:0], f.Text()...)
 			tc.rfound = true
 		}
-		if l := a.get(jaLine); l != nil {
-			if tc.rline = jbLine(l.buf); tc.rline > 0 {
+		if l := a.Get(jaLine); l != nil {
+			if tc.rline = jbLine(l.Buf); tc.rline > 0 {
 				tc.rfound = true
 			}
 		}
@@ -610,18 +616,19 @@ func (b *junitBuilder) startResult(kind jbKind, a *jxAttrs) *jxField {
 	}
 	tc.seen[slot] = true
 	m := &tc.msg[slot]
-	m.reset()
-	m.set = true
+	m.Reset()
+	m.Set = true
 	// A blank message= (some reporters write message="") says nothing; the
 	// element's text is then the message.
-	if v := a.get(jaMessage); v != nil && len(bytes.TrimSpace(v.buf)) > 0 {
-		v.moveTo(m)
+	if v := a.Get(jaMessage); v != nil && len(bytes.TrimSpace(v.Buf)) > 0 {
+		v.MoveTo(m)
 		return nil
 	}
 	return m
 }
 
-func (b *junitBuilder) end() error {
+// End is xmlscan's call for an element closing.
+func (b *junitBuilder) End() error {
 	f := b.frames[len(b.frames)-1]
 	b.frames = b.frames[:len(b.frames)-1]
 	switch f.kind {
@@ -727,13 +734,13 @@ func jbScope(f *jbFrame) string {
 
 // message turns a captured field into a message, noting a cut. whose is
 // "test" or "fault", and name the test id or the suite.
-func (b *junitBuilder) message(f *jxField, whose, name string) string {
-	if !f.set {
+func (b *junitBuilder) message(f *xmlscan.Field, whose, name string) string {
+	if !f.Set {
 		return ""
 	}
-	t := f.text()
-	if f.cut() {
-		b.notes = append(b.notes, fmt.Sprintf("message of %s %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", whose, quoteString(name), len(t), f.n, f.sum()))
+	t := f.Text()
+	if f.Cut() {
+		b.notes = append(b.notes, fmt.Sprintf("message of %s %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", whose, quoteString(name), len(t), f.N, f.Sum()))
 	}
 	return string(bytes.TrimSpace(t))
 }
@@ -789,7 +796,7 @@ func (b *junitBuilder) endCase() error {
 	line := tc.line
 	if tc.rfound {
 		if r.file < 0 && len(tc.rfile) > 0 {
-			f := jxField{buf: tc.rfile, n: int64(len(tc.rfile))}
+			f := xmlscan.Field{Buf: tc.rfile, N: int64(len(tc.rfile))}
 			r.file = b.internFile(&f, tc.id)
 		}
 		if line == 0 {
@@ -983,8 +990,8 @@ func jbShort(s string) string {
 		s = s[:i]
 	}
 	if len(s) > 120 {
-		f := jxField{buf: []byte(s[:120]), h: sha256.New()}
-		s = string(f.text()) + "…"
+		f := xmlscan.Field{Buf: []byte(s[:120]), H: sha256.New()}
+		s = string(f.Text()) + "…"
 	}
 	return s
 }

@@ -1,4 +1,4 @@
-package report
+package xmlscan
 
 import (
 	"bytes"
@@ -15,212 +15,81 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-// The JUnit scanner reads a deliberately strict XML subset (spec § 4: "JUnit
-// accepts a deliberately strict XML subset and rejects DTD/entity
-// declarations"). It is hand-written because encoding/xml's token loop reads
-// about 40 MB/s and allocates per token, while a 100 MB report must be read
-// at close to xmllint --stream speed in memory that grows with the number of
-// test ids, never with the file size.
-//
-// The subset, and where it is stricter than XML 1.0 or encoding/xml:
-//
-//   - The input is UTF-8 (an optional byte-order mark at offset 0 is skipped).
-//     Every byte of the document, markup included, must be an XML Char.
-//   - An XML declaration, if any, comes first and reads exactly
-//     version "1.0", then optionally encoding UTF-8 or US-ASCII (any case),
-//     then optionally standalone yes|no. Any other encoding is refused: the
-//     bytes would not mean what a UTF-8 reader sees.
-//   - No DOCTYPE, no ENTITY or other markup declaration, anywhere: nothing is
-//     ever expanded or fetched. References are limited to the five predefined
-//     entities and numeric character references that name an XML Char.
-//   - Element and attribute names are ASCII ([A-Za-z_:][A-Za-z0-9._:-]*, at
-//     most one colon, as encoding/xml requires), at most jxMaxName bytes;
-//     at most jxMaxAttrs attributes per element, each name once.
-//   - Exactly one root element; outside it only whitespace, comments and
-//     processing instructions.
-//   - Line ends "\r\n" and "\r" read as "\n" (XML § 2.11). Attribute values are
-//     otherwise taken literally: a newline written inside name="…" stays a
-//     newline. XML § 3.3.3 would turn it into a space; encoding/xml keeps it,
-//     and so do we, so both readers (and the fuzz oracle that compares them)
-//     agree on every test id.
-//
-// Everything outside the subset is RM-REPORT-001 with the line it was found
-// on. Hard caps are RM-REPORT-003.
-const (
-	jxBufSize  = 256 << 10 // read buffer: big enough to amortise syscalls, small enough for L2
-	jxMaxName  = 1024      // bytes per element or attribute name
-	jxMaxAttrs = 256       // attributes per element
-	jxMaxDecl  = 1024      // bytes in the XML declaration
-)
+// Handler is what the scanner drives: the JUnit builder of pkg/report.
+type Handler interface {
+	// Start is an element opening, parent the name of the element around
+	// it (nil for the root); a holds the attributes Config.Attr numbered.
+	Start(name, parent []byte, a *Attrs) error
+	// End closes the element last started.
+	End() error
+	// Sink is where the character data of the open element goes; nil
+	// discards it. The scanner asks before each run of text.
+	Sink() *Field
+}
 
-// jxAttrID names the attributes the JUnit builder reads. Values of all other
-// attributes are checked and dropped unread, so what one element costs in
-// memory is bounded by jaCount fields of Limits.MaxField each.
-type jxAttrID int8
+// Config bounds a scan and names the attributes the handler reads.
+type Config struct {
+	MaxBytes int64 // cap on the document (RM-REPORT-003 beyond)
+	MaxField int   // bytes kept of each text field (Field.Max)
+	// Attr numbers an attribute the handler reads, 0 ≤ id < Attrs, or
+	// returns -1: values of all other attributes are checked and dropped
+	// unread, so what one element costs in memory is bounded by Attrs
+	// fields of MaxField each.
+	Attr  func(name []byte) int
+	Attrs int
+}
 
 const (
-	jaNone jxAttrID = iota - 1
-	jaName
-	jaClassname
-	jaFile
-	jaLine
-	jaStatus
-	jaMessage
-	jaTests
-	jaFailures
-	jaErrors
-	jaSkipped
-	jaCount
+	bufSize  = 256 << 10 // read buffer: big enough to amortise syscalls, small enough for L2
+	MaxName  = 1024      // bytes per element or attribute name
+	MaxAttrs = 256       // attributes per element
+	maxDecl  = 1024      // bytes in the XML declaration
 )
 
-func jxAttrOf(name []byte) jxAttrID {
-	switch string(name) {
-	case "name":
-		return jaName
-	case "classname":
-		return jaClassname
-	case "file":
-		return jaFile
-	case "line":
-		return jaLine
-	case "status":
-		return jaStatus
-	case "message":
-		return jaMessage
-	case "tests":
-		return jaTests
-	case "failures":
-		return jaFailures
-	case "errors":
-		return jaErrors
-	case "skipped":
-		return jaSkipped
-	}
-	return jaNone
-}
-
-// jxField keeps the first max bytes of one text field (an attribute value or
-// the text of an element) and, once the text outgrows them, the SHA-256 of
-// all of it: Limits.MaxField bounds memory while a note still pins the full
-// text.
-type jxField struct {
-	max int
-	buf []byte
-	n   int64     // length of the full text
-	h   hash.Hash // non-nil once the text was cut
-	set bool
-}
-
-func (f *jxField) reset() {
-	f.buf, f.n, f.h, f.set = f.buf[:0], 0, nil, false
-}
-
-func (f *jxField) write(p []byte) {
-	f.n += int64(len(p))
-	if f.h != nil {
-		f.h.Write(p)
-		return
-	}
-	room := f.max - len(f.buf)
-	if len(p) <= room {
-		f.buf = append(f.buf, p...)
-		return
-	}
-	f.h = sha256.New()
-	f.h.Write(f.buf)
-	f.h.Write(p)
-	f.buf = append(f.buf, p[:room]...)
-}
-
-func (f *jxField) cut() bool { return f.h != nil }
-
-// text is what is kept, ending on a rune boundary so a cut never leaves half
-// a character behind.
-func (f *jxField) text() []byte {
-	if f.h == nil {
-		return f.buf
-	}
-	b := f.buf
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
-				b = b[:i]
-			}
-			break
-		}
-	}
-	return b
-}
-
-func (f *jxField) sum() string {
-	if f.h == nil {
-		s := sha256.Sum256(f.buf)
-		return hex.EncodeToString(s[:])
-	}
-	return hex.EncodeToString(f.h.Sum(nil))
-}
-
-// moveTo hands the field (and its hash state) to dst and empties f.
-func (f *jxField) moveTo(dst *jxField) {
-	dst.buf = append(dst.buf[:0], f.buf...)
-	dst.n, dst.h, dst.set = f.n, f.h, f.set
-	f.h = nil
-}
-
-// jxAttrs holds the attributes of the element being started.
-type jxAttrs struct{ f [jaCount]jxField }
-
-func (a *jxAttrs) get(id jxAttrID) *jxField {
-	if f := &a.f[id]; f.set {
-		return f
-	}
-	return nil
-}
-
-// jxSingle maps a byte to a one-byte slice without allocating.
-var jxSingle = func() (t [256]byte) {
+// single maps a byte to a one-byte slice without allocating.
+var single = func() (t [256]byte) {
 	for i := range t {
 		t[i] = byte(i)
 	}
 	return
 }()
 
-func jxByte(c byte) []byte { return jxSingle[c : int(c)+1] }
+func oneByte(c byte) []byte { return single[c : int(c)+1] }
 
 // Byte classes. Each table marks the bytes that end the fast loop of one
 // context; everything else is copied or skipped in bulk.
 var (
-	jxStopText  [256]bool // character data: markup, reference, "]]>" check, CR
-	jxStopCDATA [256]bool
-	jxStopAttrQ [256]bool // attribute value in "…"
-	jxStopAttrA [256]bool // attribute value in '…'
-	jxNameStart [256]bool
-	jxNameChar  [256]bool
+	stopText  [256]bool // character data: markup, reference, "]]>" check, CR
+	stopCDATA [256]bool
+	stopAttrQ [256]bool // attribute value in "…"
+	stopAttrA [256]bool // attribute value in '…'
+	nameStart [256]bool
+	nameChar  [256]bool
 )
 
 func init() {
 	for _, c := range "<&]\r" {
-		jxStopText[c] = true
+		stopText[c] = true
 	}
-	jxStopCDATA[']'], jxStopCDATA['\r'] = true, true
+	stopCDATA[']'], stopCDATA['\r'] = true, true
 	for _, c := range "<&\r" {
-		jxStopAttrQ[c], jxStopAttrA[c] = true, true
+		stopAttrQ[c], stopAttrA[c] = true, true
 	}
-	jxStopAttrQ['"'], jxStopAttrA['\''] = true, true
+	stopAttrQ['"'], stopAttrA['\''] = true, true
 	for c := 0; c < 128; c++ {
 		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-		jxNameStart[c] = letter || c == '_' || c == ':'
-		jxNameChar[c] = jxNameStart[c] || '0' <= c && c <= '9' || c == '.' || c == '-'
+		nameStart[c] = letter || c == '_' || c == ':'
+		nameChar[c] = nameStart[c] || '0' <= c && c <= '9' || c == '.' || c == '-'
 	}
 }
 
-func jxIsSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
-// jxValidate checks that p holds XML Chars in UTF-8 (only ASCII when ascii is
+// validate checks that p holds XML Chars in UTF-8 (only ASCII when ascii is
 // set). It returns how many leading bytes are complete and valid (a sequence
 // cut by the end of p is left for the next read unless final) and the offset
 // of the first bad byte, or -1.
-func jxValidate(p []byte, final, ascii bool) (ok, bad int) {
+func validate(p []byte, final, ascii bool) (ok, bad int) {
 	const lo, hi = 0x2020202020202020, 0x8080808080808080
 	i := 0
 	for {
@@ -261,16 +130,16 @@ func jxValidate(p []byte, final, ascii bool) (ok, bad int) {
 	}
 }
 
-func jxIsChar(r int64) bool {
+func isChar(r int64) bool {
 	return r == 0x9 || r == 0xA || r == 0xD || 0x20 <= r && r <= 0xD7FF ||
 		0xE000 <= r && r <= 0xFFFD || 0x10000 <= r && r <= 0x10FFFF
 }
 
-// errJXEOF is fill's answer when the input ends before the bytes asked for.
-var errJXEOF = errors.New("unexpected end of file")
+// errEOF is fill's answer when the input ends before the bytes asked for.
+var errEOF = errors.New("unexpected end of file")
 
-// jxScanner reads one document and drives a junitBuilder.
-type jxScanner struct {
+// Scanner reads one document and drives a Handler.
+type Scanner struct {
 	r     io.Reader
 	buf   []byte
 	pos   int // next byte to consume
@@ -288,57 +157,62 @@ type jxScanner struct {
 	lines    int // newlines before buf[lineFrom]
 	lineFrom int
 
-	b        *junitBuilder
+	h        Handler
+	attrOf   func(name []byte) int
 	rootSeen bool
 	stack    []byte  // names of the open elements, back to back
 	offs     []int32 // start of each name in stack
 	elem     []byte  // name of the element being read
-	attrs    jxAttrs
+	attrs    Attrs
 	anames   []byte  // attribute names of the element being read
 	aoffs    []int32 // start of each name in anames
 	aseen    map[string]struct{}
 	scratch  []byte
 }
 
-func newJXScanner(r io.Reader, b *junitBuilder, lim Limits) *jxScanner {
-	s := &jxScanner{
+func New(r io.Reader, h Handler, c Config) *Scanner {
+	return &Scanner{
 		r:        r,
-		buf:      make([]byte, jxBufSize),
+		buf:      make([]byte, bufSize),
 		sum:      sha256.New(),
-		maxBytes: lim.MaxBytes,
-		b:        b,
+		maxBytes: c.MaxBytes,
+		h:        h,
+		attrOf:   c.Attr,
+		attrs:    NewAttrs(c.Attrs, c.MaxField),
 	}
-	for i := range s.attrs.f {
-		s.attrs.f[i].max = lim.MaxField
-	}
-	return s
 }
 
+// SHA256 is the digest of every byte read, in hex.
+func (s *Scanner) SHA256() string { return hex.EncodeToString(s.sum.Sum(nil)) }
+
+// Bytes is how many bytes were read.
+func (s *Scanner) Bytes() int64 { return s.n }
+
 // line is the 1-based line of buf[at].
-func (s *jxScanner) line(at int) int {
+func (s *Scanner) line(at int) int {
 	return s.lines + bytes.Count(s.buf[s.lineFrom:at], []byte{'\n'}) + 1
 }
 
-const jxHintWellFormed = "make the test runner write well-formed UTF-8 JUnit XML (xmllint --noout FILE shows the first problem)"
+const hintWellFormed = "make the test runner write well-formed UTF-8 JUnit XML (xmllint --noout FILE shows the first problem)"
 
-func (s *jxScanner) errorf(at int, format string, args ...any) *rmerr.Error {
+func (s *Scanner) errorf(at int, format string, args ...any) *rmerr.Error {
 	return rmerr.New(rmerr.ReportMalformed, "line %d: %s", s.line(at), fmt.Sprintf(format, args...)).
-		WithHint(jxHintWellFormed)
+		WithHint(hintWellFormed)
 }
 
 // fill makes at least need validated bytes available at buf[pos:], unless
-// the input ends first (errJXEOF) or the scanner reaches a byte it may not
+// the input ends first (errEOF) or the scanner reaches a byte it may not
 // read. Problems found in read-ahead (a bad byte, the MaxBytes cap, a read
 // error) wait in pending until the scanner gets there, so the error a report
 // earns is the first one in document order, whatever the reader's chunking.
-func (s *jxScanner) fill(need int) error {
+func (s *Scanner) fill(need int) error {
 	stalls := 0
 	for s.vend-s.pos < need {
 		if s.pending != nil {
 			return s.pending
 		}
 		if s.eof {
-			return errJXEOF
+			return errEOF
 		}
 		if s.pos > 0 {
 			s.lines += bytes.Count(s.buf[s.lineFrom:s.pos], []byte{'\n'})
@@ -371,7 +245,7 @@ func (s *jxScanner) fill(need int) error {
 			limit, capped = s.end-int(min(over, int64(s.end))), true
 			limit = max(limit, s.vend)
 		}
-		ok, bad := jxValidate(s.buf[s.vend:limit], s.eof && !capped, s.ascii)
+		ok, bad := validate(s.buf[s.vend:limit], s.eof && !capped, s.ascii)
 		switch {
 		case bad >= 0:
 			s.vend += bad
@@ -388,7 +262,7 @@ func (s *jxScanner) fill(need int) error {
 	return nil
 }
 
-func (s *jxScanner) badChar(at int) error {
+func (s *Scanner) badChar(at int) error {
 	p := s.buf[at:s.end]
 	c := p[0]
 	switch {
@@ -404,8 +278,8 @@ func (s *jxScanner) badChar(at int) error {
 	return s.errorf(at, "character U+%04X is not allowed in XML", r)
 }
 
-// peek returns the next byte, or errJXEOF.
-func (s *jxScanner) peek() (byte, error) {
+// peek returns the next byte, or errEOF.
+func (s *Scanner) peek() (byte, error) {
 	if s.pos >= s.vend {
 		if err := s.fill(1); err != nil {
 			return 0, err
@@ -415,10 +289,10 @@ func (s *jxScanner) peek() (byte, error) {
 }
 
 // has reports whether the next bytes are lit. When the input ends in a
-// proper prefix of lit, it answers errJXEOF: the document was cut there.
-func (s *jxScanner) has(lit string) (bool, error) {
+// proper prefix of lit, it answers errEOF: the document was cut there.
+func (s *Scanner) has(lit string) (bool, error) {
 	if err := s.fill(len(lit)); err != nil {
-		if rest := string(s.buf[s.pos:s.vend]); err == errJXEOF && !strings.HasPrefix(lit, rest) {
+		if rest := string(s.buf[s.pos:s.vend]); err == errEOF && !strings.HasPrefix(lit, rest) {
 			return false, nil
 		}
 		return false, err
@@ -426,9 +300,9 @@ func (s *jxScanner) has(lit string) (bool, error) {
 	return string(s.buf[s.pos:s.pos+len(lit)]) == lit, nil
 }
 
-// eofIn turns errJXEOF into a malformed-report error naming what was cut.
-func (s *jxScanner) eofIn(err error, what string) error {
-	if err != errJXEOF {
+// eofIn turns errEOF into a malformed-report error naming what was cut.
+func (s *Scanner) eofIn(err error, what string) error {
+	if err != errEOF {
 		return err
 	}
 	if what != "" {
@@ -438,11 +312,11 @@ func (s *jxScanner) eofIn(err error, what string) error {
 }
 
 // space skips whitespace and reports whether there was any.
-func (s *jxScanner) space() (bool, error) {
+func (s *Scanner) space() (bool, error) {
 	seen := false
 	for {
 		for s.pos < s.vend {
-			if !jxIsSpace(s.buf[s.pos]) {
+			if !isSpace(s.buf[s.pos]) {
 				return seen, nil
 			}
 			s.pos++
@@ -454,10 +328,10 @@ func (s *jxScanner) space() (bool, error) {
 	}
 }
 
-// run reads the whole document.
-func (s *jxScanner) run() (err error) {
+// Run reads the whole document.
+func (s *Scanner) Run() (err error) {
 	defer func() {
-		if err == errJXEOF {
+		if err == errEOF {
 			err = s.eofIn(err, "")
 		}
 	}()
@@ -471,7 +345,7 @@ func (s *jxScanner) run() (err error) {
 			}
 		} else {
 			if _, err := s.space(); err != nil {
-				if err != errJXEOF {
+				if err != errEOF {
 					return err
 				}
 				if !s.rootSeen {
@@ -479,7 +353,7 @@ func (s *jxScanner) run() (err error) {
 						return rmerr.New(rmerr.ReportMalformed, "empty file (0 bytes): not a JUnit XML report").
 							WithHint("the test command did not write its report; check the reporter flags and the report path")
 					}
-					return s.errorf(s.pos, "no root element: not a JUnit XML report").WithHint(jxHintWellFormed)
+					return s.errorf(s.pos, "no root element: not a JUnit XML report").WithHint(hintWellFormed)
 				}
 				return nil
 			}
@@ -513,7 +387,7 @@ func (s *jxScanner) run() (err error) {
 	}
 }
 
-func (s *jxScanner) notXML() error {
+func (s *Scanner) notXML() error {
 	s.fill(24) // the same snippet whatever the reader's chunking; errors come later
 	p := s.buf[s.pos:min(s.vend, s.pos+24)]
 	if i := bytes.IndexAny(p, "\r\n"); i >= 0 {
@@ -523,14 +397,14 @@ func (s *jxScanner) notXML() error {
 		WithHint("the file is not a JUnit XML report: check the reporter flags and the report path")
 }
 
-func (s *jxScanner) top() string {
+func (s *Scanner) top() string {
 	return string(s.stack[s.offs[len(s.offs)-1]:])
 }
 
 // prolog reads the byte-order mark and the XML declaration.
-func (s *jxScanner) prolog() error {
+func (s *Scanner) prolog() error {
 	switch err := s.fill(1); {
-	case err == errJXEOF:
+	case err == errEOF:
 		return nil // run names the empty file
 	case err != nil:
 		// Neither byte starts a UTF-8 sequence; both start a UTF-16 BOM.
@@ -553,7 +427,7 @@ func (s *jxScanner) prolog() error {
 	if err := s.fill(6); err != nil {
 		return s.eofIn(err, "in the XML declaration")
 	}
-	if !jxIsSpace(s.buf[s.pos+5]) {
+	if !isSpace(s.buf[s.pos+5]) {
 		return nil // a processing instruction such as <?xml-stylesheet?>
 	}
 	decl := s.scratch[:0]
@@ -567,23 +441,23 @@ func (s *jxScanner) prolog() error {
 		if c == '>' && len(decl) >= 2 && decl[len(decl)-2] == '?' {
 			break
 		}
-		if len(decl) > jxMaxDecl {
-			return s.errorf(s.pos, "XML declaration longer than %d bytes", jxMaxDecl)
+		if len(decl) > maxDecl {
+			return s.errorf(s.pos, "XML declaration longer than %d bytes", maxDecl)
 		}
 	}
 	s.scratch = decl
-	enc, err := jxParseDecl(decl)
+	enc, err := parseDecl(decl)
 	if err != nil {
 		return s.errorf(s.pos, "%v", err)
 	}
 	switch {
-	case enc == "" || jxEqualFold(enc, "UTF-8"):
-	case jxEqualFold(enc, "US-ASCII") || jxEqualFold(enc, "ASCII"):
+	case enc == "" || equalFold(enc, "UTF-8"):
+	case equalFold(enc, "US-ASCII") || equalFold(enc, "ASCII"):
 		if bom {
 			return s.errorf(s.pos, "a UTF-8 byte-order mark and an XML declaration that says %s", enc)
 		}
 		s.ascii = true
-		if _, bad := jxValidate(s.buf[s.pos:s.vend], true, true); bad >= 0 {
+		if _, bad := validate(s.buf[s.pos:s.vend], true, true); bad >= 0 {
 			s.vend = s.pos + bad
 			s.pending = s.badChar(s.vend)
 		}
@@ -594,16 +468,16 @@ func (s *jxScanner) prolog() error {
 	return nil
 }
 
-func jxEqualFold(a, b string) bool { return bytes.EqualFold([]byte(a), []byte(b)) }
+func equalFold(a, b string) bool { return bytes.EqualFold([]byte(a), []byte(b)) }
 
-// jxParseDecl checks an XML declaration ("<?xml … ?>") against XML § 2.8 with
+// parseDecl checks an XML declaration ("<?xml … ?>") against XML § 2.8 with
 // version 1.0 only, and returns the declared encoding ("" when absent).
-func jxParseDecl(d []byte) (string, error) {
+func parseDecl(d []byte) (string, error) {
 	p := d[len("<?xml") : len(d)-len("?>")]
 	var names, values []string
 	for {
 		i := 0
-		for i < len(p) && jxIsSpace(p[i]) {
+		for i < len(p) && isSpace(p[i]) {
 			i++
 		}
 		if i == len(p) {
@@ -620,14 +494,14 @@ func jxParseDecl(d []byte) (string, error) {
 		name := string(p[:j])
 		p = p[j:]
 		k := 0
-		for k < len(p) && jxIsSpace(p[k]) {
+		for k < len(p) && isSpace(p[k]) {
 			k++
 		}
 		if k == len(p) || p[k] != '=' {
 			return "", fmt.Errorf("malformed XML declaration %q", d)
 		}
 		k++
-		for k < len(p) && jxIsSpace(p[k]) {
+		for k < len(p) && isSpace(p[k]) {
 			k++
 		}
 		if k == len(p) || p[k] != '"' && p[k] != '\'' {
@@ -653,7 +527,7 @@ func jxParseDecl(d []byte) (string, error) {
 	enc := ""
 	if n < len(names) && names[n] == "encoding" {
 		enc = values[n]
-		if !jxEncName(enc) {
+		if !encName(enc) {
 			return "", fmt.Errorf("malformed encoding name %q in the XML declaration", enc)
 		}
 		n++
@@ -670,7 +544,7 @@ func jxParseDecl(d []byte) (string, error) {
 	return enc, nil
 }
 
-func jxEncName(s string) bool {
+func encName(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -687,13 +561,13 @@ func jxEncName(s string) bool {
 // name reads an XML name into dst. Names are ASCII in the subset; element and
 // attribute names (qualified) have at most one colon, as encoding/xml
 // requires of them.
-func (s *jxScanner) name(dst []byte, what string, qualified bool) ([]byte, error) {
+func (s *Scanner) name(dst []byte, what string, qualified bool) ([]byte, error) {
 	dst = dst[:0]
 	c, err := s.peek()
 	if err != nil {
 		return dst, s.eofIn(err, "in a name")
 	}
-	if !jxNameStart[c] {
+	if !nameStart[c] {
 		if c >= 0x80 {
 			return dst, s.errorf(s.pos, "non-ASCII %s name: runmill's XML subset accepts ASCII names only", what)
 		}
@@ -703,7 +577,7 @@ func (s *jxScanner) name(dst []byte, what string, qualified bool) ([]byte, error
 	for {
 		buf := s.buf[s.pos:s.vend]
 		i := 0
-		for i < len(buf) && jxNameChar[buf[i]] {
+		for i < len(buf) && nameChar[buf[i]] {
 			if buf[i] == ':' {
 				colons++
 			}
@@ -711,8 +585,8 @@ func (s *jxScanner) name(dst []byte, what string, qualified bool) ([]byte, error
 		}
 		dst = append(dst, buf[:i]...)
 		s.pos += i
-		if len(dst) > jxMaxName {
-			return dst, rmerr.New(rmerr.ReportLimit, "line %d: %s name longer than %d bytes (cap: XML name length)", s.line(s.pos), what, jxMaxName).
+		if len(dst) > MaxName {
+			return dst, rmerr.New(rmerr.ReportLimit, "line %d: %s name longer than %d bytes (cap: XML name length)", s.line(s.pos), what, MaxName).
 				WithHint("the report is not a plausible JUnit file; check the reporter")
 		}
 		if i < len(buf) {
@@ -735,7 +609,7 @@ func (s *jxScanner) name(dst []byte, what string, qualified bool) ([]byte, error
 // has one), refilling the buffer as needed, and returns that stop byte
 // without consuming it. It is the one inner loop of text, CDATA and
 // attribute values.
-func (s *jxScanner) until(stop *[256]bool, sink *jxField) (byte, error) {
+func (s *Scanner) until(stop *[256]bool, sink *Field) (byte, error) {
 	for {
 		buf := s.buf[s.pos:s.vend]
 		i := 0
@@ -743,7 +617,7 @@ func (s *jxScanner) until(stop *[256]bool, sink *jxField) (byte, error) {
 			i++
 		}
 		if sink != nil && i > 0 {
-			sink.write(buf[:i])
+			sink.Write(buf[:i])
 		}
 		s.pos += i
 		if i < len(buf) {
@@ -757,10 +631,10 @@ func (s *jxScanner) until(stop *[256]bool, sink *jxField) (byte, error) {
 
 // text reads character data up to the next '<', handing it to the builder's
 // sink when it has one.
-func (s *jxScanner) text() error {
-	sink := s.b.sink
+func (s *Scanner) text() error {
+	sink := s.h.Sink()
 	for {
-		c, err := s.until(&jxStopText, sink)
+		c, err := s.until(&stopText, sink)
 		if err != nil {
 			return err
 		}
@@ -779,7 +653,7 @@ func (s *jxScanner) text() error {
 			}
 			s.pos++
 			if sink != nil {
-				sink.write(jxByte(']'))
+				sink.Write(oneByte(']'))
 			}
 		case '\r':
 			s.cr(sink)
@@ -788,13 +662,13 @@ func (s *jxScanner) text() error {
 }
 
 // cr reads a carriage return at pos as a line end (XML § 2.11).
-func (s *jxScanner) cr(sink *jxField) {
+func (s *Scanner) cr(sink *Field) {
 	s.pos++
 	if s.pos == s.vend {
 		if err := s.fill(1); err != nil {
 			// The next read reports the error, or EOF follows the CR.
 			if sink != nil {
-				sink.write(jxByte('\n'))
+				sink.Write(oneByte('\n'))
 			}
 			return
 		}
@@ -803,12 +677,12 @@ func (s *jxScanner) cr(sink *jxField) {
 		return // the LF is read as text
 	}
 	if sink != nil {
-		sink.write(jxByte('\n'))
+		sink.Write(oneByte('\n'))
 	}
 }
 
 // reference reads "&…;" at pos and writes what it stands for to sink.
-func (s *jxScanner) reference(sink *jxField) error {
+func (s *Scanner) reference(sink *Field) error {
 	if err := s.fill(2); err != nil {
 		return s.eofIn(err, "in a reference")
 	}
@@ -849,12 +723,12 @@ func (s *jxScanner) reference(sink *jxField) error {
 			return s.errorf(s.pos, "malformed character reference")
 		}
 		s.pos++
-		if !jxIsChar(v) {
+		if !isChar(v) {
 			return s.errorf(s.pos, "character reference to U+%04X, which is not an XML character", v)
 		}
 		if sink != nil {
 			var u [utf8.UTFMax]byte
-			sink.write(u[:utf8.EncodeRune(u[:], rune(v))])
+			sink.Write(u[:utf8.EncodeRune(u[:], rune(v))])
 		}
 		return nil
 	}
@@ -879,7 +753,7 @@ func (s *jxScanner) reference(sink *jxField) error {
 		} else if ok {
 			s.pos += len(ref)
 			if sink != nil {
-				sink.write(jxByte(ch))
+				sink.Write(oneByte(ch))
 			}
 			return nil
 		}
@@ -896,7 +770,7 @@ func (s *jxScanner) reference(sink *jxField) error {
 }
 
 // bang reads "<!--", "<![CDATA[" or refuses a markup declaration.
-func (s *jxScanner) bang() error {
+func (s *Scanner) bang() error {
 	if ok, err := s.has("<!--"); err != nil {
 		return s.eofIn(err, "in markup")
 	} else if ok {
@@ -921,7 +795,7 @@ func (s *jxScanner) bang() error {
 		WithHint("configure the reporter not to write a DOCTYPE; a JUnit report needs none")
 }
 
-func (s *jxScanner) comment() error {
+func (s *Scanner) comment() error {
 	for {
 		buf := s.buf[s.pos:s.vend]
 		i := bytes.Index(buf, []byte("--"))
@@ -947,10 +821,10 @@ func (s *jxScanner) comment() error {
 	}
 }
 
-func (s *jxScanner) cdata() error {
-	sink := s.b.sink
+func (s *Scanner) cdata() error {
+	sink := s.h.Sink()
 	for {
-		c, err := s.until(&jxStopCDATA, sink)
+		c, err := s.until(&stopCDATA, sink)
 		if err != nil {
 			return s.eofIn(err, "in a CDATA section")
 		}
@@ -966,27 +840,27 @@ func (s *jxScanner) cdata() error {
 		}
 		s.pos++
 		if sink != nil {
-			sink.write(jxByte(']'))
+			sink.Write(oneByte(']'))
 		}
 	}
 }
 
 // pi reads a processing instruction. Its content means nothing to a JUnit
 // report; a second XML declaration is refused.
-func (s *jxScanner) pi() error {
+func (s *Scanner) pi() error {
 	s.pos += 2
 	target, err := s.name(s.elem, "processing instruction", false)
 	s.elem = target
 	if err != nil {
 		return err
 	}
-	if jxEqualFold(string(target), "xml") {
+	if equalFold(string(target), "xml") {
 		return s.errorf(s.pos, "misplaced or malformed XML declaration <?%s: one may come only first in the file, as <?xml version=\"1.0\" …?>", target)
 	}
 	if ok, err := s.has("?>"); err != nil {
 		return s.eofIn(err, "in a processing instruction")
 	} else if !ok {
-		if c, _ := s.peek(); !jxIsSpace(c) {
+		if c, _ := s.peek(); !isSpace(c) {
 			return s.errorf(s.pos, "expected whitespace after the processing instruction target")
 		}
 	}
@@ -1010,14 +884,14 @@ func (s *jxScanner) pi() error {
 	}
 }
 
-func (s *jxScanner) startTag() error {
+func (s *Scanner) startTag() error {
 	s.pos++
 	var err error
 	if s.elem, err = s.name(s.elem, "element", true); err != nil {
 		return err
 	}
-	for i := range s.attrs.f {
-		s.attrs.f[i].reset()
+	for i := range s.attrs.F {
+		s.attrs.F[i].Reset()
 	}
 	s.anames, s.aoffs = s.anames[:0], s.aoffs[:0]
 	empty := false
@@ -1055,11 +929,11 @@ func (s *jxScanner) startTag() error {
 	if len(s.offs) > 0 {
 		parent = s.stack[s.offs[len(s.offs)-1]:]
 	}
-	if err := s.b.start(s.elem, parent, &s.attrs); err != nil {
+	if err := s.h.Start(s.elem, parent, &s.attrs); err != nil {
 		return s.located(s.pos, err)
 	}
 	if empty {
-		return s.located(s.pos, s.b.end())
+		return s.located(s.pos, s.h.End())
 	}
 	s.offs = append(s.offs, int32(len(s.stack)))
 	s.stack = append(s.stack, s.elem...)
@@ -1067,7 +941,7 @@ func (s *jxScanner) startTag() error {
 }
 
 // located puts the line into a builder error.
-func (s *jxScanner) located(at int, err error) error {
+func (s *Scanner) located(at int, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -1078,9 +952,9 @@ func (s *jxScanner) located(at int, err error) error {
 	return err
 }
 
-func (s *jxScanner) attribute() error {
-	if len(s.aoffs) == jxMaxAttrs {
-		return rmerr.New(rmerr.ReportLimit, "line %d: element <%s> has more than %d attributes (cap: attributes per element)", s.line(s.pos), s.elem, jxMaxAttrs).
+func (s *Scanner) attribute() error {
+	if len(s.aoffs) == MaxAttrs {
+		return rmerr.New(rmerr.ReportLimit, "line %d: element <%s> has more than %d attributes (cap: attributes per element)", s.line(s.pos), s.elem, MaxAttrs).
 			WithHint("the report is not a plausible JUnit file; check the reporter")
 	}
 	at := len(s.anames)
@@ -1109,14 +983,14 @@ func (s *jxScanner) attribute() error {
 		return s.errorf(s.pos, "attribute %q in <%s> has no quoted value", name, s.elem)
 	}
 	s.pos++
-	var sink *jxField
-	if id := jxAttrOf(name); id != jaNone {
-		sink = &s.attrs.f[id]
-		sink.set = true
+	var sink *Field
+	if id := s.attrOf(name); id >= 0 {
+		sink = &s.attrs.F[id]
+		sink.Set = true
 	}
-	stop := &jxStopAttrQ
+	stop := &stopAttrQ
 	if q == '\'' {
-		stop = &jxStopAttrA
+		stop = &stopAttrA
 	}
 	for {
 		c, err := s.until(stop, sink)
@@ -1141,7 +1015,7 @@ func (s *jxScanner) attribute() error {
 
 // dupAttr reports whether name (the newest attribute name, already at the
 // end of anames) was seen before in this element.
-func (s *jxScanner) dupAttr(name []byte) bool {
+func (s *Scanner) dupAttr(name []byte) bool {
 	prev := func(k int) []byte {
 		end := len(s.anames) - len(name)
 		if k+1 < len(s.aoffs) {
@@ -1175,7 +1049,7 @@ func (s *jxScanner) dupAttr(name []byte) bool {
 	return false
 }
 
-func (s *jxScanner) endTag() error {
+func (s *Scanner) endTag() error {
 	s.pos += 2
 	var err error
 	if s.elem, err = s.name(s.elem, "element", true); err != nil {
@@ -1196,5 +1070,5 @@ func (s *jxScanner) endTag() error {
 		return s.errorf(s.pos, "element <%s> closed by </%s>", open, s.elem)
 	}
 	s.stack, s.offs = s.stack[:top], s.offs[:len(s.offs)-1]
-	return s.located(s.pos, s.b.end())
+	return s.located(s.pos, s.h.End())
 }

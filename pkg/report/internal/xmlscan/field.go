@@ -1,0 +1,97 @@
+package xmlscan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"unicode/utf8"
+)
+
+// Field keeps the first max bytes of one text field (an attribute value or
+// the text of an element) and, once the text outgrows them, the SHA-256 of
+// all of it: Max (the report's Limits.MaxField) bounds memory while a note still pins the full
+// text.
+type Field struct {
+	Max int       // bytes kept
+	Buf []byte    // the kept prefix (cut anywhere: Text ends it on a rune)
+	N   int64     // length of the full text
+	H   hash.Hash // non-nil once the text was cut
+	Set bool      // the attribute is present / the text was written
+}
+
+func (f *Field) Reset() {
+	f.Buf, f.N, f.H, f.Set = f.Buf[:0], 0, nil, false
+}
+
+func (f *Field) Write(p []byte) {
+	f.N += int64(len(p))
+	if f.H != nil {
+		f.H.Write(p)
+		return
+	}
+	room := f.Max - len(f.Buf)
+	if len(p) <= room {
+		f.Buf = append(f.Buf, p...)
+		return
+	}
+	f.H = sha256.New()
+	f.H.Write(f.Buf)
+	f.H.Write(p)
+	f.Buf = append(f.Buf, p[:room]...)
+}
+
+func (f *Field) Cut() bool { return f.H != nil }
+
+// Text is what is kept, ending on a rune boundary so a cut never leaves half
+// a character behind.
+func (f *Field) Text() []byte {
+	if f.H == nil {
+		return f.Buf
+	}
+	b := f.Buf
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				b = b[:i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+func (f *Field) Sum() string {
+	if f.H == nil {
+		s := sha256.Sum256(f.Buf)
+		return hex.EncodeToString(s[:])
+	}
+	return hex.EncodeToString(f.H.Sum(nil))
+}
+
+// MoveTo hands the field (and its hash state) to dst and empties f.
+func (f *Field) MoveTo(dst *Field) {
+	dst.Buf = append(dst.Buf[:0], f.Buf...)
+	dst.N, dst.H, dst.Set = f.N, f.H, f.Set
+	f.H = nil
+}
+
+// Attrs holds the attributes of the element being started that the
+// handler reads, one Field each, indexed as Config.Attr numbers them.
+type Attrs struct{ F []Field }
+
+// NewAttrs makes room for n attributes of at most max kept bytes each.
+func NewAttrs(n, max int) Attrs {
+	a := Attrs{F: make([]Field, n)}
+	for i := range a.F {
+		a.F[i].Max = max
+	}
+	return a
+}
+
+// Get returns attribute id, or nil when the element does not have it.
+func (a *Attrs) Get(id int) *Field {
+	if f := &a.F[id]; f.Set {
+		return f
+	}
+	return nil
+}
