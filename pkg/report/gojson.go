@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/runmill/verify/pkg/report/internal/quote"
+	"github.com/runmill/verify/pkg/report/internal/test2json"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -74,7 +76,7 @@ type goParser struct {
 	lr       *lineReader
 	keep     *textKeeper
 
-	ev        goEvent
+	ev        test2json.Event
 	scratch   []byte // decoded Package and Output values
 	actionBuf []byte // decoded Action, when it holds escapes
 	keyBuf    []byte // decoded keys
@@ -189,13 +191,13 @@ func (p *goParser) line(raw []byte) error {
 	if b[i] != '{' {
 		return p.plain(b[i:])
 	}
-	if err := decodeGoEvent(b, &p.ev, &p.keyBuf); err != nil {
+	if err := test2json.Decode(b, &p.ev, &p.keyBuf); err != nil {
 		e := rmerr.Wrap(rmerr.ReportMalformed, err, "go-json line %d is not a valid test2json event", p.lr.line)
 		e.Line = p.lr.line
 		return e.WithHint("the line starts with '{' but is not one complete JSON event: the stream was cut or corrupted, or is not go test -json output")
 	}
 	p.events++
-	if !p.ev.Package.exact() || !p.ev.Test.exact() {
+	if !p.ev.Package.Exact() || !p.ev.Test.Exact() {
 		return p.inexact()
 	}
 	return p.event(&p.ev)
@@ -207,15 +209,15 @@ func (p *goParser) line(raw []byte) error {
 // valid JSON), so only a corrupted or forged stream is refused.
 func (p *goParser) inexact() error {
 	field, s := "Test", p.ev.Test
-	if !p.ev.Package.exact() {
+	if !p.ev.Package.Exact() {
 		field, s = "Package", p.ev.Package
 	}
 	what := "invalid UTF-8"
-	if utf8.Valid(s.raw) {
+	if utf8.Valid(s.Raw) {
 		what = "a \\u escape of a lone surrogate"
 	}
 	e := rmerr.New(rmerr.ReportIdentity, "go-json line %d: the %s field %s holds %s; ids are compared byte for byte, and replacing it with U+FFFD could make two different tests one id",
-		p.lr.line, field, quoteText(s.raw), what)
+		p.lr.line, field, quote.Text(s.Raw), what)
 	e.Line = p.lr.line
 	return e.WithHint("the stream was corrupted or was not written by go test -json; regenerate it")
 }
@@ -227,7 +229,7 @@ func (p *goParser) plain(b []byte) error {
 	p.nonJSON++
 	if p.nonJSONLine == 0 {
 		p.nonJSONLine = p.lr.line
-		p.nonJSONText = quoteText(b)
+		p.nonJSONText = quote.Text(b)
 	}
 	if rest, ok := bytes.CutPrefix(b, []byte("FAIL")); ok && (len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t') {
 		scope := "report"
@@ -243,10 +245,10 @@ func (p *goParser) plain(b []byte) error {
 	return nil
 }
 
-func (p *goParser) event(ev *goEvent) error {
-	action := ev.Action.raw
-	if ev.Action.esc {
-		p.actionBuf = ev.Action.decode(p.actionBuf[:0])
+func (p *goParser) event(ev *test2json.Event) error {
+	action := ev.Action.Raw
+	if ev.Action.Esc {
+		p.actionBuf = ev.Action.Decode(p.actionBuf[:0])
 		action = p.actionBuf
 	}
 	switch string(action) {
@@ -261,11 +263,11 @@ func (p *goParser) event(ev *goEvent) error {
 	if err != nil {
 		return err
 	}
-	if len(ev.Test.raw) == 0 && !ev.Test.esc {
+	if len(ev.Test.Raw) == 0 && !ev.Test.Esc {
 		return p.pkgEvent(pkg, action, ev)
 	}
-	name := ev.Test.raw
-	if ev.Test.esc || !isASCIIBytes(name) {
+	name := ev.Test.Raw
+	if ev.Test.Esc || !isASCIIBytes(name) {
 		p.nameBuf = p.decode(ev.Test, p.nameBuf[:0])
 		name = p.nameBuf
 	}
@@ -299,11 +301,11 @@ func isASCIIBytes(b []byte) bool {
 }
 
 // decode decodes an id-bearing string, counting invalid UTF-8 for the note.
-func (p *goParser) decode(s jsonString, dst []byte) []byte {
-	if !utf8.Valid(s.raw) {
+func (p *goParser) decode(s test2json.String, dst []byte) []byte {
+	if !utf8.Valid(s.Raw) {
 		p.keep.invalid++
 	}
-	return s.decode(dst)
+	return s.Decode(dst)
 }
 
 func (p *goParser) unknownAction(action []byte) {
@@ -316,9 +318,9 @@ func (p *goParser) unknownAction(action []byte) {
 }
 
 // pkg returns the package an event belongs to.
-func (p *goParser) pkg(ev *goEvent) (*goPkg, error) {
-	raw := ev.Package.raw
-	if ev.Package.esc || !isASCIIBytes(raw) {
+func (p *goParser) pkg(ev *test2json.Event) (*goPkg, error) {
+	raw := ev.Package.Raw
+	if ev.Package.Esc || !isASCIIBytes(raw) {
 		p.scratch = p.decode(ev.Package, p.scratch[:0])
 		raw = p.scratch
 	}
@@ -348,18 +350,18 @@ func (p *goParser) pkg(ev *goEvent) (*goPkg, error) {
 	return pkg, nil
 }
 
-func (p *goParser) pkgEvent(pkg *goPkg, action []byte, ev *goEvent) error {
+func (p *goParser) pkgEvent(pkg *goPkg, action []byte, ev *test2json.Event) error {
 	switch string(action) {
 	case "output":
-		p.scratch = ev.Output.decode(p.scratch[:0])
+		p.scratch = ev.Output.Decode(p.scratch[:0])
 		pkg.output.write(p.scratch)
 	case "pass", "skip":
 		pkg.terminal = string(action)
 		pkg.output = capBuf{max: p.lim.MaxField} // only a failed package's output is kept
 	case "fail":
 		pkg.terminal = "fail"
-		if len(ev.FailedBuild.raw) > 0 {
-			pkg.failedBuild = string(ev.FailedBuild.decode(nil))
+		if len(ev.FailedBuild.Raw) > 0 {
+			pkg.failedBuild = string(ev.FailedBuild.Decode(nil))
 		}
 	case "start", "run", "pause", "cont", "bench", "attr":
 	default:
@@ -368,8 +370,8 @@ func (p *goParser) pkgEvent(pkg *goPkg, action []byte, ev *goEvent) error {
 	return nil
 }
 
-func (p *goParser) build(ev *goEvent, failed bool) error {
-	ip := string(ev.ImportPath.decode(nil))
+func (p *goParser) build(ev *test2json.Event, failed bool) error {
+	ip := string(ev.ImportPath.Decode(nil))
 	bd := p.builds[ip]
 	if bd == nil {
 		bd = &goBuild{importPath: ip, output: capBuf{max: p.lim.MaxField}}
@@ -380,7 +382,7 @@ func (p *goParser) build(ev *goEvent, failed bool) error {
 		bd.failed = true
 		return nil
 	}
-	p.scratch = ev.Output.decode(p.scratch[:0])
+	p.scratch = ev.Output.Decode(p.scratch[:0])
 	bd.output.write(p.scratch)
 	return nil
 }
@@ -401,8 +403,8 @@ func (p *goParser) newGoTest() *goTest {
 
 // testOutput keeps what a test printed, minus the lines the testing
 // package writes to frame it, for the message of a failed or skipped test.
-func (p *goParser) testOutput(t *goTest, ev *goEvent) {
-	if isFramingLine(ev.Output.raw) {
+func (p *goParser) testOutput(t *goTest, ev *test2json.Event) {
+	if isFramingLine(ev.Output.Raw) {
 		return
 	}
 	p.scratch = p.decode(ev.Output, p.scratch[:0])
@@ -435,7 +437,7 @@ func isFramingLine(raw []byte) bool {
 func (p *goParser) finish(pkg *goPkg, name []byte, action string) error {
 	if depth := bytes.Count(name, []byte("/")); depth >= p.lim.MaxDepth {
 		return rmerr.New(rmerr.ReportLimit, "go-json line %d: test %s is nested %d subtests deep, more than %d (Limits.MaxDepth)",
-			p.lr.line, quoteText(name), depth, p.lim.MaxDepth-1).WithHint("flatten the subtests, or split the suite")
+			p.lr.line, quote.Text(name), depth, p.lim.MaxDepth-1).WithHint("flatten the subtests, or split the suite")
 	}
 	status := goPassed
 	switch action {
@@ -472,7 +474,7 @@ func (p *goParser) record(pkg *goPkg, name []byte, status goStatus, t *goTest, p
 	if status != goPassed && (prefix != "" || t != nil && t.hasOut) {
 		var x goExtra
 		if t != nil && t.hasOut {
-			if x.message, err = p.keep.fromCap(&t.out, true, func() string { return fmt.Sprintf("output of %s", quoteString(string(id))) }); err != nil {
+			if x.message, err = p.keep.fromCap(&t.out, true, func() string { return fmt.Sprintf("output of %s", quote.String(string(id))) }); err != nil {
 				return err
 			}
 			x.file, x.line = goLocation(x.message)
@@ -653,7 +655,7 @@ func (p *goParser) duplicates(sorted []int32) error {
 		return nil
 	}
 	return rmerr.New(rmerr.ReportIdentity, "test id %s has %d terminal events (%d ids repeat); every id must be unique within a report (spec § 4)",
-		quoteString(string(first)), count, groups).
+		quote.String(string(first)), count, groups).
 		WithHint("write one report per go test run: -count=N and gotestsum --rerun-fails repeat tests in one stream, and a passing rerun would hide the failure; a test name shared by a package and its _test package also repeats")
 }
 

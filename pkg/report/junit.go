@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/runmill/verify/pkg/report/internal/quote"
 	"github.com/runmill/verify/pkg/report/internal/xmlscan"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -433,7 +434,7 @@ func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 	if name == nil || len(name.Buf) == 0 {
 		what := "a <testcase> without a name"
 		if cls != nil && len(cls.Buf) > 0 {
-			what = fmt.Sprintf("a <testcase> in classname %s without a name", quoteText(cls.Text()))
+			what = fmt.Sprintf("a <testcase> in classname %s without a name", quote.Text(cls.Text()))
 		}
 		return rmerr.New(rmerr.ReportIdentity, "%s has no test identity", what).
 			WithHint("configure the reporter to write a name for every test; runmill compares tests by id and cannot compare a nameless one")
@@ -528,7 +529,7 @@ func jbUint(v []byte) int64 {
 
 func (b *junitBuilder) internFile(f *xmlscan.Field, id string) int32 {
 	if f.Cut() {
-		b.notes = append(b.notes, fmt.Sprintf("file of test %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", quoteString(id), len(f.Text()), f.N, f.Sum()))
+		b.notes = append(b.notes, fmt.Sprintf("file of test %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", quote.String(id), len(f.Text()), f.N, f.Sum()))
 	}
 	if i, ok := b.fileIdx[string(f.Text())]; ok {
 		return i
@@ -729,7 +730,7 @@ func jbScope(f *jbFrame) string {
 	if f.name == "" {
 		return "<" + tag + ">"
 	}
-	return fmt.Sprintf("<%s name=%s>", tag, quoteString(f.name))
+	return fmt.Sprintf("<%s name=%s>", tag, quote.String(f.name))
 }
 
 // message turns a captured field into a message, noting a cut. whose is
@@ -740,7 +741,7 @@ func (b *junitBuilder) message(f *xmlscan.Field, whose, name string) string {
 	}
 	t := f.Text()
 	if f.Cut() {
-		b.notes = append(b.notes, fmt.Sprintf("message of %s %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", whose, quoteString(name), len(t), f.N, f.Sum()))
+		b.notes = append(b.notes, fmt.Sprintf("message of %s %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", whose, quote.String(name), len(t), f.N, f.Sum()))
 	}
 	return string(bytes.TrimSpace(t))
 }
@@ -913,7 +914,7 @@ func (b *junitBuilder) finish() (*Inventory, error) {
 				first = i
 			}
 		}
-		msg := fmt.Sprintf("duplicate test id %s: it occurs %d times", quoteString(b.rec(first).id), b.dupExtra[first]+1)
+		msg := fmt.Sprintf("duplicate test id %s: it occurs %d times", quote.String(b.rec(first).id), b.dupExtra[first]+1)
 		if k := len(b.dupExtra) - 1; k > 0 {
 			msg += fmt.Sprintf(", and %d other ids repeat too", k)
 		}
@@ -976,7 +977,7 @@ func (b *junitBuilder) finish() (*Inventory, error) {
 			attr, m.n, b.suites, m.scope, attr, m.declared, m.counted, what[i]))
 	}
 	for _, v := range b.statusList {
-		inv.Notes = append(inv.Notes, fmt.Sprintf("status=%s on %d testcase(s) is not a status runmill knows; their result comes from their child elements", quoteString(v), b.statusSeen[v]))
+		inv.Notes = append(inv.Notes, fmt.Sprintf("status=%s on %d testcase(s) is not a status runmill knows; their result comes from their child elements", quote.String(v), b.statusSeen[v]))
 	}
 	inv.Notes = append(inv.Notes, b.notes...)
 	if len(b.dupExtra) > 0 {

@@ -10,10 +10,10 @@ import (
 	"hash"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/runmill/verify/pkg/report/internal/quote"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -186,7 +186,7 @@ func (k *textKeeper) id(b []byte) (TestID, error) {
 		sum := sha256.Sum256(b)
 		full := len(b)
 		s := cutUTF8(string(b), k.maxField) + "…sha256:" + hex.EncodeToString(sum[:])
-		k.notes = append(k.notes, fmt.Sprintf("test id of %d bytes cut to %d bytes plus its sha256: %s", full, k.maxField, quoteString(s)))
+		k.notes = append(k.notes, fmt.Sprintf("test id of %d bytes cut to %d bytes plus its sha256: %s", full, k.maxField, quote.String(s)))
 		b = []byte(s)
 	}
 	return TestID(k.ids.intern(b)), k.spend(len(b))
@@ -280,32 +280,8 @@ func invalidID(b []byte) *rmerr.Error {
 		off += size
 	}
 	return rmerr.New(rmerr.ReportIdentity, "test id %s is not valid UTF-8 (byte 0x%02X at offset %d); ids are compared byte for byte and runmill will not repair one, since two different ids could then become one",
-		quoteText(b), b[off], off).
+		quote.Text(b), b[off], off).
 		WithHint("make the test runner write its report as UTF-8 (test names in another encoding, such as Latin-1, must be converted)")
-}
-
-// maxQuoted bounds the report text one error or note quotes (issue #13: a
-// 1 MB number was once echoed whole into a finding).
-const maxQuoted = 200
-
-// quoteText shows a piece of report text in an error message: Go-quoted, so
-// control characters and invalid UTF-8 are escaped (\xff), and cut at
-// maxQuoted bytes of input, with the full length named.
-func quoteText(b []byte) string { return quoteString(string(b)) }
-
-func quoteString(s string) string {
-	if len(s) <= maxQuoted {
-		return strconv.Quote(s)
-	}
-	n := maxQuoted
-	// Step back over at most one split character; invalid bytes need not.
-	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(s[n]); i++ {
-		n--
-	}
-	if !utf8.RuneStart(s[n]) {
-		n = maxQuoted
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:n]), len(s))
 }
 
 // removeDuplicates applies Options.AllowDuplicateIDs to a finished
@@ -340,7 +316,7 @@ func removeDuplicates(inv *Inventory) {
 	inv.Duplicates = slices.Clip(dups)
 	inv.Counts = countStatuses(inv.Tests)
 	inv.Notes = append(inv.Notes, fmt.Sprintf("%d test id(s) occur more than once (first: %s); every occurrence was removed and carries no authority (Options.AllowDuplicateIDs, for a baseline)",
-		inv.DuplicateCount, quoteString(string(inv.Duplicates[0]))))
+		inv.DuplicateCount, quote.String(string(inv.Duplicates[0]))))
 }
 
 // tally counts the statuses of tests.

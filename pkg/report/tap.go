@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/runmill/verify/pkg/report/internal/quote"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -239,7 +240,7 @@ func (p *tapParser) handle(raw []byte) error {
 			p.nonTAPLine = n
 		}
 		if p.strict {
-			return tapMalformed(n, "non-TAP line %s under pragma +strict", quoteText(trimmed))
+			return tapMalformed(n, "non-TAP line %s under pragma +strict", quote.Text(trimmed))
 		}
 		return nil
 	default:
@@ -248,7 +249,7 @@ func (p *tapParser) handle(raw []byte) error {
 		}
 		if !clean || indent%4 != 0 {
 			return tapMalformed(n, "%s is indented by %s; TAP indents subtests by 4 spaces, so this line cannot be placed",
-				quoteText(trimmed), tapDescribeIndent(raw[:indent]))
+				quote.Text(trimmed), tapDescribeIndent(raw[:indent]))
 		}
 		depth := indent / 4
 		if depth >= p.lim.MaxDepth {
@@ -468,11 +469,11 @@ func (p *tapParser) adopt(parent *tapBlock, desc string, children []Test) error 
 
 func (p *tapParser) version(b *tapBlock, s []byte, line int) error {
 	if b.started {
-		return tapMalformed(line, "%s after the stream started: a version line comes first (two streams concatenated?)", quoteText(s))
+		return tapMalformed(line, "%s after the stream started: a version line comes first (two streams concatenated?)", quote.Text(s))
 	}
 	v := strings.TrimSpace(string(s[len("tap version "):]))
 	if v != "13" && v != "14" {
-		return tapMalformed(line, "unsupported %s: runmill reads TAP 12 (no version line), 13 and 14", quoteText(s))
+		return tapMalformed(line, "unsupported %s: runmill reads TAP 12 (no version line), 13 and 14", quote.Text(s))
 	}
 	p.sawTAP = true
 	return nil
@@ -481,7 +482,7 @@ func (p *tapParser) version(b *tapBlock, s []byte, line int) error {
 func (p *tapParser) plan(b *tapBlock, s []byte, line int) error {
 	p.sawTAP = true
 	if b.planLine > 0 {
-		return tapMalformed(line, "a second plan %s (the first is at line %d); a stream has exactly one plan", quoteText(s), b.planLine)
+		return tapMalformed(line, "a second plan %s (the first is at line %d); a stream has exactly one plan", quote.Text(s), b.planLine)
 	}
 	body, comment, _ := bytes.Cut(s, []byte("#"))
 	body = bytes.TrimRight(body, " \t")
@@ -489,10 +490,10 @@ func (p *tapParser) plan(b *tapBlock, s []byte, line int) error {
 	start, err1 := strconv.ParseInt(string(from), 10, 64)
 	end, err2 := strconv.ParseInt(string(to), 10, 64)
 	if !ok || err1 != nil || err2 != nil || end < 0 {
-		return tapMalformed(line, "invalid plan %s", quoteText(s))
+		return tapMalformed(line, "invalid plan %s", quote.Text(s))
 	}
 	if start != 1 {
-		return tapMalformed(line, "plan %s does not start at 1", quoteText(s))
+		return tapMalformed(line, "plan %s does not start at 1", quote.Text(s))
 	}
 	b.plan, b.planLine, b.started = end, line, true
 	b.planAfter = b.points > 0
@@ -501,7 +502,7 @@ func (p *tapParser) plan(b *tapBlock, s []byte, line int) error {
 		if end == 0 {
 			p.planSkipNote = cutUTF8(reason, p.lim.MaxField)
 		} else if hasPrefixFold([]byte(reason), "skip") {
-			p.notes = append(p.notes, fmt.Sprintf("plan at line %d carries %s, ignored: only a 1..0 plan skips a whole stream", line, quoteText([]byte(reason))))
+			p.notes = append(p.notes, fmt.Sprintf("plan at line %d carries %s, ignored: only a 1..0 plan skips a whole stream", line, quote.Text([]byte(reason))))
 		}
 	}
 	return nil
@@ -511,7 +512,7 @@ func (p *tapParser) point(b *tapBlock, s []byte, indent, line int) error {
 	p.sawTAP = true
 	pt, err := parseTAPPoint(s)
 	if err != "" {
-		return tapMalformed(line, "%s: %s", quoteText(s), err)
+		return tapMalformed(line, "%s: %s", quote.Text(s), err)
 	}
 	if b.planLine > 0 && b.planAfter {
 		return tapMalformed(line, "test point after the plan at line %d: a plan comes first or last, never in the middle", b.planLine)
@@ -556,7 +557,7 @@ func (p *tapParser) point(b *tapBlock, s []byte, indent, line int) error {
 		if len(pt.reason) > 0 {
 			msg += ": " + string(pt.reason)
 		}
-		if t.Message, kerr = p.keep.text([]byte(msg), func() string { return fmt.Sprintf("skip reason of %s", quoteString(string(id))) }); kerr != nil {
+		if t.Message, kerr = p.keep.text([]byte(msg), func() string { return fmt.Sprintf("skip reason of %s", quote.String(string(id))) }); kerr != nil {
 			return kerr
 		}
 	}
@@ -681,7 +682,7 @@ func (p *tapParser) closeDiag() error {
 		return nil
 	}
 	id := t.ID
-	msg, err := p.keep.fromCap(&p.diag, true, func() string { return fmt.Sprintf("diagnostics of %s", quoteString(string(id))) })
+	msg, err := p.keep.fromCap(&p.diag, true, func() string { return fmt.Sprintf("diagnostics of %s", quote.String(string(id))) })
 	t.Message = msg
 	return err
 }
@@ -709,7 +710,7 @@ func tapDiagComment(line []byte) ([]byte, bool) {
 func (p *tapParser) nestingError() error {
 	first := ""
 	if p.nestID != "" {
-		first = fmt.Sprintf(": first nested test point %s at line %d", quoteString(p.nestID), p.nestIDLine)
+		first = fmt.Sprintf(": first nested test point %s at line %d", quote.String(p.nestID), p.nestIDLine)
 	}
 	e := rmerr.New(rmerr.ReportIdentity,
 		"TAP report nests subtests (line %d)%s; %d of %d test points are inside subtests. Nested plans are rejected rather than guessed (spec § 4)",
@@ -774,7 +775,7 @@ func (p *tapParser) end(inv *Inventory) error {
 	}
 	id, n, distinct := duplicateIDs(root.tests)
 	if n > 0 && !p.allowDup {
-		return rmerr.New(rmerr.ReportIdentity, "test id %s occurs %d times (%d ids repeat); every id must be unique within a report (spec § 4)", quoteString(string(id)), n, distinct).
+		return rmerr.New(rmerr.ReportIdentity, "test id %s occurs %d times (%d ids repeat); every id must be unique within a report (spec § 4)", quote.String(string(id)), n, distinct).
 			WithHint("give repeated tests distinct names (table-driven tests: include the case in the name)")
 	}
 	inv.Tests = root.tests

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/runmill/verify/pkg/report/internal/quote"
 )
 
 // tapYAML reads the few keys of a TAP YAML diagnostic block that the
@@ -230,7 +232,7 @@ func (p *tapParser) applyYAML() error {
 		src = &y.errText
 	}
 	id := t.ID
-	msg, err := p.keep.fromCap(src, true, func() string { return fmt.Sprintf("message of %s", quoteString(string(id))) })
+	msg, err := p.keep.fromCap(src, true, func() string { return fmt.Sprintf("message of %s", quote.String(string(id))) })
 	t.Message = msg
 	return err
 }
