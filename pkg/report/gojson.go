@@ -525,28 +525,9 @@ func (p *goParser) end(inv *Inventory) error {
 		return e.WithHint("the go command failed before any test ran (build error, no packages), or this is not go test -json output; fix the run, the report proves nothing")
 	}
 	finished := p.sortedIDs()
-	// Tests that never finished, in the order they were first seen. One that
-	// only printed after its own end (golang/go#29755 misattribution) is not
-	// a test of its own; one that ran again and never finished is a second
-	// run of that id.
-	var unfinished []goUnfinished
-	for _, pkg := range p.order {
-		for name, t := range pkg.running {
-			unfinished = append(unfinished, goUnfinished{pkg, name, t})
-		}
-	}
-	slices.SortFunc(unfinished, func(a, b goUnfinished) int { return a.t.seq - b.t.seq })
-	counted := 0
-	for _, u := range unfinished {
-		if !u.t.ran && p.isFinished(finished, u.pkg.prefix+u.name) {
-			continue
-		}
-		const why = "no pass, fail or skip event: the test never finished (panic, timeout, or the stream was cut)"
-		if err := p.record(u.pkg, []byte(u.name), goFailed, u.t, why); err != nil {
-			return err
-		}
-		u.pkg.failed = true
-		counted++
+	counted, err := p.unfinished(finished)
+	if err != nil {
+		return err
 	}
 	if counted > 0 {
 		finished = p.sortedIDs()
@@ -573,19 +554,64 @@ func (p *goParser) end(inv *Inventory) error {
 		return rmerr.New(rmerr.ReportEmpty, "go-json report holds no test: %d package(s) ran zero tests, and zero tests is not a pass", len(p.order)).
 			WithHint("check the package pattern and -run filter; \"no test files\" and \"no tests to run\" prove nothing")
 	}
-	inv.Tests = make([]Test, p.recs.n)
-	for i := range inv.Tests {
+	inv.Tests = p.tests()
+	p.recs, p.extras = goRecs{}, nil
+	inv.Counts = countStatuses(inv.Tests)
+	inv.Faults = p.faults
+	p.notes(inv, counted)
+	p.keep.finish(inv)
+	if dups != nil {
+		removeDuplicates(inv)
+	}
+	return nil
+}
+
+// unfinished records, as failed, the tests that never finished, in the
+// order they were first seen, and returns how many. One that only printed
+// after its own end (golang/go#29755 misattribution) is not
+// a test of its own; one that ran again and never finished is a second
+// run of that id.
+func (p *goParser) unfinished(finished []int32) (int, error) {
+	var unfinished []goUnfinished
+	for _, pkg := range p.order {
+		for name, t := range pkg.running {
+			unfinished = append(unfinished, goUnfinished{pkg, name, t})
+		}
+	}
+	slices.SortFunc(unfinished, func(a, b goUnfinished) int { return a.t.seq - b.t.seq })
+	counted := 0
+	for _, u := range unfinished {
+		if !u.t.ran && p.isFinished(finished, u.pkg.prefix+u.name) {
+			continue
+		}
+		const why = "no pass, fail or skip event: the test never finished (panic, timeout, or the stream was cut)"
+		if err := p.record(u.pkg, []byte(u.name), goFailed, u.t, why); err != nil {
+			return 0, err
+		}
+		u.pkg.failed = true
+		counted++
+	}
+	return counted, nil
+}
+
+// tests is the inventory's test list, from the records.
+func (p *goParser) tests() []Test {
+	tests := make([]Test, p.recs.n)
+	for i := range tests {
 		r := p.recs.at(i)
 		t := Test{ID: r.id, Status: goStatuses[r.status]}
 		if r.extra > 0 {
 			x := p.extras[r.extra-1]
 			t.Message, t.File, t.Line = x.message, x.file, x.line
 		}
-		inv.Tests[i] = t
+		tests[i] = t
 	}
-	p.recs, p.extras = goRecs{}, nil
-	inv.Counts = countStatuses(inv.Tests)
-	inv.Faults = p.faults
+	return tests
+}
+
+// notes adds what the inventory should say about the stream: tests
+// counted as failed, bare ids, ignored lines, unknown actions.
+func (p *goParser) notes(inv *Inventory, counted int) {
 	if counted > 0 {
 		inv.Notes = append(inv.Notes, fmt.Sprintf("%d test(s) never reached pass, fail or skip and are counted as failed", counted))
 	}
@@ -603,11 +629,6 @@ func (p *goParser) end(inv *Inventory) error {
 		slices.Sort(names)
 		inv.Notes = append(inv.Notes, fmt.Sprintf("unknown test2json actions ignored: %q", names))
 	}
-	p.keep.finish(inv)
-	if dups != nil {
-		removeDuplicates(inv)
-	}
-	return nil
 }
 
 // sortedIDs returns the indices of recs ordered by id (then position), so

@@ -217,63 +217,76 @@ func (p *tapParser) handle(raw []byte) error {
 		}
 		return nil
 	case tapLineOther:
-		if afterPoint && clean && indent == p.last.indent+2 && string(trimmed) == "---" {
-			p.yaml = newTAPYAML(indent, p.lim.MaxField, n)
-			p.diagOpen = false // the YAML block is the diagnostic
-			return nil
-		}
-		if braceOK && clean && indent == p.last.indent && string(trimmed) == "{" {
-			return p.openBuffered(p.last.desc, n)
-		}
-		if clean && indent%4 == 0 && string(trimmed) == "}" && p.closesBuffered(indent/4) {
-			return p.closeBuffered(indent/4, n)
-		}
-		if p.diagOpen {
-			if indent > p.last.indent {
-				p.diag.write(append(bytes.TrimSpace(trimmed), '\n'))
-			} else if err := p.closeDiag(); err != nil {
-				return err
-			}
-		}
-		p.nonTAP++
-		if p.nonTAPLine == 0 {
-			p.nonTAPLine = n
-		}
-		if p.strict {
-			return tapMalformed(n, "non-TAP line %s under pragma +strict", quote.Text(trimmed))
-		}
-		return nil
+		return p.other(trimmed, indent, clean, afterPoint, braceOK, n)
 	default:
-		if err := p.closeDiag(); err != nil {
+		return p.structural(kind, raw, trimmed, indent, clean, n)
+	}
+}
+
+// other handles a line that is no TAP element: the start of a test point's
+// YAML block, a buffered subtest's braces, diagnostic text, or non-TAP
+// output (refused under pragma +strict).
+func (p *tapParser) other(trimmed []byte, indent int, clean, afterPoint, braceOK bool, n int) error {
+	if afterPoint && clean && indent == p.last.indent+2 && string(trimmed) == "---" {
+		p.yaml = newTAPYAML(indent, p.lim.MaxField, n)
+		p.diagOpen = false // the YAML block is the diagnostic
+		return nil
+	}
+	if braceOK && clean && indent == p.last.indent && string(trimmed) == "{" {
+		return p.openBuffered(p.last.desc, n)
+	}
+	if clean && indent%4 == 0 && string(trimmed) == "}" && p.closesBuffered(indent/4) {
+		return p.closeBuffered(indent/4, n)
+	}
+	if p.diagOpen {
+		if indent > p.last.indent {
+			p.diag.write(append(bytes.TrimSpace(trimmed), '\n'))
+		} else if err := p.closeDiag(); err != nil {
 			return err
 		}
-		if !clean || indent%4 != 0 {
-			return tapMalformed(n, "%s is indented by %s; TAP indents subtests by 4 spaces, so this line cannot be placed",
-				quote.Text(trimmed), tapDescribeIndent(raw[:indent]))
-		}
-		depth := indent / 4
-		if depth >= p.lim.MaxDepth {
-			return rmerr.New(rmerr.ReportLimit, "TAP line %d is nested %d subtests deep, more than %d (Limits.MaxDepth)", n, depth, p.lim.MaxDepth-1).
-				WithHint("flatten the suite, or split it into several reports")
-		}
-		if kind == tapLineBail {
-			return p.bail(trimmed, n)
-		}
-		if err := p.moveTo(depth, n); err != nil {
-			return err
-		}
-		b := p.top()
-		if p.orphan != nil && kind != tapLinePoint {
-			return tapMalformed(n, "the subtest that ended here is not followed by its test point")
-		}
-		switch kind {
-		case tapLineVersion:
-			return p.version(b, trimmed, n)
-		case tapLinePlan:
-			return p.plan(b, trimmed, n)
-		case tapLinePoint:
-			return p.point(b, trimmed, indent, n)
-		}
+	}
+	p.nonTAP++
+	if p.nonTAPLine == 0 {
+		p.nonTAPLine = n
+	}
+	if p.strict {
+		return tapMalformed(n, "non-TAP line %s under pragma +strict", quote.Text(trimmed))
+	}
+	return nil
+}
+
+// structural handles a version, plan, test point or bail-out line, each at
+// the subtest depth its indentation names.
+func (p *tapParser) structural(kind tapKind, raw, trimmed []byte, indent int, clean bool, n int) error {
+	if err := p.closeDiag(); err != nil {
+		return err
+	}
+	if !clean || indent%4 != 0 {
+		return tapMalformed(n, "%s is indented by %s; TAP indents subtests by 4 spaces, so this line cannot be placed",
+			quote.Text(trimmed), tapDescribeIndent(raw[:indent]))
+	}
+	depth := indent / 4
+	if depth >= p.lim.MaxDepth {
+		return rmerr.New(rmerr.ReportLimit, "TAP line %d is nested %d subtests deep, more than %d (Limits.MaxDepth)", n, depth, p.lim.MaxDepth-1).
+			WithHint("flatten the suite, or split it into several reports")
+	}
+	if kind == tapLineBail {
+		return p.bail(trimmed, n)
+	}
+	if err := p.moveTo(depth, n); err != nil {
+		return err
+	}
+	b := p.top()
+	if p.orphan != nil && kind != tapLinePoint {
+		return tapMalformed(n, "the subtest that ended here is not followed by its test point")
+	}
+	switch kind {
+	case tapLineVersion:
+		return p.version(b, trimmed, n)
+	case tapLinePlan:
+		return p.plan(b, trimmed, n)
+	case tapLinePoint:
+		return p.point(b, trimmed, indent, n)
 	}
 	return nil
 }
@@ -740,6 +753,39 @@ func (p *tapParser) end(inv *Inventory) error {
 		return p.nestingError()
 	}
 	root := p.stack[0]
+	if err := p.endRoot(root); err != nil {
+		return err
+	}
+	if p.emptyDesc > 0 {
+		e := rmerr.New(rmerr.ReportIdentity, "TAP test point at line %d has no description; %d of %d test points lack one, and the description is the test id (spec § 4)",
+			p.emptyLine, p.emptyDesc, p.points)
+		e.Line = p.emptyLine
+		return e.WithHint("give every test a name the reporter prints after ok / not ok")
+	}
+	id, n, distinct := duplicateIDs(root.tests)
+	if n > 0 && !p.allowDup {
+		return rmerr.New(rmerr.ReportIdentity, "test id %s occurs %d times (%d ids repeat); every id must be unique within a report (spec § 4)", quote.String(string(id)), n, distinct).
+			WithHint("give repeated tests distinct names (table-driven tests: include the case in the name)")
+	}
+	inv.Tests = root.tests
+	if inv.Tests == nil {
+		inv.Tests = []Test{}
+	}
+	inv.Counts = countStatuses(inv.Tests)
+	inv.Faults = p.faults
+	p.endNotes()
+	inv.Notes = p.notes
+	p.keep.finish(inv)
+	if n > 0 {
+		removeDuplicates(inv)
+	}
+	return nil
+}
+
+// endRoot checks the top level once the stream is read: after a bail-out
+// the plan cannot be held to, so it is noted; otherwise every subtest must
+// be closed and the plan kept, and a plan of 1..0 is zero tests.
+func (p *tapParser) endRoot(root *tapBlock) error {
 	if p.bailed {
 		if p.dropped > 0 {
 			p.notes = append(p.notes, fmt.Sprintf("%d test point(s) inside subtests left open by Bail out! were dropped: their ids are incomplete", p.dropped))
@@ -767,23 +813,12 @@ func (p *tapParser) end(inv *Inventory) error {
 			return err
 		}
 	}
-	if p.emptyDesc > 0 {
-		e := rmerr.New(rmerr.ReportIdentity, "TAP test point at line %d has no description; %d of %d test points lack one, and the description is the test id (spec § 4)",
-			p.emptyLine, p.emptyDesc, p.points)
-		e.Line = p.emptyLine
-		return e.WithHint("give every test a name the reporter prints after ok / not ok")
-	}
-	id, n, distinct := duplicateIDs(root.tests)
-	if n > 0 && !p.allowDup {
-		return rmerr.New(rmerr.ReportIdentity, "test id %s occurs %d times (%d ids repeat); every id must be unique within a report (spec § 4)", quote.String(string(id)), n, distinct).
-			WithHint("give repeated tests distinct names (table-driven tests: include the case in the name)")
-	}
-	inv.Tests = root.tests
-	if inv.Tests == nil {
-		inv.Tests = []Test{}
-	}
-	inv.Counts = countStatuses(inv.Tests)
-	inv.Faults = p.faults
+	return nil
+}
+
+// endNotes notes what was tolerated: numbering out of sequence, non-TAP
+// lines, unterminated YAML blocks.
+func (p *tapParser) endNotes() {
 	if p.outOfOrder > 0 {
 		p.notes = append(p.notes, fmt.Sprintf("test points are numbered out of sequence from line %d", p.outOfOrder))
 	}
@@ -793,12 +828,6 @@ func (p *tapParser) end(inv *Inventory) error {
 	if p.badYAML > 0 {
 		p.notes = append(p.notes, fmt.Sprintf("%d YAML diagnostic block(s) not terminated by \"...\"; their content was ignored", p.badYAML))
 	}
-	inv.Notes = p.notes
-	p.keep.finish(inv)
-	if n > 0 {
-		removeDuplicates(inv)
-	}
-	return nil
 }
 
 // tapPoint is one parsed test line.
