@@ -10,6 +10,7 @@ import (
 
 	"github.com/runmill/verify/pkg/report/internal/quote"
 	"github.com/runmill/verify/pkg/report/internal/test2json"
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -154,14 +155,14 @@ type goPkg struct {
 	failed      bool               // a test of this package failed
 	terminal    string             // the package's last pass / fail / skip
 	failedBuild string
-	output      capBuf // package-level output, for a Fault
+	output      textcap.Field // package-level output, for a Fault
 }
 
 // goTest is a test that has started (or printed) and not finished.
 type goTest struct {
 	seq    int
-	ran    bool   // a run/pause/cont event, not only output: output after a test's end creates one without
-	out    capBuf // output other than framing lines
+	ran    bool          // a run/pause/cont event, not only output: output after a test's end creates one without
+	out    textcap.Field // output other than framing lines
 	hasOut bool
 }
 
@@ -173,7 +174,7 @@ type goUnfinished struct {
 
 type goBuild struct {
 	importPath string
-	output     capBuf
+	output     textcap.Field
 	failed     bool
 	claimed    bool // a package fail event named it in FailedBuild
 }
@@ -335,7 +336,7 @@ func (p *goParser) pkg(ev *test2json.Event) (*goPkg, error) {
 		pkg = &goPkg{
 			name:    name,
 			running: map[string]*goTest{},
-			output:  capBuf{max: p.lim.MaxField},
+			output:  textcap.Field{Max: p.lim.MaxField},
 		}
 		if name != "" {
 			pkg.prefix = name + "::"
@@ -353,10 +354,10 @@ func (p *goParser) pkgEvent(pkg *goPkg, action []byte, ev *test2json.Event) erro
 	switch string(action) {
 	case "output":
 		p.scratch = ev.Output.Decode(p.scratch[:0])
-		pkg.output.write(p.scratch)
+		pkg.output.Write(p.scratch)
 	case "pass", "skip":
 		pkg.terminal = string(action)
-		pkg.output = capBuf{max: p.lim.MaxField} // only a failed package's output is kept
+		pkg.output = textcap.Field{Max: p.lim.MaxField} // only a failed package's output is kept
 	case "fail":
 		pkg.terminal = "fail"
 		if len(ev.FailedBuild.Raw) > 0 {
@@ -373,7 +374,7 @@ func (p *goParser) build(ev *test2json.Event, failed bool) error {
 	ip := string(ev.ImportPath.Decode(nil))
 	bd := p.builds[ip]
 	if bd == nil {
-		bd = &goBuild{importPath: ip, output: capBuf{max: p.lim.MaxField}}
+		bd = &goBuild{importPath: ip, output: textcap.Field{Max: p.lim.MaxField}}
 		p.builds[ip] = bd
 		p.builtOrder = append(p.builtOrder, bd)
 	}
@@ -382,7 +383,7 @@ func (p *goParser) build(ev *test2json.Event, failed bool) error {
 		return nil
 	}
 	p.scratch = ev.Output.Decode(p.scratch[:0])
-	bd.output.write(p.scratch)
+	bd.output.Write(p.scratch)
 	return nil
 }
 
@@ -390,10 +391,10 @@ func (p *goParser) newGoTest() *goTest {
 	var t *goTest
 	if n := len(p.free); n > 0 {
 		t, p.free = p.free[n-1], p.free[:n-1]
-		t.out.reset()
+		t.out.Reset()
 		t.ran, t.hasOut = false, false
 	} else {
-		t = &goTest{out: capBuf{max: p.lim.MaxField}}
+		t = &goTest{out: textcap.Field{Max: p.lim.MaxField}}
 	}
 	t.seq = p.seq
 	p.seq++
@@ -407,7 +408,7 @@ func (p *goParser) testOutput(t *goTest, ev *test2json.Event) {
 		return
 	}
 	p.scratch = p.decode(ev.Output, p.scratch[:0])
-	t.out.write(p.scratch)
+	t.out.Write(p.scratch)
 	t.hasOut = true
 }
 

@@ -192,7 +192,7 @@ func (p *goParser) pkgFault(pkg *goPkg) error {
 			prefix = "build failed: "
 			if bd := p.builds[pkg.failedBuild]; bd != nil {
 				bd.claimed = true
-				if bd.output.n > 0 {
+				if bd.output.N > 0 {
 					src = &bd.output
 					what = func() string { return fmt.Sprintf("build output of %s", pkg.failedBuild) }
 				}

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/runmill/verify/pkg/report/internal/quote"
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 	"github.com/runmill/verify/pkg/report/internal/xmlscan"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -188,7 +189,7 @@ var jcAttr = [jcCount]int{jaTests, jaFailures, jaErrors, jaSkipped}
 
 type jbFrame struct {
 	kind     jbKind
-	capture  *xmlscan.Field // where this element's own text goes; nil: nowhere
+	capture  *textcap.Field // where this element's own text goes; nil: nowhere
 	name     string         // testsuite name (cut at MaxField)
 	path     uint32         // FNV-1a of the suite names down to here
 	declared [jcCount]int64
@@ -210,7 +211,7 @@ type jbCase struct {
 	file   int32
 	line   int32
 	flags  int
-	msg    [jmCount]xmlscan.Field
+	msg    [jmCount]textcap.Field
 	seen   [jmCount]bool
 	rfile  []byte // file and line of the first result element, used when
 	rline  int32  // the testcase has none (Catch2 writes them there)
@@ -225,9 +226,9 @@ type junitBuilder struct {
 	identity Identity
 	lim      Limits
 	frames   []jbFrame
-	sink     *xmlscan.Field // the scanner writes text here; nil: discard
+	sink     *textcap.Field // the scanner writes text here; nil: discard
 	tc       jbCase
-	fault    xmlscan.Field
+	fault    textcap.Field
 	nCases   int
 
 	recs  [][]jbRecord
@@ -302,7 +303,7 @@ func notJUnit(format string, args ...any) *rmerr.Error {
 var _ xmlscan.Handler = (*junitBuilder)(nil)
 
 // Sink is where the scanner writes the open element's text; nil: discard.
-func (b *junitBuilder) Sink() *xmlscan.Field { return b.sink }
+func (b *junitBuilder) Sink() *textcap.Field { return b.sink }
 
 // Start is xmlscan's call for an element opening.
 func (b *junitBuilder) Start(name, parent []byte, a *xmlscan.Attrs) error {
@@ -411,7 +412,7 @@ func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 		return rmerr.New(rmerr.ReportIdentity, "%s has no test identity", what).
 			WithHint("configure the reporter to write a name for every test; runmill compares tests by id and cannot compare a nameless one")
 	}
-	for _, f := range []*xmlscan.Field{name, cls} {
+	for _, f := range []*textcap.Field{name, cls} {
 		if f != nil && f.Cut() {
 			return rmerr.New(rmerr.ReportLimit, "a test name or classname longer than %d bytes (Limits.MaxField); an id is never cut", b.lim.MaxField).
 				WithHint("shorten the test name, or raise Limits.MaxField")
@@ -474,7 +475,7 @@ func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 
 // startResult records a result element of the open testcase and returns
 // where its text goes.
-func (b *junitBuilder) startResult(kind jbKind, a *xmlscan.Attrs) *xmlscan.Field {
+func (b *junitBuilder) startResult(kind jbKind, a *xmlscan.Attrs) *textcap.Field {
 	tc := &b.tc
 	slot := -1
 	switch kind {
@@ -590,7 +591,7 @@ func (b *junitBuilder) End() error {
 
 // message turns a captured field into a message, noting a cut. whose is
 // "test" or "fault", and name the test id or the suite.
-func (b *junitBuilder) message(f *xmlscan.Field, whose, name string) string {
+func (b *junitBuilder) message(f *textcap.Field, whose, name string) string {
 	if !f.Set {
 		return ""
 	}
@@ -652,7 +653,7 @@ func (b *junitBuilder) endCase() error {
 	line := tc.line
 	if tc.rfound {
 		if r.file < 0 && len(tc.rfile) > 0 {
-			f := xmlscan.Field{Buf: tc.rfile, N: int64(len(tc.rfile))}
+			f := textcap.Field{Buf: tc.rfile, N: int64(len(tc.rfile))}
 			r.file = b.internFile(&f, tc.id)
 		}
 		if line == 0 {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/runmill/verify/pkg/report/internal/quote"
-	"github.com/runmill/verify/pkg/report/internal/xmlscan"
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 )
 
 // What the JUnit builder reads from attributes: which ones (numbered for
@@ -84,7 +84,7 @@ func jbUint(v []byte) int64 {
 	return n
 }
 
-func (b *junitBuilder) internFile(f *xmlscan.Field, id string) int32 {
+func (b *junitBuilder) internFile(f *textcap.Field, id string) int32 {
 	if f.Cut() {
 		b.notes = append(b.notes, fmt.Sprintf("file of test %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", quote.String(id), len(f.Text()), f.N, f.Sum()))
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/runmill/verify/pkg/report/internal/quote"
-	"github.com/runmill/verify/pkg/report/internal/xmlscan"
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -145,7 +145,7 @@ func jbShort(s string) string {
 		s = s[:i]
 	}
 	if len(s) > 120 {
-		f := xmlscan.Field{Buf: []byte(s[:120]), H: sha256.New()}
+		f := textcap.Field{Buf: []byte(s[:120]), H: sha256.New()}
 		s = string(f.Text()) + "…"
 	}
 	return s

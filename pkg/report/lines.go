@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/runmill/verify/pkg/report/internal/quote"
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -359,46 +360,17 @@ func duplicateIDs(tests []Test) (first TestID, count, distinct int) {
 	return "", 0, 0
 }
 
-// capBuf keeps the first max bytes of a text that arrives in pieces and the
-// SHA-256 of all of it, so a cut field can still be identified.
-type capBuf struct {
-	max int
-	b   []byte
-	n   int // total bytes written
-	h   hash.Hash
-}
-
-func (c *capBuf) write(p []byte) {
-	c.n += len(p)
-	if c.h != nil {
-		c.h.Write(p)
-		return
-	}
-	if len(c.b)+len(p) <= c.max {
-		c.b = append(c.b, p...)
-		return
-	}
-	c.h = sha256.New()
-	c.h.Write(c.b)
-	c.h.Write(p)
-	c.b = append(c.b, p[:c.max-len(c.b)]...)
-}
-
-func (c *capBuf) reset() {
-	c.b, c.n, c.h = c.b[:0], 0, nil
-}
-
 // fromCap returns the text held by c, noting the cut and the digest of the
 // full text when it was longer than MaxField.
-func (k *textKeeper) fromCap(c *capBuf, trim bool, what func() string) (string, error) {
-	b := c.b
+func (k *textKeeper) fromCap(c *textcap.Field, trim bool, what func() string) (string, error) {
+	b := c.Buf
 	if trim {
 		b = bytes.TrimSpace(b)
 	}
 	s := validUTF8(b, &k.invalid)
-	if c.h != nil {
+	if c.H != nil {
 		k.notes = append(k.notes, fmt.Sprintf("%s cut to %d of %d bytes; sha256 of the full text: %s",
-			what(), c.max, c.n, hex.EncodeToString(c.h.Sum(nil))))
+			what(), c.Max, c.N, hex.EncodeToString(c.H.Sum(nil))))
 	}
 	s = cutUTF8(s, k.maxField)
 	return s, k.spend(len(s))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/runmill/verify/pkg/report/internal/quote"
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -51,7 +52,7 @@ func parseTAP(r io.Reader, opts Options) (*Inventory, error) {
 		keep:     newTextKeeper(opts.Limits),
 	}
 	p.stack = []*tapBlock{{ordered: true}}
-	p.diag.max = opts.Limits.MaxField
+	p.diag.Max = opts.Limits.MaxField
 	inv, err := p.run()
 	if err != nil {
 		return nil, err
@@ -76,7 +77,7 @@ type tapParser struct {
 	// diag collects the diagnostic lines after a failed point without YAML:
 	// "# …" comments (Perl's Test::More diag) and lines indented past the
 	// point (Mocha's TAP reporter). They become its message.
-	diag       capBuf
+	diag       textcap.Field
 	diagOpen   bool
 	afterPoint bool // the previous line was a test point (YAML may start)
 	braceOK    bool // a lone "{" would open a buffered child of last
@@ -192,7 +193,7 @@ func (p *tapParser) handle(raw []byte) error {
 	case tapLineComment:
 		if p.diagOpen {
 			if text, ok := tapDiagComment(trimmed); ok {
-				p.diag.write(append(text, '\n'))
+				p.diag.Write(append(text, '\n'))
 				return nil
 			}
 			return p.closeDiag()
@@ -230,7 +231,7 @@ func (p *tapParser) other(trimmed []byte, indent int, clean, afterPoint, braceOK
 	}
 	if p.diagOpen {
 		if indent > p.last.indent {
-			p.diag.write(append(bytes.TrimSpace(trimmed), '\n'))
+			p.diag.Write(append(bytes.TrimSpace(trimmed), '\n'))
 		} else if err := p.closeDiag(); err != nil {
 			return err
 		}
@@ -392,7 +393,7 @@ func (p *tapParser) point(b *tapBlock, s []byte, indent, line int) error {
 	b.tests = append(b.tests, t)
 	p.last = tapRef{block: b, idx: len(b.tests) - 1, indent: indent, desc: string(id)}
 	if t.Status == Failed {
-		p.diag.reset()
+		p.diag.Reset()
 		p.diagOpen = true
 	}
 	if p.orphan != nil {
@@ -502,7 +503,7 @@ func (p *tapParser) closeDiag() error {
 		return nil
 	}
 	p.diagOpen = false
-	if p.diag.n == 0 {
+	if p.diag.N == 0 {
 		return nil
 	}
 	t := &p.last.block.tests[p.last.idx]

@@ -72,7 +72,7 @@ func handYAML(b yamlBlock) yamlFields {
 	for _, l := range b.lines {
 		y.feed(l)
 	}
-	return yamlFields{string(y.message.b), string(y.errText.b), y.hasMessage, y.hasError, y.file, y.fileLine}
+	return yamlFields{string(y.message.Buf), string(y.errText.Buf), y.hasMessage, y.hasError, y.file, y.fileLine}
 }
 
 // libYAML reads the same keys with yaml.v3: the block, dedented, is one

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -269,7 +270,7 @@ func (s *Scanner) attribute() error {
 		return s.errorf(s.pos, "attribute %q in <%s> has no quoted value", name, s.elem)
 	}
 	s.pos++
-	var sink *Field
+	var sink *textcap.Field
 	if id := s.attrOf(name); id >= 0 {
 		sink = &s.attrs.F[id]
 		sink.Set = true

@@ -8,6 +8,7 @@ import (
 	"io"
 	"unicode/utf8"
 
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -20,13 +21,13 @@ type Handler interface {
 	End() error
 	// Sink is where the character data of the open element goes; nil
 	// discards it. The scanner asks before each run of text.
-	Sink() *Field
+	Sink() *textcap.Field
 }
 
 // Config bounds a scan and names the attributes the handler reads.
 type Config struct {
 	MaxBytes int64 // cap on the document (RM-REPORT-003 beyond)
-	MaxField int   // bytes kept of each text field (Field.Max)
+	MaxField int   // bytes kept of each text field (textcap.Field.Max)
 	// Attr numbers an attribute the handler reads, 0 ≤ id < Attrs, or
 	// returns -1: values of all other attributes are checked and dropped
 	// unread, so what one element costs in memory is bounded by Attrs
@@ -198,7 +199,7 @@ func (s *Scanner) top() string {
 // has one), refilling the buffer as needed, and returns that stop byte
 // without consuming it. It is the one inner loop of text, CDATA and
 // attribute values.
-func (s *Scanner) until(stop *[256]bool, sink *Field) (byte, error) {
+func (s *Scanner) until(stop *[256]bool, sink *textcap.Field) (byte, error) {
 	for {
 		buf := s.buf[s.pos:s.vend]
 		i := 0
@@ -251,7 +252,7 @@ func (s *Scanner) text() error {
 }
 
 // cr reads a carriage return at pos as a line end (XML § 2.11).
-func (s *Scanner) cr(sink *Field) {
+func (s *Scanner) cr(sink *textcap.Field) {
 	s.pos++
 	if s.pos == s.vend {
 		if err := s.fill(1); err != nil {
@@ -271,7 +272,7 @@ func (s *Scanner) cr(sink *Field) {
 }
 
 // reference reads "&…;" at pos and writes what it stands for to sink.
-func (s *Scanner) reference(sink *Field) error {
+func (s *Scanner) reference(sink *textcap.Field) error {
 	if err := s.fill(2); err != nil {
 		return s.eofIn(err, "in a reference")
 	}
@@ -317,7 +318,7 @@ func (s *Scanner) reference(sink *Field) error {
 
 // charRef reads a numeric character reference at pos ("&#…;" or "&#x…;"),
 // which must name an XML Char.
-func (s *Scanner) charRef(sink *Field) error {
+func (s *Scanner) charRef(sink *textcap.Field) error {
 	s.pos += 2
 	base := int64(10)
 	if c, err := s.peek(); err != nil {

@@ -1,8 +1,6 @@
 package xmlscan
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"testing"
 	"unicode/utf8"
 )
@@ -50,19 +48,5 @@ func TestValidate(t *testing.T) {
 	}
 	if _, bad := validate([]byte("abc\xC3\xA9"), true, true); bad != 3 {
 		t.Fatalf("US-ASCII: bad at %d, want 3", bad)
-	}
-}
-
-func TestFieldCut(t *testing.T) {
-	f := Field{Max: 5}
-	full := "ab日本語"
-	f.Write([]byte(full[:3]))
-	f.Write([]byte(full[3:]))
-	if !f.Cut() || string(f.Text()) != "ab日" || f.N != int64(len(full)) {
-		t.Fatalf("cut=%v text=%q n=%d", f.Cut(), f.Text(), f.N)
-	}
-	sum := sha256.Sum256([]byte(full))
-	if f.Sum() != hex.EncodeToString(sum[:]) {
-		t.Fatalf("sum %s", f.Sum())
 	}
 }

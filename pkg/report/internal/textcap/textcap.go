@@ -1,4 +1,10 @@
-package xmlscan
+// Package textcap keeps a text that arrives in pieces within a bound: the
+// first Max bytes, and once it outgrows them the SHA-256 of all of it, so a
+// report's memory is bounded by its fields while a note still pins the full
+// text. It is the one such buffer of pkg/report: the JUnit scanner's
+// attribute values and element text, TAP's diagnostics and YAML messages,
+// go test -json's output.
+package textcap
 
 import (
 	"crypto/sha256"
@@ -73,25 +79,4 @@ func (f *Field) MoveTo(dst *Field) {
 	dst.Buf = append(dst.Buf[:0], f.Buf...)
 	dst.N, dst.H, dst.Set = f.N, f.H, f.Set
 	f.H = nil
-}
-
-// Attrs holds the attributes of the element being started that the
-// handler reads, one Field each, indexed as Config.Attr numbers them.
-type Attrs struct{ F []Field }
-
-// NewAttrs makes room for n attributes of at most max kept bytes each.
-func NewAttrs(n, max int) Attrs {
-	a := Attrs{F: make([]Field, n)}
-	for i := range a.F {
-		a.F[i].Max = max
-	}
-	return a
-}
-
-// Get returns attribute id, or nil when the element does not have it.
-func (a *Attrs) Get(id int) *Field {
-	if f := &a.F[id]; f.Set {
-		return f
-	}
-	return nil
 }
