@@ -13,10 +13,9 @@ import (
 	"unicode/utf8"
 )
 
-// Field keeps the first max bytes of one text field (an attribute value or
-// the text of an element) and, once the text outgrows them, the SHA-256 of
-// all of it: Max (the report's Limits.MaxField) bounds memory while a note still pins the full
-// text.
+// Field keeps the first Max bytes of one text (an attribute value, an
+// element's text, a diagnostic) and, once the text outgrows them, the
+// SHA-256 of all of it. Max is the report's Limits.MaxField.
 type Field struct {
 	Max int       // bytes kept
 	Buf []byte    // the kept prefix (cut anywhere: Text ends it on a rune)
@@ -25,10 +24,12 @@ type Field struct {
 	Set bool      // the attribute is present / the text was written
 }
 
+// Reset empties the field for the next text.
 func (f *Field) Reset() {
 	f.Buf, f.N, f.H, f.Set = f.Buf[:0], 0, nil, false
 }
 
+// Write appends p to the text.
 func (f *Field) Write(p []byte) {
 	f.N += int64(len(p))
 	if f.H != nil {
@@ -46,6 +47,7 @@ func (f *Field) Write(p []byte) {
 	f.Buf = append(f.Buf, p[:room]...)
 }
 
+// Cut reports whether the text outgrew Max.
 func (f *Field) Cut() bool { return f.H != nil }
 
 // Text is what is kept, ending on a rune boundary so a cut never leaves half
@@ -66,6 +68,7 @@ func (f *Field) Text() []byte {
 	return b
 }
 
+// Sum is the SHA-256 of the whole text, in hex.
 func (f *Field) Sum() string {
 	if f.H == nil {
 		s := sha256.Sum256(f.Buf)
