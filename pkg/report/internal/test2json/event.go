@@ -103,7 +103,8 @@ func errAt(off int, format string, args ...any) error {
 	return &syntaxError{off: off, msg: fmt.Sprintf(format, args...)}
 }
 
-// Decode parses one line holding one JSON object into ev.
+// Decode parses one line holding one JSON object into ev; scratch is
+// reused for keys that hold escapes.
 func Decode(b []byte, ev *Event, scratch *[]byte) error {
 	*ev = Event{}
 	i := skipSpace(b, 0)

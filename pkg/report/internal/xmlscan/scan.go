@@ -114,6 +114,7 @@ type Scanner struct {
 	scratch  []byte
 }
 
+// New returns a scanner of r that drives h; Run reads the document.
 func New(r io.Reader, h Handler, c Config) *Scanner {
 	return &Scanner{
 		r:        r,
@@ -132,7 +133,9 @@ func (s *Scanner) SHA256() string { return hex.EncodeToString(s.sum.Sum(nil)) }
 // Bytes is how many bytes were read.
 func (s *Scanner) Bytes() int64 { return s.n }
 
-// Run reads the whole document.
+// Run reads the whole document. Its errors are RM-REPORT-001 (outside the
+// subset, with the line) or RM-REPORT-003 (a cap), or the handler's own,
+// given the line.
 func (s *Scanner) Run() (err error) {
 	defer func() {
 		if err == errEOF {
