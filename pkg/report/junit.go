@@ -13,7 +13,7 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-// parseJUnit reads a JUnit XML report (the strict subset of junit_xml.go) in
+// parseJUnit reads a JUnit XML report (the strict subset of internal/xmlscan) in
 // one streaming pass.
 //
 // Identity (spec § 4, "Canonical ids come from the report"): a test's id is

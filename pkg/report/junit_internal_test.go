@@ -25,7 +25,7 @@ import (
 // and drives the same junitBuilder, so that a difference between the two is
 // a difference in reading XML, never in JUnit semantics. encoding/xml
 // decides well-formedness; the rules of runmill's subset that it does not
-// enforce (junit_xml.go's package comment) are checked here independently,
+// enforce (internal/xmlscan's package comment) are checked here independently,
 // on the raw bytes of each token, and written without reference to the
 // scanner's code.
 func jxOracle(doc []byte, opts Options) (*Inventory, error) {
