@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/runmill/verify/pkg/evidence/internal/strictjson"
 )
 
 // Canonical JSON (DESIGN.md § Evidence wire format): the statement is
@@ -149,7 +151,7 @@ func (c *canonChecker) object() error {
 		}
 		if i > 0 && compareKeys(prev, prevEsc, key, esc) >= 0 {
 			c.pos = keyPos
-			return c.errf("object keys are not in RFC 8785 order or repeat (%s after %s)", clip(key), clip(prev))
+			return c.errf("object keys are not in RFC 8785 order or repeat (%s after %s)", strictjson.Clip(key), strictjson.Clip(prev))
 		}
 		prev, prevEsc = key, esc
 		if c.pos >= len(c.b) || c.b[c.pos] != ':' {
@@ -192,66 +194,36 @@ func (c *canonChecker) array() error {
 }
 
 // str checks one canonical string and returns its raw (still escaped) bytes
-// and whether it contains escapes.
+// and whether it contains escapes. strictjson.ScanString is the decoder's
+// scanner too, so both accept the same strings; only the wording of the two
+// escape faults is RFC 8785's here.
 func (c *canonChecker) str() ([]byte, bool, error) {
-	c.pos++ // '"'
-	start := c.pos
-	esc := false
-	for c.pos < len(c.b) {
-		for c.pos < len(c.b) && plainASCII[c.b[c.pos]] {
-			c.pos++
+	start := c.pos + 1
+	end, esc, serr := strictjson.ScanString(c.b, c.pos)
+	if serr != nil {
+		c.pos = serr.Off
+		switch serr.Fault {
+		case strictjson.UEscape:
+			// RFC 8785 § 3.2.2.2: only control characters without a
+			// short form are written as \u00xx, in lower case.
+			return nil, false, c.errf("\\u escape is not canonical (RFC 8785 writes it literally or by a short escape)")
+		case strictjson.OtherEscape:
+			return nil, false, c.errf("escape \\%c is not canonical", serr.Char)
 		}
-		if c.pos >= len(c.b) {
-			break
-		}
-		ch := c.b[c.pos]
-		switch {
-		case ch == '"':
-			raw := c.b[start:c.pos]
-			c.pos++
-			return raw, esc, nil
-		case ch < 0x20:
-			return nil, false, c.errf("raw control character 0x%02x in a string", ch)
-		case ch < 0x80 && ch != '\\':
-			c.pos++
-		case ch >= 0x80:
-			r, n := utf8.DecodeRune(c.b[c.pos:])
-			if r == utf8.RuneError && n <= 1 {
-				return nil, false, c.errf("invalid UTF-8 in a string")
-			}
-			c.pos += n
-		default: // backslash
-			esc = true
-			if c.pos+1 >= len(c.b) {
-				return nil, false, c.errf("unterminated escape")
-			}
-			switch e := c.b[c.pos+1]; e {
-			case '"', '\\', 'b', 'f', 'n', 'r', 't':
-				c.pos += 2
-			case 'u':
-				// RFC 8785 § 3.2.2.2: only control characters without a
-				// short form are written as \u00xx, in lower case.
-				r, ok := hex4(c.b, c.pos+2)
-				if !ok || !canonicalUEscape(r, c.b[c.pos+2:c.pos+6]) {
-					return nil, false, c.errf("\\u escape is not canonical (RFC 8785 writes it literally or by a short escape)")
-				}
-				c.pos += 6
-			default:
-				return nil, false, c.errf("escape \\%c is not canonical", e)
-			}
-		}
+		return nil, false, c.errf("%s", serr)
 	}
-	return nil, false, c.errf("unterminated string")
+	c.pos = end
+	return c.b[start : end-1], esc, nil
 }
 
 // compareKeys orders two raw (canonical) keys by their UTF-16 code units, as
 // RFC 8785 § 3.2.3 sorts object members.
 func compareKeys(a []byte, aEsc bool, b []byte, bEsc bool) int {
 	if aEsc {
-		a = unescapeCanonical(a)
+		a = strictjson.Unescape(a)
 	}
 	if bEsc {
-		b = unescapeCanonical(b)
+		b = strictjson.Unescape(b)
 	}
 	// Byte order of UTF-8 equals code point order; it differs from UTF-16
 	// order only where a supplementary character (4-byte UTF-8, a surrogate
@@ -283,41 +255,10 @@ func compareKeys(a []byte, aEsc bool, b []byte, bEsc bool) int {
 	return len(ua) - len(ub)
 }
 
-// unescapeCanonical decodes the escapes a canonical string may contain.
-func unescapeCanonical(raw []byte) []byte {
-	out := make([]byte, 0, len(raw))
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '\\' {
-			out = append(out, raw[i])
-			continue
-		}
-		i++
-		switch raw[i] {
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, _ := hex4(raw, i+1)
-			out = append(out, byte(r))
-			i += 4
-		default:
-			out = append(out, raw[i])
-		}
-	}
-	return out
-}
-
 // number checks that the number at c.pos is written the way ECMAScript's
 // Number.prototype.toString writes its IEEE 754 double value.
 func (c *canonChecker) number() error {
-	end := numberEnd(c.b, c.pos)
+	end := strictjson.NumberEnd(c.b, c.pos)
 	if end < 0 {
 		return c.errf("malformed number")
 	}
@@ -339,11 +280,11 @@ func (c *canonChecker) number() error {
 	}
 	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil {
-		return c.errf("number %s is not a finite double", clip(tok))
+		return c.errf("number %s is not a finite double", strictjson.Clip(tok))
 	}
 	want, err := jcs.NumberToJSON(f)
 	if err != nil || want != string(tok) {
-		return c.errf("number %s is not canonical (RFC 8785 writes %s)", clip(tok), want)
+		return c.errf("number %s is not canonical (RFC 8785 writes %s)", strictjson.Clip(tok), want)
 	}
 	c.pos = end
 	return nil

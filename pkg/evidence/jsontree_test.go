@@ -1,6 +1,8 @@
 package evidence
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -27,82 +29,59 @@ type jmember struct {
 
 func parseTree(t testing.TB, b []byte) *jnode {
 	t.Helper()
-	d := &decoder{data: b}
-	n, err := d.tree()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber() // a number keeps its spelling
+	n, err := tree(d)
 	if err != nil {
 		t.Fatalf("parsing tree: %v", err)
 	}
 	return n
 }
 
-func (d *decoder) tree() (*jnode, error) {
-	d.ws()
-	switch c := d.peek(); {
-	case c == '{':
-		d.pos++
-		n := &jnode{kind: 'o'}
-		for i := 0; ; i++ {
-			d.ws()
-			if d.peek() == '}' {
-				d.pos++
-				return n, nil
-			}
-			if i > 0 {
-				if err := d.expect(','); err != nil {
-					return nil, err
-				}
-				d.ws()
-			}
-			k, err := d.str()
-			if err != nil {
-				return nil, err
-			}
-			if err := d.expect(':'); err != nil {
-				return nil, err
-			}
-			v, err := d.tree()
-			if err != nil {
-				return nil, err
-			}
-			n.members = append(n.members, jmember{key: k, val: v})
-		}
-	case c == '[':
-		d.pos++
+// tree reads one value from d's token stream, which keeps member order and
+// repeated keys as they are written.
+func tree(d *json.Decoder) (*jnode, error) {
+	tok, err := d.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch v := tok.(type) {
+	case json.Delim:
 		n := &jnode{kind: 'a'}
-		for i := 0; ; i++ {
-			d.ws()
-			if d.peek() == ']' {
-				d.pos++
-				return n, nil
-			}
-			if i > 0 {
-				if err := d.expect(','); err != nil {
+		if v == '{' {
+			n.kind = 'o'
+		}
+		for d.More() {
+			var key string
+			if n.kind == 'o' {
+				k, err := d.Token()
+				if err != nil {
 					return nil, err
 				}
+				key = k.(string)
 			}
-			v, err := d.tree()
+			e, err := tree(d)
 			if err != nil {
 				return nil, err
 			}
-			n.elems = append(n.elems, v)
+			if n.kind == 'o' {
+				n.members = append(n.members, jmember{key: key, val: e})
+			} else {
+				n.elems = append(n.elems, e)
+			}
 		}
-	case c == '"':
-		s, err := d.str()
-		return &jnode{kind: 's', str: s}, err
-	default:
-		start := d.pos
-		if err := d.skip(); err != nil {
+		if _, err := d.Token(); err != nil { // the closing delimiter
 			return nil, err
 		}
-		raw := string(d.data[start:d.pos])
-		k := byte('n')
-		switch raw {
-		case "true", "false":
-			k = 'b'
-		case "null":
-			k = 'z'
-		}
-		return &jnode{kind: k, raw: raw}, nil
+		return n, nil
+	case string:
+		return &jnode{kind: 's', str: v}, nil
+	case json.Number:
+		return &jnode{kind: 'n', raw: string(v)}, nil
+	case bool:
+		return &jnode{kind: 'b', raw: strconv.FormatBool(v)}, nil
+	default: // nil
+		return &jnode{kind: 'z', raw: "null"}, nil
 	}
 }
 

@@ -4,10 +4,10 @@ import (
 	"os"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/pkg/evidence/internal/strictjson"
 	"github.com/runmill/verify/pkg/verdict"
 )
 
@@ -19,36 +19,7 @@ var sharedTypes = map[reflect.Type]string{reflect.TypeFor[verdict.Finding](): "f
 // schemaPaths lists every JSON path the type t can produce (generic
 // objects end at their field), with shared types cut off at their use.
 func schemaPaths(t reflect.Type) []string {
-	var out []string
-	var walk func(p *plan, prefix string, seen map[*plan]bool)
-	walk = func(p *plan, prefix string, seen map[*plan]bool) {
-		if _, ok := sharedTypes[p.typ]; ok && prefix != "" {
-			out = append(out, prefix)
-			return
-		}
-		switch p.kind {
-		case kStruct:
-			if seen[p] {
-				return
-			}
-			seen[p] = true
-			for _, f := range p.fields {
-				walk(f.plan, prefix+"."+f.name, seen)
-			}
-			delete(seen, p)
-		case kSlice:
-			walk(p.elem, prefix+"[]", seen)
-		case kPtr:
-			walk(p.elem, prefix, seen)
-		case kMap:
-			walk(p.elem, prefix+".*", seen)
-		default:
-			out = append(out, prefix)
-		}
-	}
-	walk(planFor(t), "", map[*plan]bool{})
-	slices.Sort(out)
-	return slices.Compact(out)
+	return strictjson.Paths(t, func(t reflect.Type) bool { _, ok := sharedTypes[t]; return ok })
 }
 
 // documentedTypes are the wire documents whose every field docs/evidence.md

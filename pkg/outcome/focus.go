@@ -1,7 +1,6 @@
 package outcome
 
 import (
-	"bufio"
 	"cmp"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runmill/verify/pkg/outcome/internal/jslex"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -106,7 +106,7 @@ import (
 const DefaultMaxFileBytes = 8 << 20
 
 // maxHits bounds the occurrences kept per file and list.
-const maxHits = 1000
+const maxHits = jslex.MaxHits
 
 // FocusOptions configure focus detection; the zero value is the default.
 type FocusOptions struct {
@@ -351,16 +351,13 @@ func ScanFocus(r io.Reader, file string, opts FocusOptions) (*FocusReport, error
 
 func scanFile(r io.Reader, file string, opts FocusOptions, size int64) (*FocusReport, error) {
 	opts = opts.withDefaults()
-	l := &lexer{
-		r:    bufio.NewReader(io.LimitReader(r, opts.MaxFileBytes+1)),
-		file: file, line: 1, col: 1, max: opts.MaxFileBytes,
-	}
-	if err := l.run(); err != nil {
+	l, err := jslex.Scan(r, file, opts.MaxFileBytes)
+	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", file, err)
 	}
 	rep := newFocusReport()
 	rep.Files = 1
-	if l.truncated {
+	if l.Truncated {
 		reason := fmt.Sprintf("longer than the %d-byte cap; only the first %d bytes were scanned", opts.MaxFileBytes, opts.MaxFileBytes)
 		if size >= 0 {
 			reason = fmt.Sprintf("%d bytes, larger than the %d-byte cap; only the first %d bytes were scanned", size, opts.MaxFileBytes, opts.MaxFileBytes)
@@ -372,10 +369,11 @@ func scanFile(r io.Reader, file string, opts FocusOptions, size int64) (*FocusRe
 	switch {
 	case slices.Contains(strings.Split(path.Dir(path.Clean("/"+file)), "/"), "node_modules"):
 		exempt = "vendored dependency (node_modules/): runners do not collect tests there, and a dependency's own tests and runner source are no focus of this change"
-	case !testFile && l.definesOnly:
+	case !testFile && l.DefinesOnly:
 		exempt = "the file defines focus (X.only = …, only: function, fdescribe: …) and is not named like a test: a test runner's implementation or bundle"
 	}
-	for _, f := range l.strong {
+	for _, h := range l.Strong {
+		f := Focus(h)
 		if exempt != "" {
 			f.Note = exempt
 			rep.Ignored = append(rep.Ignored, f)
@@ -383,12 +381,13 @@ func scanFile(r io.Reader, file string, opts FocusOptions, size int64) (*FocusRe
 		}
 		rep.Focused = append(rep.Focused, f)
 	}
-	for _, f := range l.weak {
+	for _, h := range l.Weak {
+		f := Focus(h)
 		switch {
 		case exempt != "":
 			f.Note = exempt
 			rep.Ignored = append(rep.Ignored, f)
-		case testFile || l.testContext:
+		case testFile || l.TestContext:
 			rep.Focused = append(rep.Focused, f)
 		default:
 			note := "not a test file, and the file calls no test function and imports no test framework: an ordinary library call"
@@ -399,10 +398,11 @@ func scanFile(r io.Reader, file string, opts FocusOptions, size int64) (*FocusRe
 			rep.Ignored = append(rep.Ignored, f)
 		}
 	}
-	rep.Ignored = append(rep.Ignored, l.benign...)
-	rep.Ignored = append(rep.Ignored, l.ignored...)
-	if l.dropped > 0 {
-		rep.Skipped = append(rep.Skipped, SkippedFile{file, fmt.Sprintf("%d further occurrences not listed (cap %d per file and list)", l.dropped, maxHits)})
+	for _, h := range slices.Concat(l.Benign, l.Ignored) {
+		rep.Ignored = append(rep.Ignored, Focus(h))
+	}
+	if l.Dropped > 0 {
+		rep.Skipped = append(rep.Skipped, SkippedFile{file, fmt.Sprintf("%d further occurrences not listed (cap %d per file and list)", l.Dropped, maxHits)})
 	}
 	rep.sort()
 	return rep, nil

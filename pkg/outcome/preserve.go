@@ -42,36 +42,8 @@ func Compare(base, candidate *report.Inventory, declared []policy.DeclaredSkip) 
 	decl, invalid := declarations(declared)
 	out = append(out, invalid...)
 
-	switch {
-	case base == nil || candidate == nil:
-		which := "baseline"
-		if base != nil {
-			which = "candidate"
-		}
-		add(RuleIncomparable, fmt.Sprintf("no %s inventory: preservation cannot be proven", which),
-			"the declared report must be written and valid at both the base and the candidate", nil)
-		return verdict.Normalize(out)
-	case base.Format != candidate.Format || base.Identity != candidate.Identity:
-		add(RuleIncomparable, fmt.Sprintf("the inventories are not comparable: base is %s/%s, candidate is %s/%s",
-			base.Format, identityName(base.Identity), candidate.Format, identityName(candidate.Identity)),
-			"both runs must use the report format and identity rule of the base policy", nil)
-		return verdict.Normalize(out)
-	}
-	dupBase, dupCand := duplicates(base), duplicates(candidate)
-	if len(dupBase) > 0 || len(dupCand) > 0 {
-		// Spec § 4: every id must be unique within the report; with duplicates
-		// an identity no longer names one test, so nothing can be compared.
-		for _, d := range []struct {
-			which string
-			ids   []report.TestID
-		}{{"baseline", dupBase}, {"candidate", dupCand}} {
-			if len(d.ids) > 0 {
-				out = append(out, verdict.Finding{Code: rmerr.ReportIdentity, Rule: RuleIncomparable,
-					Message: fmt.Sprintf("the %s inventory repeats %s: an id that is not unique identifies no test", d.which, plural(len(d.ids), "test id", "test ids")),
-					IDs:     d.ids, Hint: "make test names unique, or declare report.identity: suite-path"})
-			}
-		}
-		return verdict.Normalize(out)
+	if bad := incomparable(base, candidate); bad != nil {
+		return verdict.Normalize(append(out, bad...))
 	}
 	// A baseline that executed no test gives no test authority; whether
 	// that fails the check is the baseline's own judgement (verdict.Judge:
@@ -79,25 +51,7 @@ func Compare(base, candidate *report.Inventory, declared []policy.DeclaredSkip) 
 
 	candStatus := statuses(candidate)
 
-	var missing, skipped []report.TestID
-	exception := map[report.TestID]bool{}
-	for _, t := range base.Tests {
-		if t.Status != report.Passed {
-			continue
-		}
-		switch st, present := candStatus[t.ID]; {
-		case !present:
-			exception[t.ID] = true
-			if !decl[t.ID] {
-				missing = append(missing, t.ID)
-			}
-		case st == report.Skipped:
-			exception[t.ID] = true
-			if !decl[t.ID] {
-				skipped = append(skipped, t.ID)
-			}
-		}
-	}
+	missing, skipped := exceptions(base, candStatus, decl)
 	if len(missing) > 0 {
 		add(RuleMissing, fmt.Sprintf("%s that passed at the base %s missing at the candidate and not declared", plural(len(missing), "test", "tests"), isAre(len(missing))),
 			"restore the tests; if removing them is intended, declare each exact id under declared_skips with its cause", missing)
@@ -209,4 +163,68 @@ func isAre(n int) string {
 		return "is"
 	}
 	return "are"
+}
+
+// incomparable returns the findings that make two inventories impossible to
+// compare (one missing, different formats or identities, a repeated id),
+// or nil when they can be compared.
+func incomparable(base, candidate *report.Inventory) []verdict.Finding {
+	switch {
+	case base == nil || candidate == nil:
+		which := "baseline"
+		if base != nil {
+			which = "candidate"
+		}
+		return []verdict.Finding{incomparableFinding(fmt.Sprintf("no %s inventory: preservation cannot be proven", which),
+			"the declared report must be written and valid at both the base and the candidate")}
+	case base.Format != candidate.Format || base.Identity != candidate.Identity:
+		return []verdict.Finding{incomparableFinding(fmt.Sprintf("the inventories are not comparable: base is %s/%s, candidate is %s/%s",
+			base.Format, identityName(base.Identity), candidate.Format, identityName(candidate.Identity)),
+			"both runs must use the report format and identity rule of the base policy")}
+	}
+	var out []verdict.Finding
+	dupBase, dupCand := duplicates(base), duplicates(candidate)
+	if len(dupBase) > 0 || len(dupCand) > 0 {
+		// Spec § 4: every id must be unique within the report; with duplicates
+		// an identity no longer names one test, so nothing can be compared.
+		for _, d := range []struct {
+			which string
+			ids   []report.TestID
+		}{{"baseline", dupBase}, {"candidate", dupCand}} {
+			if len(d.ids) > 0 {
+				out = append(out, verdict.Finding{Code: rmerr.ReportIdentity, Rule: RuleIncomparable,
+					Message: fmt.Sprintf("the %s inventory repeats %s: an id that is not unique identifies no test", d.which, plural(len(d.ids), "test id", "test ids")),
+					IDs:     d.ids, Hint: "make test names unique, or declare report.identity: suite-path"})
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// incomparableFinding is what Compare's add writes for RuleIncomparable,
+// without ids.
+func incomparableFinding(msg, hint string) verdict.Finding {
+	return verdict.Finding{Code: rmerr.VerifySkipped, Rule: RuleIncomparable, Message: msg, Hint: hint}
+}
+
+// exceptions lists the tests that passed at the base and are absent
+// (missing) or skipped at the candidate without a declaration.
+func exceptions(base *report.Inventory, candStatus map[report.TestID]report.Status, decl map[report.TestID]bool) (missing, skipped []report.TestID) {
+	for _, t := range base.Tests {
+		if t.Status != report.Passed {
+			continue
+		}
+		switch st, present := candStatus[t.ID]; {
+		case !present:
+			if !decl[t.ID] {
+				missing = append(missing, t.ID)
+			}
+		case st == report.Skipped:
+			if !decl[t.ID] {
+				skipped = append(skipped, t.ID)
+			}
+		}
+	}
+	return missing, skipped
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/runmill/verify/pkg/report/internal/quote"
+	"github.com/runmill/verify/pkg/report/internal/test2json"
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -74,7 +76,7 @@ type goParser struct {
 	lr       *lineReader
 	keep     *textKeeper
 
-	ev        goEvent
+	ev        test2json.Event
 	scratch   []byte // decoded Package and Output values
 	actionBuf []byte // decoded Action, when it holds escapes
 	keyBuf    []byte // decoded keys
@@ -153,14 +155,14 @@ type goPkg struct {
 	failed      bool               // a test of this package failed
 	terminal    string             // the package's last pass / fail / skip
 	failedBuild string
-	output      capBuf // package-level output, for a Fault
+	output      textcap.Field // package-level output, for a Fault
 }
 
 // goTest is a test that has started (or printed) and not finished.
 type goTest struct {
 	seq    int
-	ran    bool   // a run/pause/cont event, not only output: output after a test's end creates one without
-	out    capBuf // output other than framing lines
+	ran    bool          // a run/pause/cont event, not only output: output after a test's end creates one without
+	out    textcap.Field // output other than framing lines
 	hasOut bool
 }
 
@@ -172,7 +174,7 @@ type goUnfinished struct {
 
 type goBuild struct {
 	importPath string
-	output     capBuf
+	output     textcap.Field
 	failed     bool
 	claimed    bool // a package fail event named it in FailedBuild
 }
@@ -189,13 +191,13 @@ func (p *goParser) line(raw []byte) error {
 	if b[i] != '{' {
 		return p.plain(b[i:])
 	}
-	if err := decodeGoEvent(b, &p.ev, &p.keyBuf); err != nil {
+	if err := test2json.Decode(b, &p.ev, &p.keyBuf); err != nil {
 		e := rmerr.Wrap(rmerr.ReportMalformed, err, "go-json line %d is not a valid test2json event", p.lr.line)
 		e.Line = p.lr.line
 		return e.WithHint("the line starts with '{' but is not one complete JSON event: the stream was cut or corrupted, or is not go test -json output")
 	}
 	p.events++
-	if !p.ev.Package.exact() || !p.ev.Test.exact() {
+	if !p.ev.Package.Exact() || !p.ev.Test.Exact() {
 		return p.inexact()
 	}
 	return p.event(&p.ev)
@@ -207,15 +209,15 @@ func (p *goParser) line(raw []byte) error {
 // valid JSON), so only a corrupted or forged stream is refused.
 func (p *goParser) inexact() error {
 	field, s := "Test", p.ev.Test
-	if !p.ev.Package.exact() {
+	if !p.ev.Package.Exact() {
 		field, s = "Package", p.ev.Package
 	}
 	what := "invalid UTF-8"
-	if utf8.Valid(s.raw) {
+	if utf8.Valid(s.Raw) {
 		what = "a \\u escape of a lone surrogate"
 	}
 	e := rmerr.New(rmerr.ReportIdentity, "go-json line %d: the %s field %s holds %s; ids are compared byte for byte, and replacing it with U+FFFD could make two different tests one id",
-		p.lr.line, field, quoteText(s.raw), what)
+		p.lr.line, field, quote.Text(s.Raw), what)
 	e.Line = p.lr.line
 	return e.WithHint("the stream was corrupted or was not written by go test -json; regenerate it")
 }
@@ -227,7 +229,7 @@ func (p *goParser) plain(b []byte) error {
 	p.nonJSON++
 	if p.nonJSONLine == 0 {
 		p.nonJSONLine = p.lr.line
-		p.nonJSONText = quoteText(b)
+		p.nonJSONText = quote.Text(b)
 	}
 	if rest, ok := bytes.CutPrefix(b, []byte("FAIL")); ok && (len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t') {
 		scope := "report"
@@ -243,10 +245,10 @@ func (p *goParser) plain(b []byte) error {
 	return nil
 }
 
-func (p *goParser) event(ev *goEvent) error {
-	action := ev.Action.raw
-	if ev.Action.esc {
-		p.actionBuf = ev.Action.decode(p.actionBuf[:0])
+func (p *goParser) event(ev *test2json.Event) error {
+	action := ev.Action.Raw
+	if ev.Action.Esc {
+		p.actionBuf = ev.Action.Decode(p.actionBuf[:0])
 		action = p.actionBuf
 	}
 	switch string(action) {
@@ -261,11 +263,11 @@ func (p *goParser) event(ev *goEvent) error {
 	if err != nil {
 		return err
 	}
-	if len(ev.Test.raw) == 0 && !ev.Test.esc {
+	if len(ev.Test.Raw) == 0 && !ev.Test.Esc {
 		return p.pkgEvent(pkg, action, ev)
 	}
-	name := ev.Test.raw
-	if ev.Test.esc || !isASCIIBytes(name) {
+	name := ev.Test.Raw
+	if ev.Test.Esc || !isASCIIBytes(name) {
 		p.nameBuf = p.decode(ev.Test, p.nameBuf[:0])
 		name = p.nameBuf
 	}
@@ -299,11 +301,11 @@ func isASCIIBytes(b []byte) bool {
 }
 
 // decode decodes an id-bearing string, counting invalid UTF-8 for the note.
-func (p *goParser) decode(s jsonString, dst []byte) []byte {
-	if !utf8.Valid(s.raw) {
+func (p *goParser) decode(s test2json.String, dst []byte) []byte {
+	if !utf8.Valid(s.Raw) {
 		p.keep.invalid++
 	}
-	return s.decode(dst)
+	return s.Decode(dst)
 }
 
 func (p *goParser) unknownAction(action []byte) {
@@ -316,9 +318,9 @@ func (p *goParser) unknownAction(action []byte) {
 }
 
 // pkg returns the package an event belongs to.
-func (p *goParser) pkg(ev *goEvent) (*goPkg, error) {
-	raw := ev.Package.raw
-	if ev.Package.esc || !isASCIIBytes(raw) {
+func (p *goParser) pkg(ev *test2json.Event) (*goPkg, error) {
+	raw := ev.Package.Raw
+	if ev.Package.Esc || !isASCIIBytes(raw) {
 		p.scratch = p.decode(ev.Package, p.scratch[:0])
 		raw = p.scratch
 	}
@@ -334,7 +336,7 @@ func (p *goParser) pkg(ev *goEvent) (*goPkg, error) {
 		pkg = &goPkg{
 			name:    name,
 			running: map[string]*goTest{},
-			output:  capBuf{max: p.lim.MaxField},
+			output:  textcap.Field{Max: p.lim.MaxField},
 		}
 		if name != "" {
 			pkg.prefix = name + "::"
@@ -348,18 +350,18 @@ func (p *goParser) pkg(ev *goEvent) (*goPkg, error) {
 	return pkg, nil
 }
 
-func (p *goParser) pkgEvent(pkg *goPkg, action []byte, ev *goEvent) error {
+func (p *goParser) pkgEvent(pkg *goPkg, action []byte, ev *test2json.Event) error {
 	switch string(action) {
 	case "output":
-		p.scratch = ev.Output.decode(p.scratch[:0])
-		pkg.output.write(p.scratch)
+		p.scratch = ev.Output.Decode(p.scratch[:0])
+		pkg.output.Write(p.scratch)
 	case "pass", "skip":
 		pkg.terminal = string(action)
-		pkg.output = capBuf{max: p.lim.MaxField} // only a failed package's output is kept
+		pkg.output = textcap.Field{Max: p.lim.MaxField} // only a failed package's output is kept
 	case "fail":
 		pkg.terminal = "fail"
-		if len(ev.FailedBuild.raw) > 0 {
-			pkg.failedBuild = string(ev.FailedBuild.decode(nil))
+		if len(ev.FailedBuild.Raw) > 0 {
+			pkg.failedBuild = string(ev.FailedBuild.Decode(nil))
 		}
 	case "start", "run", "pause", "cont", "bench", "attr":
 	default:
@@ -368,11 +370,11 @@ func (p *goParser) pkgEvent(pkg *goPkg, action []byte, ev *goEvent) error {
 	return nil
 }
 
-func (p *goParser) build(ev *goEvent, failed bool) error {
-	ip := string(ev.ImportPath.decode(nil))
+func (p *goParser) build(ev *test2json.Event, failed bool) error {
+	ip := string(ev.ImportPath.Decode(nil))
 	bd := p.builds[ip]
 	if bd == nil {
-		bd = &goBuild{importPath: ip, output: capBuf{max: p.lim.MaxField}}
+		bd = &goBuild{importPath: ip, output: textcap.Field{Max: p.lim.MaxField}}
 		p.builds[ip] = bd
 		p.builtOrder = append(p.builtOrder, bd)
 	}
@@ -380,8 +382,8 @@ func (p *goParser) build(ev *goEvent, failed bool) error {
 		bd.failed = true
 		return nil
 	}
-	p.scratch = ev.Output.decode(p.scratch[:0])
-	bd.output.write(p.scratch)
+	p.scratch = ev.Output.Decode(p.scratch[:0])
+	bd.output.Write(p.scratch)
 	return nil
 }
 
@@ -389,10 +391,10 @@ func (p *goParser) newGoTest() *goTest {
 	var t *goTest
 	if n := len(p.free); n > 0 {
 		t, p.free = p.free[n-1], p.free[:n-1]
-		t.out.reset()
+		t.out.Reset()
 		t.ran, t.hasOut = false, false
 	} else {
-		t = &goTest{out: capBuf{max: p.lim.MaxField}}
+		t = &goTest{out: textcap.Field{Max: p.lim.MaxField}}
 	}
 	t.seq = p.seq
 	p.seq++
@@ -401,12 +403,12 @@ func (p *goParser) newGoTest() *goTest {
 
 // testOutput keeps what a test printed, minus the lines the testing
 // package writes to frame it, for the message of a failed or skipped test.
-func (p *goParser) testOutput(t *goTest, ev *goEvent) {
-	if isFramingLine(ev.Output.raw) {
+func (p *goParser) testOutput(t *goTest, ev *test2json.Event) {
+	if isFramingLine(ev.Output.Raw) {
 		return
 	}
 	p.scratch = p.decode(ev.Output, p.scratch[:0])
-	t.out.write(p.scratch)
+	t.out.Write(p.scratch)
 	t.hasOut = true
 }
 
@@ -435,7 +437,7 @@ func isFramingLine(raw []byte) bool {
 func (p *goParser) finish(pkg *goPkg, name []byte, action string) error {
 	if depth := bytes.Count(name, []byte("/")); depth >= p.lim.MaxDepth {
 		return rmerr.New(rmerr.ReportLimit, "go-json line %d: test %s is nested %d subtests deep, more than %d (Limits.MaxDepth)",
-			p.lr.line, quoteText(name), depth, p.lim.MaxDepth-1).WithHint("flatten the subtests, or split the suite")
+			p.lr.line, quote.Text(name), depth, p.lim.MaxDepth-1).WithHint("flatten the subtests, or split the suite")
 	}
 	status := goPassed
 	switch action {
@@ -472,7 +474,7 @@ func (p *goParser) record(pkg *goPkg, name []byte, status goStatus, t *goTest, p
 	if status != goPassed && (prefix != "" || t != nil && t.hasOut) {
 		var x goExtra
 		if t != nil && t.hasOut {
-			if x.message, err = p.keep.fromCap(&t.out, true, func() string { return fmt.Sprintf("output of %s", quoteString(string(id))) }); err != nil {
+			if x.message, err = p.keep.fromCap(&t.out, true, func() string { return fmt.Sprintf("output of %s", quote.String(string(id))) }); err != nil {
 				return err
 			}
 			x.file, x.line = goLocation(x.message)
@@ -511,180 +513,4 @@ func goLocation(msg string) (string, int) {
 		}
 	}
 	return "", 0
-}
-
-func (p *goParser) end(inv *Inventory) error {
-	if p.events == 0 {
-		if inv.Bytes == 0 {
-			return rmerr.New(rmerr.ReportEmpty, "go-json report is empty (0 bytes): zero tests is not a pass").
-				WithHint("check that go test -json ran and its output was written to the report file")
-		}
-		e := rmerr.New(rmerr.ReportMalformed, "no test2json event in %d bytes (%d plain line(s), the first: %s)", inv.Bytes, p.nonJSON, p.nonJSONText)
-		return e.WithHint("the go command failed before any test ran (build error, no packages), or this is not go test -json output; fix the run, the report proves nothing")
-	}
-	finished := p.sortedIDs()
-	// Tests that never finished, in the order they were first seen. One that
-	// only printed after its own end (golang/go#29755 misattribution) is not
-	// a test of its own; one that ran again and never finished is a second
-	// run of that id.
-	var unfinished []goUnfinished
-	for _, pkg := range p.order {
-		for name, t := range pkg.running {
-			unfinished = append(unfinished, goUnfinished{pkg, name, t})
-		}
-	}
-	slices.SortFunc(unfinished, func(a, b goUnfinished) int { return a.t.seq - b.t.seq })
-	counted := 0
-	for _, u := range unfinished {
-		if !u.t.ran && p.isFinished(finished, u.pkg.prefix+u.name) {
-			continue
-		}
-		const why = "no pass, fail or skip event: the test never finished (panic, timeout, or the stream was cut)"
-		if err := p.record(u.pkg, []byte(u.name), goFailed, u.t, why); err != nil {
-			return err
-		}
-		u.pkg.failed = true
-		counted++
-	}
-	if counted > 0 {
-		finished = p.sortedIDs()
-	}
-	dups := p.duplicates(finished)
-	if dups != nil && !p.allowDup {
-		return dups
-	}
-	for _, pkg := range p.order {
-		if err := p.pkgFault(pkg); err != nil {
-			return err
-		}
-	}
-	for _, bd := range p.builtOrder {
-		if bd.failed && !bd.claimed {
-			msg, err := p.keep.fromCap(&bd.output, true, func() string { return fmt.Sprintf("build output of %s", bd.importPath) })
-			if err != nil {
-				return err
-			}
-			p.faults = append(p.faults, Fault{Scope: bd.importPath, Message: "build failed: " + msg})
-		}
-	}
-	if p.recs.n == 0 && len(p.faults) == 0 {
-		return rmerr.New(rmerr.ReportEmpty, "go-json report holds no test: %d package(s) ran zero tests, and zero tests is not a pass", len(p.order)).
-			WithHint("check the package pattern and -run filter; \"no test files\" and \"no tests to run\" prove nothing")
-	}
-	inv.Tests = make([]Test, p.recs.n)
-	for i := range inv.Tests {
-		r := p.recs.at(i)
-		t := Test{ID: r.id, Status: goStatuses[r.status]}
-		if r.extra > 0 {
-			x := p.extras[r.extra-1]
-			t.Message, t.File, t.Line = x.message, x.file, x.line
-		}
-		inv.Tests[i] = t
-	}
-	p.recs, p.extras = goRecs{}, nil
-	inv.Counts = countStatuses(inv.Tests)
-	inv.Faults = p.faults
-	if counted > 0 {
-		inv.Notes = append(inv.Notes, fmt.Sprintf("%d test(s) never reached pass, fail or skip and are counted as failed", counted))
-	}
-	if p.noPkg {
-		inv.Notes = append(inv.Notes, "events without a Package field (raw test2json output): those ids are bare test names")
-	}
-	if p.nonJSON > 0 {
-		inv.Notes = append(inv.Notes, fmt.Sprintf("%d non-JSON line(s) ignored, the first at line %d: %s", p.nonJSON, p.nonJSONLine, p.nonJSONText))
-	}
-	if len(p.unknown) > 0 {
-		names := make([]string, 0, len(p.unknown))
-		for a := range p.unknown {
-			names = append(names, a)
-		}
-		slices.Sort(names)
-		inv.Notes = append(inv.Notes, fmt.Sprintf("unknown test2json actions ignored: %q", names))
-	}
-	p.keep.finish(inv)
-	if dups != nil {
-		removeDuplicates(inv)
-	}
-	return nil
-}
-
-// sortedIDs returns the indices of recs ordered by id (then position), so
-// equal ids sit together without a map as large as the inventory.
-func (p *goParser) sortedIDs() []int32 {
-	idx := make([]int32, p.recs.n)
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	slices.SortFunc(idx, func(a, b int32) int {
-		if c := strings.Compare(string(p.recs.at(int(a)).id), string(p.recs.at(int(b)).id)); c != 0 {
-			return c
-		}
-		return int(a - b)
-	})
-	return idx
-}
-
-func (p *goParser) isFinished(sorted []int32, id string) bool {
-	_, found := slices.BinarySearchFunc(sorted, id, func(x int32, id string) int {
-		return strings.Compare(string(p.recs.at(int(x)).id), id)
-	})
-	return found
-}
-
-// duplicates rejects a report in which an id has more than one terminal
-// event (spec § 4: ids are unique), naming the id whose repeat came first.
-func (p *goParser) duplicates(sorted []int32) error {
-	var first TestID
-	firstAt, count, groups := int32(-1), 0, 0
-	for i := 0; i < len(sorted); {
-		j := i + 1
-		for j < len(sorted) && p.recs.at(int(sorted[j])).id == p.recs.at(int(sorted[i])).id {
-			j++
-		}
-		if j-i > 1 {
-			groups++
-			if second := sorted[i+1]; firstAt < 0 || second < firstAt {
-				first, firstAt, count = p.recs.at(int(sorted[i])).id, second, j-i
-			}
-		}
-		i = j
-	}
-	if groups == 0 {
-		return nil
-	}
-	return rmerr.New(rmerr.ReportIdentity, "test id %s has %d terminal events (%d ids repeat); every id must be unique within a report (spec § 4)",
-		quoteString(string(first)), count, groups).
-		WithHint("write one report per go test run: -count=N and gotestsum --rerun-fails repeat tests in one stream, and a passing rerun would hide the failure; a test name shared by a package and its _test package also repeats")
-}
-
-// pkgFault records a package failure that no test in the inventory shows.
-func (p *goParser) pkgFault(pkg *goPkg) error {
-	scope := pkg.name
-	if scope == "" {
-		scope = "report"
-	}
-	switch {
-	case pkg.terminal == "fail" && !pkg.failed:
-		what := func() string { return fmt.Sprintf("output of package %s", scope) }
-		src := &pkg.output
-		prefix := "package failed with no failing test: "
-		if pkg.failedBuild != "" {
-			prefix = "build failed: "
-			if bd := p.builds[pkg.failedBuild]; bd != nil {
-				bd.claimed = true
-				if bd.output.n > 0 {
-					src = &bd.output
-					what = func() string { return fmt.Sprintf("build output of %s", pkg.failedBuild) }
-				}
-			}
-		}
-		msg, err := p.keep.fromCap(src, true, what)
-		if err != nil {
-			return err
-		}
-		p.faults = append(p.faults, Fault{Scope: scope, Message: prefix + msg})
-	case pkg.terminal == "":
-		p.faults = append(p.faults, Fault{Scope: scope, Message: "the stream ends before the package reported pass or fail: tests that never started are missing"})
-	}
-	return nil
 }

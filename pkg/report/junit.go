@@ -2,18 +2,18 @@ package report
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash/maphash"
 	"io"
-	"strings"
 	"unsafe"
 
+	"github.com/runmill/verify/pkg/report/internal/quote"
+	"github.com/runmill/verify/pkg/report/internal/textcap"
+	"github.com/runmill/verify/pkg/report/internal/xmlscan"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-// parseJUnit reads a JUnit XML report (the strict subset of junit_xml.go) in
+// parseJUnit reads a JUnit XML report (the strict subset of internal/xmlscan) in
 // one streaming pass.
 //
 // Identity (spec § 4, "Canonical ids come from the report"): a test's id is
@@ -81,16 +81,16 @@ func parseJUnit(r io.Reader, opts Options) (*Inventory, error) {
 	lim := junitLimits(opts.Limits)
 	b := newJUnitBuilder(opts.Identity, lim)
 	b.allowDup = opts.AllowDuplicateIDs
-	s := newJXScanner(r, b, lim)
-	if err := s.run(); err != nil {
+	s := xmlscan.New(r, b, xmlscan.Config{MaxBytes: lim.MaxBytes, MaxField: lim.MaxField, Attr: attrOf, Attrs: jaCount})
+	if err := s.Run(); err != nil {
 		return nil, err
 	}
 	inv, err := b.finish()
 	if err != nil {
 		return nil, err
 	}
-	inv.SHA256 = hex.EncodeToString(s.sum.Sum(nil))
-	inv.Bytes = s.n
+	inv.SHA256 = s.SHA256()
+	inv.Bytes = s.Bytes()
 	return inv, nil
 }
 
@@ -185,13 +185,13 @@ const (
 	jcCount
 )
 
-var jcAttr = [jcCount]jxAttrID{jaTests, jaFailures, jaErrors, jaSkipped}
+var jcAttr = [jcCount]int{jaTests, jaFailures, jaErrors, jaSkipped}
 
 type jbFrame struct {
 	kind     jbKind
-	capture  *jxField // where this element's own text goes; nil: nowhere
-	name     string   // testsuite name (cut at MaxField)
-	path     uint32   // FNV-1a of the suite names down to here
+	capture  *textcap.Field // where this element's own text goes; nil: nowhere
+	name     string         // testsuite name (cut at MaxField)
+	path     uint32         // FNV-1a of the suite names down to here
 	declared [jcCount]int64
 	counted  [jcCount]int64
 	// claim sums the outermost declarations at or below this suite, per
@@ -211,39 +211,13 @@ type jbCase struct {
 	file   int32
 	line   int32
 	flags  int
-	msg    [jmCount]jxField
+	msg    [jmCount]textcap.Field
 	seen   [jmCount]bool
 	rfile  []byte // file and line of the first result element, used when
 	rline  int32  // the testcase has none (Catch2 writes them there)
 	rfound bool
 	shown  int64 // failure-like result elements, for Claims.Shown
 }
-
-// jbRecord is one test while the report is read; records become []Test only
-// at the end, so the peak memory per id is a 32-byte record, the id bytes and
-// 16-32 bytes of the duplicate set, plus the final Test.
-type jbRecord struct {
-	id   string
-	msg  int32
-	file int32
-	meta uint32 // line (low 28 bits), status (2 bits), flaky (top bit)
-	path uint32 // FNV-1a of the suite path, for the duplicate hint
-}
-
-const (
-	jbLineBits  = 28
-	jbLineMask  = 1<<jbLineBits - 1
-	jbFlakyFlag = 1 << 31
-)
-
-func (r *jbRecord) line() int     { return int(r.meta & jbLineMask) }
-func (r *jbRecord) status() uint8 { return uint8(r.meta >> jbLineBits & 3) }
-func (r *jbRecord) flaky() bool   { return r.meta&jbFlakyFlag != 0 }
-
-const (
-	jbChunk = 4096 // records per chunk
-	jbBatch = 64   // records per dedup batch
-)
 
 // junitBuilder applies the JUnit rules of parseJUnit to a stream of
 // elements. The scanner drives it; FuzzJUnitDifferential drives the same
@@ -252,9 +226,9 @@ type junitBuilder struct {
 	identity Identity
 	lim      Limits
 	frames   []jbFrame
-	sink     *jxField // the scanner writes text here; nil: discard
+	sink     *textcap.Field // the scanner writes text here; nil: discard
 	tc       jbCase
-	fault    jxField
+	fault    textcap.Field
 	nCases   int
 
 	recs  [][]jbRecord
@@ -305,9 +279,9 @@ func newJUnitBuilder(id Identity, lim Limits) *junitBuilder {
 		fileIdx:    map[string]int32{},
 		pathsSplit: true,
 	}
-	b.fault.max = lim.MaxField
+	b.fault.Max = lim.MaxField
 	for i := range b.tc.msg {
-		b.tc.msg[i].max = lim.MaxField
+		b.tc.msg[i].Max = lim.MaxField
 	}
 	return b
 }
@@ -326,7 +300,13 @@ func notJUnit(format string, args ...any) *rmerr.Error {
 
 // start opens an element; parent is the name of the enclosing one (nil at
 // the root), for error messages.
-func (b *junitBuilder) start(name, parent []byte, a *jxAttrs) error {
+var _ xmlscan.Handler = (*junitBuilder)(nil)
+
+// Sink is where the scanner writes the open element's text; nil: discard.
+func (b *junitBuilder) Sink() *textcap.Field { return b.sink }
+
+// Start is xmlscan's call for an element opening.
+func (b *junitBuilder) Start(name, parent []byte, a *xmlscan.Attrs) error {
 	if len(b.frames) >= b.lim.MaxDepth {
 		return rmerr.New(rmerr.ReportLimit, "elements nested deeper than %d levels (Limits.MaxDepth)", b.lim.MaxDepth).
 			WithHint("a JUnit report nests a few suites deep; check the reporter")
@@ -366,13 +346,13 @@ func (b *junitBuilder) start(name, parent []byte, a *jxAttrs) error {
 		case jkSuite, jkSuites:
 			if kind == jkError || kind == jkFailure {
 				f.kind = jkFault
-				b.fault.reset()
-				if m := a.get(jaMessage); m != nil && len(bytes.TrimSpace(m.buf)) > 0 {
-					m.moveTo(&b.fault)
+				b.fault.Reset()
+				if m := a.Get(jaMessage); m != nil && len(bytes.TrimSpace(m.Buf)) > 0 {
+					m.MoveTo(&b.fault)
 				} else {
 					f.capture = &b.fault
 				}
-				b.fault.set = true
+				b.fault.Set = true
 				break
 			}
 			f.kind = jkOther
@@ -389,14 +369,14 @@ func (b *junitBuilder) start(name, parent []byte, a *jxAttrs) error {
 	return nil
 }
 
-func (b *junitBuilder) suiteFrame(f *jbFrame, a *jxAttrs) error {
+func (b *junitBuilder) suiteFrame(f *jbFrame, a *xmlscan.Attrs) error {
 	b.suites++
-	if n := a.get(jaName); n != nil {
-		if n.cut() && f.kind == jkSuite && b.identity == IdentitySuitePath {
+	if n := a.Get(jaName); n != nil {
+		if n.Cut() && f.kind == jkSuite && b.identity == IdentitySuitePath {
 			return rmerr.New(rmerr.ReportLimit, "a testsuite name longer than %d bytes (Limits.MaxField); with report.identity: suite-path it is part of every id inside, and an id is never cut", b.lim.MaxField).
 				WithHint("shorten the suite name, or raise Limits.MaxField")
 		}
-		f.name = string(n.text())
+		f.name = string(n.Text())
 	}
 	if len(b.frames) > 0 {
 		f.path = b.frames[len(b.frames)-1].path
@@ -411,29 +391,29 @@ func (b *junitBuilder) suiteFrame(f *jbFrame, a *jxAttrs) error {
 	}
 	for i, id := range jcAttr {
 		f.declared[i] = -1
-		if v := a.get(id); v != nil && !v.cut() {
-			f.declared[i] = jbUint(v.buf)
+		if v := a.Get(id); v != nil && !v.Cut() {
+			f.declared[i] = jbUint(v.Buf)
 		}
 	}
 	return nil
 }
 
-func (b *junitBuilder) startCase(a *jxAttrs) error {
+func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 	if b.nCases++; b.nCases > b.lim.MaxTests {
 		return rmerr.New(rmerr.ReportLimit, "more than %d test cases (Limits.MaxTests)", b.lim.MaxTests).
 			WithHint("split the report, or raise the cap if a suite this large is expected")
 	}
-	name, cls := a.get(jaName), a.get(jaClassname)
-	if name == nil || len(name.buf) == 0 {
+	name, cls := a.Get(jaName), a.Get(jaClassname)
+	if name == nil || len(name.Buf) == 0 {
 		what := "a <testcase> without a name"
-		if cls != nil && len(cls.buf) > 0 {
-			what = fmt.Sprintf("a <testcase> in classname %s without a name", quoteText(cls.text()))
+		if cls != nil && len(cls.Buf) > 0 {
+			what = fmt.Sprintf("a <testcase> in classname %s without a name", quote.Text(cls.Text()))
 		}
 		return rmerr.New(rmerr.ReportIdentity, "%s has no test identity", what).
 			WithHint("configure the reporter to write a name for every test; runmill compares tests by id and cannot compare a nameless one")
 	}
-	for _, f := range []*jxField{name, cls} {
-		if f != nil && f.cut() {
+	for _, f := range []*textcap.Field{name, cls} {
+		if f != nil && f.Cut() {
 			return rmerr.New(rmerr.ReportLimit, "a test name or classname longer than %d bytes (Limits.MaxField); an id is never cut", b.lim.MaxField).
 				WithHint("shorten the test name, or raise Limits.MaxField")
 		}
@@ -442,13 +422,13 @@ func (b *junitBuilder) startCase(a *jxAttrs) error {
 	tc.flags, tc.file, tc.line, tc.rfound, tc.shown = 0, -1, 0, false, 0
 	tc.rfile = tc.rfile[:0]
 	for i := range tc.msg {
-		tc.msg[i].reset()
+		tc.msg[i].Reset()
 		tc.seen[i] = false
 	}
 	// The id is written once, into the arena.
-	size := len(name.buf)
-	if cls != nil && len(cls.buf) > 0 {
-		size += len(cls.buf) + 2
+	size := len(name.Buf)
+	if cls != nil && len(cls.Buf) > 0 {
+		size += len(cls.Buf) + 2
 	}
 	suites := b.identity == IdentitySuitePath
 	if suites {
@@ -470,103 +450,32 @@ func (b *junitBuilder) startCase(a *jxAttrs) error {
 			}
 		}
 	}
-	if cls != nil && len(cls.buf) > 0 {
-		b.arena = append(b.arena, cls.buf...)
+	if cls != nil && len(cls.Buf) > 0 {
+		b.arena = append(b.arena, cls.Buf...)
 		b.arena = append(b.arena, "::"...)
 	}
-	b.arena = append(b.arena, name.buf...)
+	b.arena = append(b.arena, name.Buf...)
 	// The arena is append-only: bytes behind an id are never written again,
 	// so the string may share them instead of costing an allocation per test.
 	tc.id = unsafe.String(&b.arena[mark], size)
 	if len(b.frames) > 0 {
 		tc.path = b.frames[len(b.frames)-1].path
 	}
-	if f := a.get(jaFile); f != nil && len(f.buf) > 0 {
+	if f := a.Get(jaFile); f != nil && len(f.Buf) > 0 {
 		tc.file = b.internFile(f, tc.id)
 	}
-	if l := a.get(jaLine); l != nil {
-		tc.line = jbLine(l.buf)
+	if l := a.Get(jaLine); l != nil {
+		tc.line = jbLine(l.Buf)
 	}
-	if st := a.get(jaStatus); st != nil {
-		tc.flags |= b.statusFlags(st.text())
+	if st := a.Get(jaStatus); st != nil {
+		tc.flags |= b.statusFlags(st.Text())
 	}
 	return nil
 }
 
-// jbLine reads a line attribute; anything but a positive number below 2^28
-// is no line.
-func jbLine(v []byte) int32 {
-	n := jbUint(v)
-	if n <= 0 || n > jbLineMask {
-		return 0
-	}
-	return int32(n)
-}
-
-// jbUint reads a decimal count, or -1. It does not allocate: it runs for
-// every testcase.
-func jbUint(v []byte) int64 {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 || len(v) > 18 {
-		return -1
-	}
-	var n int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return -1
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n
-}
-
-func (b *junitBuilder) internFile(f *jxField, id string) int32 {
-	if f.cut() {
-		b.notes = append(b.notes, fmt.Sprintf("file of test %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", quoteString(id), len(f.text()), f.n, f.sum()))
-	}
-	if i, ok := b.fileIdx[string(f.text())]; ok {
-		return i
-	}
-	i := int32(len(b.files))
-	s := string(f.text())
-	b.files = append(b.files, s)
-	b.fileIdx[s] = i
-	return i
-}
-
-var jbStatusWords = [...]struct {
-	word  string
-	flags int
-}{
-	{"run", 0}, {"passed", 0}, {"pass", 0}, {"success", 0}, {"ok", 0}, {"", 0},
-	{"disabled", jfStatusSkip}, {"skipped", jfStatusSkip}, {"ignored", jfStatusSkip},
-	{"notrun", jfStatusSkip}, {"notrunnable", jfStatusSkip}, {"inconclusive", jfStatusSkip},
-	{"failed", jfStatusFail}, {"fail", jfStatusFail}, {"failure", jfStatusFail},
-	{"error", jfStatusError}, {"errored", jfStatusError},
-}
-
-func (b *junitBuilder) statusFlags(v []byte) int {
-	w := bytes.TrimSpace(v)
-	for _, s := range jbStatusWords {
-		if len(s.word) == len(w) && bytes.EqualFold([]byte(s.word), w) {
-			return s.flags
-		}
-	}
-	if b.statusSeen == nil {
-		b.statusSeen = map[string]int{}
-	}
-	if n, ok := b.statusSeen[string(v)]; ok {
-		b.statusSeen[string(v)] = n + 1
-	} else if len(b.statusList) < 16 {
-		b.statusSeen[string(v)] = 1
-		b.statusList = append(b.statusList, string(v))
-	}
-	return 0
-}
-
 // startResult records a result element of the open testcase and returns
 // where its text goes.
-func (b *junitBuilder) startResult(kind jbKind, a *jxAttrs) *jxField {
+func (b *junitBuilder) startResult(kind jbKind, a *xmlscan.Attrs) *textcap.Field {
 	tc := &b.tc
 	slot := -1
 	switch kind {
@@ -595,12 +504,12 @@ func (b *junitBuilder) startResult(kind jbKind, a *jxAttrs) *jxField {
 		return nil
 	}
 	if !tc.rfound {
-		if f := a.get(jaFile); f != nil && len(f.buf) > 0 {
-			tc.rfile = append(tc.rfile[:0], f.text()...)
+		if f := a.Get(jaFile); f != nil && len(f.Buf) > 0 {
+			tc.rfile = append(tc.rfile[:0], f.Text()...)
 			tc.rfound = true
 		}
-		if l := a.get(jaLine); l != nil {
-			if tc.rline = jbLine(l.buf); tc.rline > 0 {
+		if l := a.Get(jaLine); l != nil {
+			if tc.rline = jbLine(l.Buf); tc.rline > 0 {
 				tc.rfound = true
 			}
 		}
@@ -610,18 +519,19 @@ func (b *junitBuilder) startResult(kind jbKind, a *jxAttrs) *jxField {
 	}
 	tc.seen[slot] = true
 	m := &tc.msg[slot]
-	m.reset()
-	m.set = true
+	m.Reset()
+	m.Set = true
 	// A blank message= (some reporters write message="") says nothing; the
 	// element's text is then the message.
-	if v := a.get(jaMessage); v != nil && len(bytes.TrimSpace(v.buf)) > 0 {
-		v.moveTo(m)
+	if v := a.Get(jaMessage); v != nil && len(bytes.TrimSpace(v.Buf)) > 0 {
+		v.MoveTo(m)
 		return nil
 	}
 	return m
 }
 
-func (b *junitBuilder) end() error {
+// End is xmlscan's call for an element closing.
+func (b *junitBuilder) End() error {
 	f := b.frames[len(b.frames)-1]
 	b.frames = b.frames[:len(b.frames)-1]
 	switch f.kind {
@@ -679,61 +589,15 @@ func (b *junitBuilder) end() error {
 	return nil
 }
 
-// claims records the root's summary counts (see Claims).
-func (b *junitBuilder) claims(root *jbFrame) {
-	c := &Claims{}
-	fields := [jcCount]**int64{&c.Tests, &c.Failures, &c.Errors, &c.Skipped}
-	fromRoot, suites := false, int32(0)
-	for i := range root.claim {
-		if root.claimN[i] == 0 {
-			continue
-		}
-		v := root.claim[i]
-		*fields[i] = &v
-		if root.declared[i] >= 0 {
-			fromRoot = true
-		} else {
-			suites = max(suites, root.claimN[i])
-		}
-	}
-	if !fromRoot && suites == 0 {
-		return
-	}
-	var parts []string
-	if fromRoot {
-		parts = append(parts, jbScope(root))
-	}
-	if suites > 0 {
-		if suites == 1 {
-			parts = append(parts, "1 <testsuite> element")
-		} else {
-			parts = append(parts, fmt.Sprintf("%d <testsuite> elements", suites))
-		}
-	}
-	c.Scope = strings.Join(parts, " and ")
-	b.claimed = c
-}
-
-func jbScope(f *jbFrame) string {
-	tag := "testsuite"
-	if f.kind == jkSuites {
-		tag = "testsuites"
-	}
-	if f.name == "" {
-		return "<" + tag + ">"
-	}
-	return fmt.Sprintf("<%s name=%s>", tag, quoteString(f.name))
-}
-
 // message turns a captured field into a message, noting a cut. whose is
 // "test" or "fault", and name the test id or the suite.
-func (b *junitBuilder) message(f *jxField, whose, name string) string {
-	if !f.set {
+func (b *junitBuilder) message(f *textcap.Field, whose, name string) string {
+	if !f.Set {
 		return ""
 	}
-	t := f.text()
-	if f.cut() {
-		b.notes = append(b.notes, fmt.Sprintf("message of %s %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", whose, quoteString(name), len(t), f.n, f.sum()))
+	t := f.Text()
+	if f.Cut() {
+		b.notes = append(b.notes, fmt.Sprintf("message of %s %s cut at %d of %d bytes (Limits.MaxField); SHA-256 of the full text: %s", whose, quote.String(name), len(t), f.N, f.Sum()))
 	}
 	return string(bytes.TrimSpace(t))
 }
@@ -789,7 +653,7 @@ func (b *junitBuilder) endCase() error {
 	line := tc.line
 	if tc.rfound {
 		if r.file < 0 && len(tc.rfile) > 0 {
-			f := jxField{buf: tc.rfile, n: int64(len(tc.rfile))}
+			f := textcap.Field{Buf: tc.rfile, N: int64(len(tc.rfile))}
 			r.file = b.internFile(&f, tc.id)
 		}
 		if line == 0 {
@@ -799,192 +663,4 @@ func (b *junitBuilder) endCase() error {
 	r.meta |= uint32(line)
 	b.insert(r)
 	return nil
-}
-
-func (b *junitBuilder) rec(i int32) *jbRecord { return &b.recs[i/jbChunk][i%jbChunk] }
-
-// insert records a test. Whether its id is new is decided in batches
-// (dedup): the answer is needed only at the end.
-func (b *junitBuilder) insert(r jbRecord) {
-	if len(b.recs) == 0 || len(b.recs[len(b.recs)-1]) == jbChunk {
-		b.recs = append(b.recs, make([]jbRecord, 0, jbChunk))
-	}
-	last := &b.recs[len(b.recs)-1]
-	*last = append(*last, r)
-	b.pending = append(b.pending, int32(b.n))
-	b.n++
-	if len(b.pending) == cap(b.pending) {
-		b.dedup()
-	}
-}
-
-// dedup puts the pending records into the set of ids, counting each one
-// already there as a duplicate. With a million ids the set is far larger
-// than the CPU caches and every probe is a miss; touching the slots of a
-// whole batch first lets those independent loads overlap, so a batch waits
-// for memory about once rather than once per id.
-func (b *junitBuilder) dedup() {
-	if size := len(b.slots); 2*(b.unique+len(b.pending)) > size {
-		for 2*(b.unique+len(b.pending)) > size {
-			size *= 2 // a power of two: probes wrap with a mask
-		}
-		old := b.slots
-		b.slots = make([]uint64, size)
-		for _, v := range old {
-			if v != 0 {
-				b.place(v)
-			}
-		}
-	}
-	mask := uint32(len(b.slots) - 1)
-	var hs [jbBatch]uint32
-	var touch uint64
-	for k, i := range b.pending {
-		hs[k] = uint32(maphash.String(b.seed, b.rec(i).id))
-		touch += b.slots[hs[k]&mask]
-	}
-	b.touch += touch // keeps the loads
-	for k, i := range b.pending {
-		if orig := b.lookup(b.rec(i).id, hs[k]); orig >= 0 {
-			b.duplicate(orig, b.rec(i).path)
-			continue
-		}
-		b.place(uint64(hs[k])<<32 | uint64(i+1))
-		b.unique++
-	}
-	b.pending = b.pending[:0]
-}
-
-// lookup finds the record holding id (hash h) in the set, or -1.
-func (b *junitBuilder) lookup(id string, h uint32) int32 {
-	mask := uint32(len(b.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		v := b.slots[i]
-		if v == 0 {
-			return -1
-		}
-		if uint32(v>>32) == h && b.rec(int32(uint32(v)-1)).id == id {
-			return int32(uint32(v) - 1)
-		}
-	}
-}
-
-func (b *junitBuilder) place(v uint64) {
-	mask := uint32(len(b.slots) - 1)
-	i := uint32(v>>32) & mask
-	for b.slots[i] != 0 {
-		i = (i + 1) & mask
-	}
-	b.slots[i] = v
-}
-
-// duplicate counts a further occurrence of record idx and tracks whether
-// suite-path ids would tell the occurrences apart.
-func (b *junitBuilder) duplicate(idx int32, path uint32) {
-	if b.dupExtra == nil {
-		b.dupExtra = map[int32]int32{}
-		b.dupPairs = map[[2]uint32]struct{}{}
-	}
-	b.dupExtra[idx]++
-	if b.identity == IdentitySuitePath || !b.pathsSplit {
-		return
-	}
-	key := [2]uint32{uint32(idx), path}
-	if _, ok := b.dupPairs[key]; ok || b.rec(idx).path == path {
-		b.pathsSplit = false
-		return
-	}
-	b.dupPairs[key] = struct{}{}
-}
-
-func (b *junitBuilder) finish() (*Inventory, error) {
-	b.dedup()
-	if len(b.dupExtra) > 0 && !b.allowDup {
-		first := int32(-1)
-		for i := range b.dupExtra {
-			if first < 0 || i < first {
-				first = i
-			}
-		}
-		msg := fmt.Sprintf("duplicate test id %s: it occurs %d times", quoteString(b.rec(first).id), b.dupExtra[first]+1)
-		if k := len(b.dupExtra) - 1; k > 0 {
-			msg += fmt.Sprintf(", and %d other ids repeat too", k)
-		}
-		e := rmerr.New(rmerr.ReportIdentity, "%s; the report cannot prove which of them ran", msg)
-		switch {
-		case b.identity == IdentitySuitePath:
-			e = e.WithHint("make test names unique within each testsuite, or configure the reporter to write each test once (retries as Surefire flakyFailure/rerunFailure, not as repeated testcases)")
-		case b.pathsSplit:
-			e = e.WithHint("the repeated ids sit in different testsuites: declare report.identity: suite-path for this check in .runmill/checks.yaml so ids include the enclosing testsuite names")
-		default:
-			e = e.WithHint("the same id repeats within one testsuite, so report.identity: suite-path would not help: make test names unique, or configure the reporter to write each test once (retries as Surefire flakyFailure/rerunFailure, not as repeated testcases)")
-		}
-		return nil, e
-	}
-	if b.n == 0 {
-		msg := "the report holds no <testcase> element: zero tests is not a pass"
-		if len(b.faults) > 0 {
-			msg += fmt.Sprintf(" (it records %d suite-level error(s), first in %s: %q)", len(b.faults), jbShort(b.faults[0].Scope), jbShort(b.faults[0].Message))
-		} else if d := b.mismatch[jcTests]; d.n > 0 && d.declared > 0 {
-			msg += fmt.Sprintf(" (although %s declares tests=%d)", d.scope, d.declared)
-		}
-		return nil, rmerr.New(rmerr.ReportEmpty, "%s", msg).
-			WithHint("check that the test command found and ran its tests (path filters, test discovery) and that the reporter wrote them")
-	}
-	if b.claimed != nil {
-		b.claimed.Shown = b.shown + int64(len(b.faults))
-	}
-	inv := &Inventory{Format: JUnit, Identity: b.identity, Tests: make([]Test, b.n), Faults: b.faults, Claims: b.claimed}
-	for i := range inv.Tests {
-		r := b.rec(int32(i))
-		t := &inv.Tests[i]
-		t.ID, t.Line, t.Flaky = TestID(r.id), r.line(), r.flaky()
-		switch r.status() {
-		case 0:
-			t.Status = Passed
-			inv.Counts.Passed++
-		case 1:
-			t.Status = Failed
-			inv.Counts.Failed++
-		case 2:
-			t.Status = Skipped
-			inv.Counts.Skipped++
-		}
-		if r.msg >= 0 {
-			t.Message = b.msgs[r.msg]
-		}
-		if r.file >= 0 {
-			t.File = b.files[r.file]
-		}
-	}
-	inv.Counts.Total = b.n
-	b.recs = nil
-	what := [jcCount]string{"<testcase> elements", "testcases failed by <failure>", "testcases failed by <error>", "testcases skipped"}
-	for i, m := range b.mismatch {
-		if m.n == 0 {
-			continue
-		}
-		attr := [jcCount]string{"tests", "failures", "errors", "skipped"}[i]
-		inv.Notes = append(inv.Notes, fmt.Sprintf("%s= disagrees with the elements in %d of %d suite elements (first: %s says %s=%d, counted %d %s); runmill counts elements, never attributes",
-			attr, m.n, b.suites, m.scope, attr, m.declared, m.counted, what[i]))
-	}
-	for _, v := range b.statusList {
-		inv.Notes = append(inv.Notes, fmt.Sprintf("status=%s on %d testcase(s) is not a status runmill knows; their result comes from their child elements", quoteString(v), b.statusSeen[v]))
-	}
-	inv.Notes = append(inv.Notes, b.notes...)
-	if len(b.dupExtra) > 0 {
-		removeDuplicates(inv)
-	}
-	return inv, nil
-}
-
-func jbShort(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 120 {
-		f := jxField{buf: []byte(s[:120]), h: sha256.New()}
-		s = string(f.text()) + "…"
-	}
-	return s
 }

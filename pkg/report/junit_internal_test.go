@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/runmill/verify/internal/corpus"
+	"github.com/runmill/verify/pkg/report/internal/xmlscan"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -24,7 +25,7 @@ import (
 // and drives the same junitBuilder, so that a difference between the two is
 // a difference in reading XML, never in JUnit semantics. encoding/xml
 // decides well-formedness; the rules of runmill's subset that it does not
-// enforce (junit_xml.go's package comment) are checked here independently,
+// enforce (internal/xmlscan's package comment) are checked here independently,
 // on the raw bytes of each token, and written without reference to the
 // scanner's code.
 func jxOracle(doc []byte, opts Options) (*Inventory, error) {
@@ -54,10 +55,7 @@ func jxOracle(doc []byte, opts Options) (*Inventory, error) {
 	d1.CharsetReader, d2.CharsetReader = charset, charset
 
 	b := newJUnitBuilder(opts.Identity, lim)
-	var attrs jxAttrs
-	for i := range attrs.f {
-		attrs.f[i].max = lim.MaxField
-	}
+	attrs := xmlscan.NewAttrs(jaCount, lim.MaxField)
 	depth, rootSeen, prev := 0, false, int64(0)
 	var names []string
 	for n := 0; ; n++ {
@@ -98,7 +96,7 @@ func jxOracle(doc []byte, opts Options) (*Inventory, error) {
 			if !jxOraclePI.Match(raw) {
 				return nil, bad("pi")
 			}
-			if len(t.Target) > jxMaxName {
+			if len(t.Target) > xmlscan.MaxName {
 				return nil, rmerr.New(rmerr.ReportLimit, "name")
 			}
 		case xml.Directive:
@@ -118,7 +116,7 @@ func jxOracle(doc []byte, opts Options) (*Inventory, error) {
 				}
 			}
 			if b.sink != nil {
-				b.sink.write(t)
+				b.sink.Write(t)
 			}
 		case xml.StartElement:
 			if depth == 0 && rootSeen {
@@ -127,19 +125,19 @@ func jxOracle(doc []byte, opts Options) (*Inventory, error) {
 			rootSeen = true
 			r2 := t2.(xml.StartElement)
 			name := jxOracleName(r2.Name)
-			if len(name) > jxMaxName {
+			if len(name) > xmlscan.MaxName {
 				return nil, rmerr.New(rmerr.ReportLimit, "name")
 			}
-			if len(r2.Attr) > jxMaxAttrs {
+			if len(r2.Attr) > xmlscan.MaxAttrs {
 				return nil, rmerr.New(rmerr.ReportLimit, "attrs")
 			}
 			seen := map[string]bool{}
-			for i := range attrs.f {
-				attrs.f[i].reset()
+			for i := range attrs.F {
+				attrs.F[i].Reset()
 			}
 			for _, a := range r2.Attr {
 				an := jxOracleName(a.Name)
-				if len(an) > jxMaxName {
+				if len(an) > xmlscan.MaxName {
 					return nil, rmerr.New(rmerr.ReportLimit, "name")
 				}
 				if seen[an] {
@@ -154,16 +152,16 @@ func jxOracle(doc []byte, opts Options) (*Inventory, error) {
 				return nil, err
 			}
 			for _, a := range r2.Attr {
-				if id := jxAttrOf([]byte(jxOracleName(a.Name))); id != jaNone {
-					attrs.f[id].set = true
-					attrs.f[id].write([]byte(a.Value))
+				if id := attrOf([]byte(jxOracleName(a.Name))); id != jaNone {
+					attrs.F[id].Set = true
+					attrs.F[id].Write([]byte(a.Value))
 				}
 			}
 			var parent []byte
 			if len(names) > 0 {
 				parent = []byte(names[len(names)-1])
 			}
-			if err := b.start([]byte(name), parent, &attrs); err != nil {
+			if err := b.Start([]byte(name), parent, &attrs); err != nil {
 				return nil, err
 			}
 			names = append(names, name)
@@ -171,7 +169,7 @@ func jxOracle(doc []byte, opts Options) (*Inventory, error) {
 		case xml.EndElement:
 			names = names[:len(names)-1]
 			depth--
-			if err := b.end(); err != nil {
+			if err := b.End(); err != nil {
 				return nil, err
 			}
 		}
@@ -340,58 +338,5 @@ func TestJUnitDifferentialCorpus(t *testing.T) {
 		for _, id := range []Identity{IdentityDefault, IdentitySuitePath} {
 			jxParseBoth(t, doc, Options{Identity: id})
 		}
-	}
-}
-
-// TestJXValidate compares the word-at-a-time validator with a rune-by-rune
-// reading of the same rule at every split of a buffer, as fill meets it.
-func TestJXValidate(t *testing.T) {
-	inputs := []string{
-		"plain ascii text, long enough for several words\n\t\r",
-		"héllo wörld 日本語 \U0001F600 end",
-		"bad \x01 control", "bad \x7f del is fine", "\xEF\xBF\xBE nonchar", "\xED\xA0\x80 surrogate",
-		"\xC0\xAF overlong", "cut \xE6\x97", "\xF4\x90\x80\x80 too big", "ok\xEF\xBF\xBD",
-	}
-	for _, in := range inputs {
-		want := -1
-		for i := 0; i < len(in); {
-			r, n := utf8.DecodeRuneInString(in[i:])
-			if r == utf8.RuneError && n == 1 || !jxOracleChar(int64(r)) {
-				want = i
-				break
-			}
-			i += n
-		}
-		for split := 0; split <= len(in); split++ {
-			ok, bad := jxValidate([]byte(in[:split]), false, false)
-			if bad < 0 {
-				ok2, bad2 := jxValidate([]byte(in[ok:]), true, false)
-				if bad2 >= 0 {
-					bad = ok + bad2
-				} else if ok+ok2 != len(in) {
-					t.Fatalf("%q split %d: validated %d+%d of %d", in, split, ok, ok2, len(in))
-				}
-			}
-			if bad != want {
-				t.Fatalf("%q split %d: bad at %d, want %d", in, split, bad, want)
-			}
-		}
-	}
-	if _, bad := jxValidate([]byte("abc\xC3\xA9"), true, true); bad != 3 {
-		t.Fatalf("US-ASCII: bad at %d, want 3", bad)
-	}
-}
-
-func TestJXFieldCut(t *testing.T) {
-	f := jxField{max: 5}
-	full := "ab日本語"
-	f.write([]byte(full[:3]))
-	f.write([]byte(full[3:]))
-	if !f.cut() || string(f.text()) != "ab日" || f.n != int64(len(full)) {
-		t.Fatalf("cut=%v text=%q n=%d", f.cut(), f.text(), f.n)
-	}
-	sum := sha256.Sum256([]byte(full))
-	if f.sum() != hex.EncodeToString(sum[:]) {
-		t.Fatalf("sum %s", f.sum())
 	}
 }

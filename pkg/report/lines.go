@@ -10,10 +10,11 @@ import (
 	"hash"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/runmill/verify/pkg/report/internal/quote"
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -186,7 +187,7 @@ func (k *textKeeper) id(b []byte) (TestID, error) {
 		sum := sha256.Sum256(b)
 		full := len(b)
 		s := cutUTF8(string(b), k.maxField) + "…sha256:" + hex.EncodeToString(sum[:])
-		k.notes = append(k.notes, fmt.Sprintf("test id of %d bytes cut to %d bytes plus its sha256: %s", full, k.maxField, quoteString(s)))
+		k.notes = append(k.notes, fmt.Sprintf("test id of %d bytes cut to %d bytes plus its sha256: %s", full, k.maxField, quote.String(s)))
 		b = []byte(s)
 	}
 	return TestID(k.ids.intern(b)), k.spend(len(b))
@@ -280,32 +281,8 @@ func invalidID(b []byte) *rmerr.Error {
 		off += size
 	}
 	return rmerr.New(rmerr.ReportIdentity, "test id %s is not valid UTF-8 (byte 0x%02X at offset %d); ids are compared byte for byte and runmill will not repair one, since two different ids could then become one",
-		quoteText(b), b[off], off).
+		quote.Text(b), b[off], off).
 		WithHint("make the test runner write its report as UTF-8 (test names in another encoding, such as Latin-1, must be converted)")
-}
-
-// maxQuoted bounds the report text one error or note quotes (issue #13: a
-// 1 MB number was once echoed whole into a finding).
-const maxQuoted = 200
-
-// quoteText shows a piece of report text in an error message: Go-quoted, so
-// control characters and invalid UTF-8 are escaped (\xff), and cut at
-// maxQuoted bytes of input, with the full length named.
-func quoteText(b []byte) string { return quoteString(string(b)) }
-
-func quoteString(s string) string {
-	if len(s) <= maxQuoted {
-		return strconv.Quote(s)
-	}
-	n := maxQuoted
-	// Step back over at most one split character; invalid bytes need not.
-	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(s[n]); i++ {
-		n--
-	}
-	if !utf8.RuneStart(s[n]) {
-		n = maxQuoted
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:n]), len(s))
 }
 
 // removeDuplicates applies Options.AllowDuplicateIDs to a finished
@@ -340,7 +317,7 @@ func removeDuplicates(inv *Inventory) {
 	inv.Duplicates = slices.Clip(dups)
 	inv.Counts = countStatuses(inv.Tests)
 	inv.Notes = append(inv.Notes, fmt.Sprintf("%d test id(s) occur more than once (first: %s); every occurrence was removed and carries no authority (Options.AllowDuplicateIDs, for a baseline)",
-		inv.DuplicateCount, quoteString(string(inv.Duplicates[0]))))
+		inv.DuplicateCount, quote.String(string(inv.Duplicates[0]))))
 }
 
 // tally counts the statuses of tests.
@@ -383,46 +360,17 @@ func duplicateIDs(tests []Test) (first TestID, count, distinct int) {
 	return "", 0, 0
 }
 
-// capBuf keeps the first max bytes of a text that arrives in pieces and the
-// SHA-256 of all of it, so a cut field can still be identified.
-type capBuf struct {
-	max int
-	b   []byte
-	n   int // total bytes written
-	h   hash.Hash
-}
-
-func (c *capBuf) write(p []byte) {
-	c.n += len(p)
-	if c.h != nil {
-		c.h.Write(p)
-		return
-	}
-	if len(c.b)+len(p) <= c.max {
-		c.b = append(c.b, p...)
-		return
-	}
-	c.h = sha256.New()
-	c.h.Write(c.b)
-	c.h.Write(p)
-	c.b = append(c.b, p[:c.max-len(c.b)]...)
-}
-
-func (c *capBuf) reset() {
-	c.b, c.n, c.h = c.b[:0], 0, nil
-}
-
 // fromCap returns the text held by c, noting the cut and the digest of the
 // full text when it was longer than MaxField.
-func (k *textKeeper) fromCap(c *capBuf, trim bool, what func() string) (string, error) {
-	b := c.b
+func (k *textKeeper) fromCap(c *textcap.Field, trim bool, what func() string) (string, error) {
+	b := c.Buf
 	if trim {
 		b = bytes.TrimSpace(b)
 	}
 	s := validUTF8(b, &k.invalid)
-	if c.h != nil {
+	if c.H != nil {
 		k.notes = append(k.notes, fmt.Sprintf("%s cut to %d of %d bytes; sha256 of the full text: %s",
-			what(), c.max, c.n, hex.EncodeToString(c.h.Sum(nil))))
+			what(), c.Max, c.N, hex.EncodeToString(c.H.Sum(nil))))
 	}
 	s = cutUTF8(s, k.maxField)
 	return s, k.spend(len(s))

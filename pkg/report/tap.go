@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/runmill/verify/pkg/report/internal/quote"
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -50,7 +52,7 @@ func parseTAP(r io.Reader, opts Options) (*Inventory, error) {
 		keep:     newTextKeeper(opts.Limits),
 	}
 	p.stack = []*tapBlock{{ordered: true}}
-	p.diag.max = opts.Limits.MaxField
+	p.diag.Max = opts.Limits.MaxField
 	inv, err := p.run()
 	if err != nil {
 		return nil, err
@@ -75,7 +77,7 @@ type tapParser struct {
 	// diag collects the diagnostic lines after a failed point without YAML:
 	// "# …" comments (Perl's Test::More diag) and lines indented past the
 	// point (Mocha's TAP reporter). They become its message.
-	diag       capBuf
+	diag       textcap.Field
 	diagOpen   bool
 	afterPoint bool // the previous line was a test point (YAML may start)
 	braceOK    bool // a lone "{" would open a buffered child of last
@@ -152,16 +154,6 @@ func (p *tapParser) run() (*Inventory, error) {
 	return inv, nil
 }
 
-// preferNesting reports the nesting itself when a structural error happened
-// inside subtests of a stream the default identity rule rejects anyway: the
-// nesting is the cause, and its error names the declared alternative.
-func (p *tapParser) preferNesting(err error) error {
-	if p.nestLine > 0 && !p.suite && rmerr.CodeOf(err) != rmerr.ReportLimit {
-		return p.nestingError()
-	}
-	return err
-}
-
 func (p *tapParser) top() *tapBlock { return p.stack[len(p.stack)-1] }
 
 func tapMalformed(line int, format string, args ...any) *rmerr.Error {
@@ -201,7 +193,7 @@ func (p *tapParser) handle(raw []byte) error {
 	case tapLineComment:
 		if p.diagOpen {
 			if text, ok := tapDiagComment(trimmed); ok {
-				p.diag.write(append(text, '\n'))
+				p.diag.Write(append(text, '\n'))
 				return nil
 			}
 			return p.closeDiag()
@@ -216,63 +208,76 @@ func (p *tapParser) handle(raw []byte) error {
 		}
 		return nil
 	case tapLineOther:
-		if afterPoint && clean && indent == p.last.indent+2 && string(trimmed) == "---" {
-			p.yaml = newTAPYAML(indent, p.lim.MaxField, n)
-			p.diagOpen = false // the YAML block is the diagnostic
-			return nil
-		}
-		if braceOK && clean && indent == p.last.indent && string(trimmed) == "{" {
-			return p.openBuffered(p.last.desc, n)
-		}
-		if clean && indent%4 == 0 && string(trimmed) == "}" && p.closesBuffered(indent/4) {
-			return p.closeBuffered(indent/4, n)
-		}
-		if p.diagOpen {
-			if indent > p.last.indent {
-				p.diag.write(append(bytes.TrimSpace(trimmed), '\n'))
-			} else if err := p.closeDiag(); err != nil {
-				return err
-			}
-		}
-		p.nonTAP++
-		if p.nonTAPLine == 0 {
-			p.nonTAPLine = n
-		}
-		if p.strict {
-			return tapMalformed(n, "non-TAP line %s under pragma +strict", quoteText(trimmed))
-		}
-		return nil
+		return p.other(trimmed, indent, clean, afterPoint, braceOK, n)
 	default:
-		if err := p.closeDiag(); err != nil {
+		return p.structural(kind, raw, trimmed, indent, clean, n)
+	}
+}
+
+// other handles a line that is no TAP element: the start of a test point's
+// YAML block, a buffered subtest's braces, diagnostic text, or non-TAP
+// output (refused under pragma +strict).
+func (p *tapParser) other(trimmed []byte, indent int, clean, afterPoint, braceOK bool, n int) error {
+	if afterPoint && clean && indent == p.last.indent+2 && string(trimmed) == "---" {
+		p.yaml = newTAPYAML(indent, p.lim.MaxField, n)
+		p.diagOpen = false // the YAML block is the diagnostic
+		return nil
+	}
+	if braceOK && clean && indent == p.last.indent && string(trimmed) == "{" {
+		return p.openBuffered(p.last.desc, n)
+	}
+	if clean && indent%4 == 0 && string(trimmed) == "}" && p.closesBuffered(indent/4) {
+		return p.closeBuffered(indent/4, n)
+	}
+	if p.diagOpen {
+		if indent > p.last.indent {
+			p.diag.Write(append(bytes.TrimSpace(trimmed), '\n'))
+		} else if err := p.closeDiag(); err != nil {
 			return err
 		}
-		if !clean || indent%4 != 0 {
-			return tapMalformed(n, "%s is indented by %s; TAP indents subtests by 4 spaces, so this line cannot be placed",
-				quoteText(trimmed), tapDescribeIndent(raw[:indent]))
-		}
-		depth := indent / 4
-		if depth >= p.lim.MaxDepth {
-			return rmerr.New(rmerr.ReportLimit, "TAP line %d is nested %d subtests deep, more than %d (Limits.MaxDepth)", n, depth, p.lim.MaxDepth-1).
-				WithHint("flatten the suite, or split it into several reports")
-		}
-		if kind == tapLineBail {
-			return p.bail(trimmed, n)
-		}
-		if err := p.moveTo(depth, n); err != nil {
-			return err
-		}
-		b := p.top()
-		if p.orphan != nil && kind != tapLinePoint {
-			return tapMalformed(n, "the subtest that ended here is not followed by its test point")
-		}
-		switch kind {
-		case tapLineVersion:
-			return p.version(b, trimmed, n)
-		case tapLinePlan:
-			return p.plan(b, trimmed, n)
-		case tapLinePoint:
-			return p.point(b, trimmed, indent, n)
-		}
+	}
+	p.nonTAP++
+	if p.nonTAPLine == 0 {
+		p.nonTAPLine = n
+	}
+	if p.strict {
+		return tapMalformed(n, "non-TAP line %s under pragma +strict", quote.Text(trimmed))
+	}
+	return nil
+}
+
+// structural handles a version, plan, test point or bail-out line, each at
+// the subtest depth its indentation names.
+func (p *tapParser) structural(kind tapKind, raw, trimmed []byte, indent int, clean bool, n int) error {
+	if err := p.closeDiag(); err != nil {
+		return err
+	}
+	if !clean || indent%4 != 0 {
+		return tapMalformed(n, "%s is indented by %s; TAP indents subtests by 4 spaces, so this line cannot be placed",
+			quote.Text(trimmed), tapDescribeIndent(raw[:indent]))
+	}
+	depth := indent / 4
+	if depth >= p.lim.MaxDepth {
+		return rmerr.New(rmerr.ReportLimit, "TAP line %d is nested %d subtests deep, more than %d (Limits.MaxDepth)", n, depth, p.lim.MaxDepth-1).
+			WithHint("flatten the suite, or split it into several reports")
+	}
+	if kind == tapLineBail {
+		return p.bail(trimmed, n)
+	}
+	if err := p.moveTo(depth, n); err != nil {
+		return err
+	}
+	b := p.top()
+	if p.orphan != nil && kind != tapLinePoint {
+		return tapMalformed(n, "the subtest that ended here is not followed by its test point")
+	}
+	switch kind {
+	case tapLineVersion:
+		return p.version(b, trimmed, n)
+	case tapLinePlan:
+		return p.plan(b, trimmed, n)
+	case tapLinePoint:
+		return p.point(b, trimmed, indent, n)
 	}
 	return nil
 }
@@ -291,188 +296,13 @@ func (p *tapParser) unterminatedYAML() error {
 	return nil
 }
 
-func tapDescribeIndent(ws []byte) string {
-	if bytes.IndexByte(ws, '\t') >= 0 {
-		return fmt.Sprintf("%d whitespace characters including a tab", len(ws))
-	}
-	return fmt.Sprintf("%d spaces", len(ws))
-}
-
-// leadingSpaces returns how many leading blanks the line has and whether
-// they are all spaces.
-func tapIndent(b []byte) (int, bool) {
-	clean := true
-	i := 0
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
-		if b[i] == '\t' {
-			clean = false
-		}
-		i++
-	}
-	return i, clean
-}
-
-type tapKind int
-
-const (
-	tapLineOther tapKind = iota
-	tapLineComment
-	tapLinePragma
-	tapLineVersion
-	tapLinePlan
-	tapLinePoint
-	tapLineBail
-)
-
-// classifyTAP recognises a line (indentation removed). A line that starts
-// like a test point ("ok"/"not ok" followed by a non-word byte, TAP14's
-// /^(not )?ok\b/) or a plan is always one; parsing decides if it is valid.
-func classifyTAP(s []byte) tapKind {
-	switch {
-	case s[0] == '#':
-		return tapLineComment
-	case isPointStart(s):
-		return tapLinePoint
-	case s[0] >= '0' && s[0] <= '9' && bytes.Contains(s, []byte("..")) && looksLikePlan(s):
-		return tapLinePlan
-	case hasPrefixFold(s, "bail out!"):
-		return tapLineBail
-	case hasPrefixFold(s, "tap version "):
-		return tapLineVersion
-	case bytes.HasPrefix(s, []byte("pragma ")):
-		return tapLinePragma
-	}
-	return tapLineOther
-}
-
-func isPointStart(s []byte) bool {
-	rest, ok := bytes.CutPrefix(s, []byte("not ok"))
-	if !ok {
-		rest, ok = bytes.CutPrefix(s, []byte("ok"))
-	}
-	return ok && (len(rest) == 0 || !isWordByte(rest[0]))
-}
-
-func isWordByte(c byte) bool {
-	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
-}
-
-// looksLikePlan: digits, "..", digits.
-func looksLikePlan(s []byte) bool {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return bytes.HasPrefix(s[i:], []byte("..")) && i+2 < len(s) && s[i+2] >= '0' && s[i+2] <= '9'
-}
-
-func hasPrefixFold(s []byte, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(string(s[:len(prefix)]), prefix)
-}
-
-// moveTo makes the block at depth the current one: deeper lines open child
-// streams, shallower lines close them. A closed child must be followed by
-// the test point of its parent (TAP14); closing two levels at once leaves
-// the inner one without its point.
-func (p *tapParser) moveTo(depth, line int) error {
-	cur := len(p.stack) - 1
-	if depth == cur {
-		return nil
-	}
-	if depth > cur {
-		if p.orphan != nil {
-			return tapMalformed(p.orphan.openLine, "a subtest is not followed by its test point (another subtest starts at line %d)", line)
-		}
-		p.noteNesting(line)
-		for d := cur + 1; d <= depth; d++ {
-			p.stack = append(p.stack, &tapBlock{depth: d, openLine: line, ordered: true})
-		}
-		return nil
-	}
-	if p.orphan != nil {
-		return tapMalformed(p.orphan.openLine, "a subtest is not followed by its test point")
-	}
-	for len(p.stack)-1 > depth {
-		b := p.top()
-		if b.buffered {
-			return tapMalformed(b.openLine, "the buffered subtest opened here is not closed by \"}\" before line %d", line)
-		}
-		p.stack = p.stack[:len(p.stack)-1]
-		if err := p.checkPlan(b, line); err != nil {
-			return err
-		}
-		if b.depth > depth+1 {
-			return tapMalformed(b.openLine, "the subtest opened here is not followed by its test point")
-		}
-		p.orphan = b
-	}
-	return nil
-}
-
-func (p *tapParser) noteNesting(line int) {
-	if p.nestLine == 0 {
-		p.nestLine = line
-	}
-}
-
-func (p *tapParser) closesBuffered(depth int) bool {
-	for i := len(p.stack) - 1; i > 0; i-- {
-		if p.stack[i].buffered {
-			return p.stack[i].depth == depth+1
-		}
-	}
-	return false
-}
-
-func (p *tapParser) openBuffered(parentDesc string, line int) error {
-	if len(p.stack) >= p.lim.MaxDepth {
-		return rmerr.New(rmerr.ReportLimit, "TAP line %d opens a subtest %d deep, more than %d (Limits.MaxDepth)", line, len(p.stack), p.lim.MaxDepth-1).
-			WithHint("flatten the suite, or split it into several reports")
-	}
-	p.noteNesting(line)
-	p.stack = append(p.stack, &tapBlock{depth: len(p.stack), buffered: true, parentDesc: parentDesc, openLine: line, ordered: true})
-	return nil
-}
-
-func (p *tapParser) closeBuffered(depth, line int) error {
-	if err := p.moveTo(depth+1, line); err != nil {
-		return err
-	}
-	if p.orphan != nil {
-		return tapMalformed(p.orphan.openLine, "a subtest is not followed by its test point before the \"}\" at line %d", line)
-	}
-	b := p.top()
-	p.stack = p.stack[:len(p.stack)-1]
-	if b.points > 0 || b.planLine > 0 {
-		if err := p.checkPlan(b, line); err != nil {
-			return err
-		}
-	}
-	parent := p.top()
-	return p.adopt(parent, b.parentDesc, b.tests)
-}
-
-// adopt moves a child stream's tests into parent, prefixing their ids with
-// the description of the point that owns them.
-func (p *tapParser) adopt(parent *tapBlock, desc string, children []Test) error {
-	for _, t := range children {
-		id, err := p.keep.id([]byte(desc + " > " + string(t.ID)))
-		if err != nil {
-			return err
-		}
-		t.ID = id
-		parent.tests = append(parent.tests, t)
-	}
-	return nil
-}
-
 func (p *tapParser) version(b *tapBlock, s []byte, line int) error {
 	if b.started {
-		return tapMalformed(line, "%s after the stream started: a version line comes first (two streams concatenated?)", quoteText(s))
+		return tapMalformed(line, "%s after the stream started: a version line comes first (two streams concatenated?)", quote.Text(s))
 	}
 	v := strings.TrimSpace(string(s[len("tap version "):]))
 	if v != "13" && v != "14" {
-		return tapMalformed(line, "unsupported %s: runmill reads TAP 12 (no version line), 13 and 14", quoteText(s))
+		return tapMalformed(line, "unsupported %s: runmill reads TAP 12 (no version line), 13 and 14", quote.Text(s))
 	}
 	p.sawTAP = true
 	return nil
@@ -481,7 +311,7 @@ func (p *tapParser) version(b *tapBlock, s []byte, line int) error {
 func (p *tapParser) plan(b *tapBlock, s []byte, line int) error {
 	p.sawTAP = true
 	if b.planLine > 0 {
-		return tapMalformed(line, "a second plan %s (the first is at line %d); a stream has exactly one plan", quoteText(s), b.planLine)
+		return tapMalformed(line, "a second plan %s (the first is at line %d); a stream has exactly one plan", quote.Text(s), b.planLine)
 	}
 	body, comment, _ := bytes.Cut(s, []byte("#"))
 	body = bytes.TrimRight(body, " \t")
@@ -489,10 +319,10 @@ func (p *tapParser) plan(b *tapBlock, s []byte, line int) error {
 	start, err1 := strconv.ParseInt(string(from), 10, 64)
 	end, err2 := strconv.ParseInt(string(to), 10, 64)
 	if !ok || err1 != nil || err2 != nil || end < 0 {
-		return tapMalformed(line, "invalid plan %s", quoteText(s))
+		return tapMalformed(line, "invalid plan %s", quote.Text(s))
 	}
 	if start != 1 {
-		return tapMalformed(line, "plan %s does not start at 1", quoteText(s))
+		return tapMalformed(line, "plan %s does not start at 1", quote.Text(s))
 	}
 	b.plan, b.planLine, b.started = end, line, true
 	b.planAfter = b.points > 0
@@ -501,7 +331,7 @@ func (p *tapParser) plan(b *tapBlock, s []byte, line int) error {
 		if end == 0 {
 			p.planSkipNote = cutUTF8(reason, p.lim.MaxField)
 		} else if hasPrefixFold([]byte(reason), "skip") {
-			p.notes = append(p.notes, fmt.Sprintf("plan at line %d carries %s, ignored: only a 1..0 plan skips a whole stream", line, quoteText([]byte(reason))))
+			p.notes = append(p.notes, fmt.Sprintf("plan at line %d carries %s, ignored: only a 1..0 plan skips a whole stream", line, quote.Text([]byte(reason))))
 		}
 	}
 	return nil
@@ -511,7 +341,7 @@ func (p *tapParser) point(b *tapBlock, s []byte, indent, line int) error {
 	p.sawTAP = true
 	pt, err := parseTAPPoint(s)
 	if err != "" {
-		return tapMalformed(line, "%s: %s", quoteText(s), err)
+		return tapMalformed(line, "%s: %s", quote.Text(s), err)
 	}
 	if b.planLine > 0 && b.planAfter {
 		return tapMalformed(line, "test point after the plan at line %d: a plan comes first or last, never in the middle", b.planLine)
@@ -556,14 +386,14 @@ func (p *tapParser) point(b *tapBlock, s []byte, indent, line int) error {
 		if len(pt.reason) > 0 {
 			msg += ": " + string(pt.reason)
 		}
-		if t.Message, kerr = p.keep.text([]byte(msg), func() string { return fmt.Sprintf("skip reason of %s", quoteString(string(id))) }); kerr != nil {
+		if t.Message, kerr = p.keep.text([]byte(msg), func() string { return fmt.Sprintf("skip reason of %s", quote.String(string(id))) }); kerr != nil {
 			return kerr
 		}
 	}
 	b.tests = append(b.tests, t)
 	p.last = tapRef{block: b, idx: len(b.tests) - 1, indent: indent, desc: string(id)}
 	if t.Status == Failed {
-		p.diag.reset()
+		p.diag.Reset()
 		p.diagOpen = true
 	}
 	if p.orphan != nil {
@@ -673,7 +503,7 @@ func (p *tapParser) closeDiag() error {
 		return nil
 	}
 	p.diagOpen = false
-	if p.diag.n == 0 {
+	if p.diag.N == 0 {
 		return nil
 	}
 	t := &p.last.block.tests[p.last.idx]
@@ -681,41 +511,9 @@ func (p *tapParser) closeDiag() error {
 		return nil
 	}
 	id := t.ID
-	msg, err := p.keep.fromCap(&p.diag, true, func() string { return fmt.Sprintf("diagnostics of %s", quoteString(string(id))) })
+	msg, err := p.keep.fromCap(&p.diag, true, func() string { return fmt.Sprintf("diagnostics of %s", quote.String(string(id))) })
 	t.Message = msg
 	return err
-}
-
-// tapDiagComment returns the text of a "# …" comment that can be a failed
-// test's diagnostic: not a node:test "# Subtest:" header, a node-tap
-// "# time=" comment, nor a run summary ("# tests 3", "# fail 1").
-func tapDiagComment(line []byte) ([]byte, bool) {
-	text := bytes.TrimSpace(line[1:])
-	if len(text) == 0 {
-		return nil, true
-	}
-	if bytes.HasPrefix(text, []byte("Subtest:")) || bytes.HasPrefix(text, []byte("time=")) {
-		return nil, false
-	}
-	if f := bytes.Fields(text); len(f) == 2 && tapDigits(f[1]) > 0 {
-		switch string(f[0]) {
-		case "tests", "pass", "fail", "skip", "todo", "suites", "cancelled", "ok", "duration_ms":
-			return nil, false
-		}
-	}
-	return text, true
-}
-
-func (p *tapParser) nestingError() error {
-	first := ""
-	if p.nestID != "" {
-		first = fmt.Sprintf(": first nested test point %s at line %d", quoteString(p.nestID), p.nestIDLine)
-	}
-	e := rmerr.New(rmerr.ReportIdentity,
-		"TAP report nests subtests (line %d)%s; %d of %d test points are inside subtests. Nested plans are rejected rather than guessed (spec § 4)",
-		p.nestLine, first, p.nested, p.points)
-	e.Line = p.nestLine
-	return e.WithHint("declare report.identity: suite-path for this check in .runmill/checks.yaml to accept subtests with ids joined by \" > \" (\"parent > child\"), or make the reporter print flat TAP")
 }
 
 func (p *tapParser) end(inv *Inventory) error {
@@ -739,6 +537,39 @@ func (p *tapParser) end(inv *Inventory) error {
 		return p.nestingError()
 	}
 	root := p.stack[0]
+	if err := p.endRoot(root); err != nil {
+		return err
+	}
+	if p.emptyDesc > 0 {
+		e := rmerr.New(rmerr.ReportIdentity, "TAP test point at line %d has no description; %d of %d test points lack one, and the description is the test id (spec § 4)",
+			p.emptyLine, p.emptyDesc, p.points)
+		e.Line = p.emptyLine
+		return e.WithHint("give every test a name the reporter prints after ok / not ok")
+	}
+	id, n, distinct := duplicateIDs(root.tests)
+	if n > 0 && !p.allowDup {
+		return rmerr.New(rmerr.ReportIdentity, "test id %s occurs %d times (%d ids repeat); every id must be unique within a report (spec § 4)", quote.String(string(id)), n, distinct).
+			WithHint("give repeated tests distinct names (table-driven tests: include the case in the name)")
+	}
+	inv.Tests = root.tests
+	if inv.Tests == nil {
+		inv.Tests = []Test{}
+	}
+	inv.Counts = countStatuses(inv.Tests)
+	inv.Faults = p.faults
+	p.endNotes()
+	inv.Notes = p.notes
+	p.keep.finish(inv)
+	if n > 0 {
+		removeDuplicates(inv)
+	}
+	return nil
+}
+
+// endRoot checks the top level once the stream is read: after a bail-out
+// the plan cannot be held to, so it is noted; otherwise every subtest must
+// be closed and the plan kept, and a plan of 1..0 is zero tests.
+func (p *tapParser) endRoot(root *tapBlock) error {
 	if p.bailed {
 		if p.dropped > 0 {
 			p.notes = append(p.notes, fmt.Sprintf("%d test point(s) inside subtests left open by Bail out! were dropped: their ids are incomplete", p.dropped))
@@ -766,23 +597,12 @@ func (p *tapParser) end(inv *Inventory) error {
 			return err
 		}
 	}
-	if p.emptyDesc > 0 {
-		e := rmerr.New(rmerr.ReportIdentity, "TAP test point at line %d has no description; %d of %d test points lack one, and the description is the test id (spec § 4)",
-			p.emptyLine, p.emptyDesc, p.points)
-		e.Line = p.emptyLine
-		return e.WithHint("give every test a name the reporter prints after ok / not ok")
-	}
-	id, n, distinct := duplicateIDs(root.tests)
-	if n > 0 && !p.allowDup {
-		return rmerr.New(rmerr.ReportIdentity, "test id %s occurs %d times (%d ids repeat); every id must be unique within a report (spec § 4)", quoteString(string(id)), n, distinct).
-			WithHint("give repeated tests distinct names (table-driven tests: include the case in the name)")
-	}
-	inv.Tests = root.tests
-	if inv.Tests == nil {
-		inv.Tests = []Test{}
-	}
-	inv.Counts = countStatuses(inv.Tests)
-	inv.Faults = p.faults
+	return nil
+}
+
+// endNotes notes what was tolerated: numbering out of sequence, non-TAP
+// lines, unterminated YAML blocks.
+func (p *tapParser) endNotes() {
 	if p.outOfOrder > 0 {
 		p.notes = append(p.notes, fmt.Sprintf("test points are numbered out of sequence from line %d", p.outOfOrder))
 	}
@@ -792,111 +612,4 @@ func (p *tapParser) end(inv *Inventory) error {
 	if p.badYAML > 0 {
 		p.notes = append(p.notes, fmt.Sprintf("%d YAML diagnostic block(s) not terminated by \"...\"; their content was ignored", p.badYAML))
 	}
-	inv.Notes = p.notes
-	p.keep.finish(inv)
-	if n > 0 {
-		removeDuplicates(inv)
-	}
-	return nil
-}
-
-// tapPoint is one parsed test line.
-type tapPoint struct {
-	ok        bool
-	hasNum    bool
-	num       int64
-	desc      []byte
-	directive string // "SKIP" or "TODO"
-	reason    []byte
-	brace     bool // ends with "{": a buffered subtest follows
-}
-
-// parseTAPPoint parses a line classifyTAP called a test point. It returns a
-// reason when the line cannot be one.
-func parseTAPPoint(s []byte) (tapPoint, string) {
-	var pt tapPoint
-	rest, notOK := bytes.CutPrefix(s, []byte("not ok"))
-	if !notOK {
-		rest = s[len("ok"):]
-	}
-	pt.ok = !notOK
-	rest = bytes.TrimLeft(rest, " \t")
-	if i := tapDigits(rest); i > 0 && (i == len(rest) || rest[i] == ' ' || rest[i] == '\t' || rest[i] == '-' || rest[i] == '#') {
-		if i > 18 {
-			return pt, "test number too large"
-		}
-		pt.num, _ = strconv.ParseInt(string(rest[:i]), 10, 64)
-		pt.hasNum = true
-		rest = bytes.TrimLeft(rest[i:], " \t")
-	}
-	if len(rest) > 0 && rest[0] == '-' && (len(rest) == 1 || rest[1] == ' ' || rest[1] == '\t' || rest[1] == '#') {
-		rest = rest[1:]
-	}
-	rest = bytes.TrimRight(rest, " \t")
-	if n := len(rest); n > 0 && rest[n-1] == '{' && (n == 1 || rest[n-2] == ' ' || rest[n-2] == '\t') {
-		pt.brace = true
-		rest = bytes.TrimRight(rest[:n-1], " \t")
-	}
-	desc := rest
-	for i := 0; i < len(rest); i++ {
-		switch rest[i] {
-		case '\\':
-			i++ // an escaped character is never a directive
-		case '#':
-			if i > 0 && rest[i-1] != ' ' && rest[i-1] != '\t' {
-				continue
-			}
-			if dir, reason, ok := tapDirective(rest[i+1:]); ok {
-				desc = rest[:i]
-				pt.directive, pt.reason = dir, reason
-				i = len(rest)
-			}
-		}
-	}
-	pt.desc = unescapeTAP(bytes.TrimSpace(desc))
-	return pt, ""
-}
-
-func tapDigits(b []byte) int {
-	i := 0
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
-	return i
-}
-
-// tapDirective reads the text after a "#". TAP14: "# SKIP\S*" (SKIPPED,
-// skip:) is a skip; TODO must stand alone ("# TODO reason"), so TODOORNOT is
-// not one and its "not ok" stays a failure. "# time=…" (node-tap) is a
-// comment that ends the description but is no directive.
-func tapDirective(s []byte) (string, []byte, bool) {
-	s = bytes.TrimLeft(s, " \t")
-	switch {
-	case hasPrefixFold(s, "skip"):
-		i := 4
-		for i < len(s) && s[i] != ' ' && s[i] != '\t' {
-			i++
-		}
-		return "SKIP", bytes.TrimSpace(s[i:]), true
-	case hasPrefixFold(s, "todo") && (len(s) == 4 || s[4] == ' ' || s[4] == '\t'):
-		return "TODO", bytes.TrimSpace(s[4:]), true
-	case bytes.HasPrefix(s, []byte("time=")):
-		return "", nil, true
-	}
-	return "", nil, false
-}
-
-// unescapeTAP turns \\ into \ and \# into #.
-func unescapeTAP(b []byte) []byte {
-	if bytes.IndexByte(b, '\\') < 0 {
-		return b
-	}
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] == '\\' && i+1 < len(b) && (b[i+1] == '\\' || b[i+1] == '#') {
-			i++
-		}
-		out = append(out, b[i])
-	}
-	return out
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/runmill/verify/pkg/report/internal/quote"
+	"github.com/runmill/verify/pkg/report/internal/textcap"
 )
 
 // tapYAML reads the few keys of a TAP YAML diagnostic block that the
@@ -12,6 +15,11 @@ import (
 // (message, error, file, line, at, location), follows one level under at:,
 // and takes block scalars (|, >) as their lines joined by newlines. Anything
 // else in the block is skipped. Text is bounded by Limits.MaxField.
+//
+// It stays hand-written rather than gopkg.in/yaml.v3 (issue #18): on the
+// corpus's TAP reports the library is an order of magnitude slower, holds
+// the whole block in memory, and refuses the YAMLish many producers write
+// (BenchmarkTAPYAML measures both and counts the refusals).
 type tapYAML struct {
 	base      int // indentation of "---" and "..."
 	openLine  int
@@ -25,7 +33,7 @@ type tapYAML struct {
 	blockIndent int    // indentation of the block scalar's text, 0 until its first line
 	inAt        bool   // inside an "at:" mapping
 
-	message, errText capBuf
+	message, errText textcap.Field
 	hasMessage       bool
 	hasError         bool
 	file             string
@@ -33,7 +41,7 @@ type tapYAML struct {
 }
 
 func newTAPYAML(base, maxField, line int) *tapYAML {
-	return &tapYAML{base: base, openLine: line, line: line, message: capBuf{max: maxField}, errText: capBuf{max: maxField}}
+	return &tapYAML{base: base, openLine: line, line: line, message: textcap.Field{Max: maxField}, errText: textcap.Field{Max: maxField}}
 }
 
 // feed consumes one line of the block. It returns false for a line that
@@ -92,14 +100,14 @@ func (y *tapYAML) feed(raw []byte) bool {
 	case "message", "error":
 		if isBlockIndicator(v) {
 			y.blockKey = true
-			y.target().reset()
+			y.target().Reset()
 			y.setHas()
 			return true
 		}
 		if len(v) > 0 {
 			t := y.target()
-			t.reset()
-			t.write([]byte(yamlScalar(v)))
+			t.Reset()
+			t.Write([]byte(yamlScalar(v)))
 			y.setHas()
 		}
 	case "file", "line":
@@ -114,7 +122,7 @@ func (y *tapYAML) feed(raw []byte) bool {
 	return true
 }
 
-func (y *tapYAML) target() *capBuf {
+func (y *tapYAML) target() *textcap.Field {
 	if y.key == "error" {
 		return &y.errText
 	}
@@ -131,10 +139,10 @@ func (y *tapYAML) setHas() {
 
 func (y *tapYAML) appendBlock(line []byte) {
 	t := y.target()
-	if t.n > 0 {
-		t.write([]byte{'\n'})
+	if t.N > 0 {
+		t.Write([]byte{'\n'})
 	}
-	t.write(line)
+	t.Write(line)
 }
 
 func (y *tapYAML) setLocationKey(k string, v []byte) {
@@ -230,7 +238,7 @@ func (p *tapParser) applyYAML() error {
 		src = &y.errText
 	}
 	id := t.ID
-	msg, err := p.keep.fromCap(src, true, func() string { return fmt.Sprintf("message of %s", quoteString(string(id))) })
+	msg, err := p.keep.fromCap(src, true, func() string { return fmt.Sprintf("message of %s", quote.String(string(id))) })
 	t.Message = msg
 	return err
 }

@@ -1,6 +1,8 @@
 // Package jsonnum holds the one RFC 8259 number scanner of runmill's
 // hand-written JSON decoders (pkg/report's go test -json events, pkg/evidence's
-// strict and canonical readers).
+// strict and canonical readers). It is public plumbing, not a domain package,
+// because those decoders live in two pkg/ packages and pkg/ never imports
+// internal/; it imports nothing but the language.
 package jsonnum
 
 // End returns the end of the RFC 8259 number starting at b[i] (an optional

@@ -1,4 +1,4 @@
-package report
+package test2json
 
 import (
 	"bytes"
@@ -10,25 +10,25 @@ import (
 	"github.com/runmill/verify/internal/corpus"
 )
 
-// compareWithEncodingJSON holds decodeGoEvent to its contract: it accepts
-// exactly the lines json.Unmarshal into goEventSchema accepts, with the same
+// compareWithEncodingJSON holds Decode to its contract: it accepts
+// exactly the lines json.Unmarshal into eventSchema accepts, with the same
 // field values.
 func compareWithEncodingJSON(t *testing.T, line []byte) {
 	t.Helper()
-	var ref goEventSchema
+	var ref eventSchema
 	refErr := json.Unmarshal(line, &ref)
-	var ev goEvent
+	var ev Event
 	var scratch []byte
-	err := decodeGoEvent(line, &ev, &scratch)
+	err := Decode(line, &ev, &scratch)
 	if (refErr == nil) != (err == nil) {
-		t.Fatalf("%q: encoding/json says %v, decodeGoEvent says %v", line, refErr, err)
+		t.Fatalf("%q: encoding/json says %v, Decode says %v", line, refErr, err)
 	}
 	if err != nil {
 		return
 	}
 	for _, f := range []struct {
 		name string
-		got  jsonString
+		got  String
 		want string
 	}{
 		{"Time", ev.Time, ref.Time},
@@ -39,7 +39,7 @@ func compareWithEncodingJSON(t *testing.T, line []byte) {
 		{"ImportPath", ev.ImportPath, ref.ImportPath},
 		{"FailedBuild", ev.FailedBuild, ref.FailedBuild},
 	} {
-		if got := string(f.got.decode(nil)); got != f.want {
+		if got := string(f.got.Decode(nil)); got != f.want {
 			t.Fatalf("%q: %s = %q, encoding/json has %q", line, f.name, got, f.want)
 		}
 	}
@@ -105,7 +105,7 @@ func FuzzGoJSONEvent(f *testing.F) {
 		if bytes.IndexByte(line, '\n') >= 0 {
 			return // lines never hold one
 		}
-		if i := skipJSONSpace(line, 0); i >= len(line) || line[i] != '{' {
+		if i := skipSpace(line, 0); i >= len(line) || line[i] != '{' {
 			return // not a line the parser hands to the decoder
 		}
 		compareWithEncodingJSON(t, line)

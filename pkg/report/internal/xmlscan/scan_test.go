@@ -1,0 +1,52 @@
+package xmlscan
+
+import (
+	"testing"
+	"unicode/utf8"
+)
+
+// oracleChar is XML 1.0's Char production, written from the spec apart
+// from isChar.
+func oracleChar(r int64) bool {
+	return r == 0x9 || r == 0xA || r == 0xD || 0x20 <= r && r <= 0xD7FF ||
+		0xE000 <= r && r <= 0xFFFD || 0x10000 <= r && r <= 0x10FFFF
+}
+
+// TestValidate compares the word-at-a-time validator with a rune-by-rune
+// reading of the same rule at every split of a buffer, as fill meets it.
+func TestValidate(t *testing.T) {
+	inputs := []string{
+		"plain ascii text, long enough for several words\n\t\r",
+		"héllo wörld 日本語 \U0001F600 end",
+		"bad \x01 control", "bad \x7f del is fine", "\xEF\xBF\xBE nonchar", "\xED\xA0\x80 surrogate",
+		"\xC0\xAF overlong", "cut \xE6\x97", "\xF4\x90\x80\x80 too big", "ok\xEF\xBF\xBD",
+	}
+	for _, in := range inputs {
+		want := -1
+		for i := 0; i < len(in); {
+			r, n := utf8.DecodeRuneInString(in[i:])
+			if r == utf8.RuneError && n == 1 || !oracleChar(int64(r)) {
+				want = i
+				break
+			}
+			i += n
+		}
+		for split := 0; split <= len(in); split++ {
+			ok, bad := validate([]byte(in[:split]), false, false)
+			if bad < 0 {
+				ok2, bad2 := validate([]byte(in[ok:]), true, false)
+				if bad2 >= 0 {
+					bad = ok + bad2
+				} else if ok+ok2 != len(in) {
+					t.Fatalf("%q split %d: validated %d+%d of %d", in, split, ok, ok2, len(in))
+				}
+			}
+			if bad != want {
+				t.Fatalf("%q split %d: bad at %d, want %d", in, split, bad, want)
+			}
+		}
+	}
+	if _, bad := validate([]byte("abc\xC3\xA9"), true, true); bad != 3 {
+		t.Fatalf("US-ASCII: bad at %d, want 3", bad)
+	}
+}
