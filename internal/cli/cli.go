@@ -1,5 +1,8 @@
-// Package cli is runmill's command line: flag parsing per command, and the one
-// place (exit.go) that maps errors to exit codes.
+// Package cli is runmill's command line. Each command is built by a
+// newXCmd(runF) constructor that parses its flags into an options struct and
+// hands it to runF, its behaviour (the engine or a package does the work;
+// the command prints). Tests pass their own runF to test flag parsing apart
+// from behaviour. exit.go is the one place that maps errors to exit codes.
 package cli
 
 import (
@@ -26,13 +29,20 @@ type command struct {
 	usage   string // one line: flags
 	summary string
 	long    string
-	// run parses args itself (through newFlags) and does the work.
+	// exit says what this command's errors mean (exit.go).
+	exit exitPolicy
+	// run parses args into the command's options and calls its behaviour
+	// with them.
 	run func(ctx context.Context, s IO, args []string) error
 }
 
-var commands []*command
-
-func register(c *command) { commands = append(commands, c) }
+// commands is the command table, each command with its real behaviour.
+var commands = []*command{
+	newVerifyCmd(nil), newManifestCmd(nil), newReportInventoryCmd(nil),
+	newEvidenceVerifyCmd(nil), newEvidenceKeygenCmd(nil), newEvidenceExpectCmd(nil),
+	newEvidenceDownloadCmd(nil), newEvidenceMergeCmd(nil), newInspectCmd(nil),
+	newDoctorCmd(nil), newInitCmd(nil), newDepsImportCmd(nil),
+}
 
 func lookup(args []string) (*command, []string) {
 	// Longest name match first, so "evidence verify" wins over "evidence".
@@ -43,14 +53,7 @@ func lookup(args []string) (*command, []string) {
 		if len(words) > len(args) || len(words) <= bestLen {
 			continue
 		}
-		match := true
-		for i, w := range words {
-			if args[i] != w {
-				match = false
-				break
-			}
-		}
-		if match {
+		if matches(words, args) {
 			best, bestLen = c, len(words)
 		}
 	}
@@ -60,20 +63,19 @@ func lookup(args []string) (*command, []string) {
 	return best, args[bestLen:]
 }
 
+func matches(words, args []string) bool {
+	for i, w := range words {
+		if args[i] != w {
+			return false
+		}
+	}
+	return true
+}
+
 // Run executes one command line and returns the process exit code.
 func Run(ctx context.Context, args []string, s IO) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		if len(args) > 1 {
-			if c, _ := lookup(args[1:]); c != nil {
-				printCommandHelp(s.Out, c, nil)
-				return 0
-			}
-		}
-		printOverview(s.Out)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return 0
+		return help(s, args)
 	}
 	if args[0] == "--version" || args[0] == "version" {
 		fmt.Fprintln(s.Out, "runmill", Version)
@@ -90,11 +92,26 @@ func Run(ctx context.Context, args []string, s IO) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	code := exitCode(c.name, err)
+	code := exitCode(c.exit, err)
 	if err != nil && !errors.Is(err, errAnswered) {
 		fmt.Fprintf(s.Err, "runmill %s: %v\n", c.name, err)
 	}
 	return code
+}
+
+// help answers `runmill`, `runmill --help` and `runmill help COMMAND`.
+func help(s IO, args []string) int {
+	if len(args) > 1 {
+		if c, _ := lookup(args[1:]); c != nil {
+			printCommandHelp(s.Out, c, nil)
+			return 0
+		}
+	}
+	printOverview(s.Out)
+	if len(args) == 0 {
+		return exitUsage
+	}
+	return 0
 }
 
 // Version is set at build time with -ldflags "-X github.com/runmill/verify/internal/cli.Version=…".
@@ -123,40 +140,57 @@ func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	}
 }
 
+// flags is one command's FlagSet and what parsing it found: the flags given
+// and the positional arguments.
+type flags struct {
+	*flag.FlagSet
+	pos []string
+}
+
 // newFlags returns a FlagSet for c whose errors are usage errors and whose
 // -h prints the command's help to stdout.
-func newFlags(c *command, s IO) *flag.FlagSet {
+func newFlags(c *command, s IO) *flags {
 	fs := flag.NewFlagSet("runmill "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() { printCommandHelp(s.Out, c, fs) }
-	return fs
+	return &flags{FlagSet: fs}
 }
 
-// parse parses args into fs and turns flag errors into usage errors. Every
-// command takes its positional arguments after the flags or between them.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
+// parse parses args and turns flag errors into usage errors. Every command
+// takes its positional arguments after the flags or between them.
+func (f *flags) parse(args []string) error {
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := f.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
-				return nil, flag.ErrHelp
+				f.Usage()
+				return flag.ErrHelp
 			}
-			return nil, rmerr.Wrap(rmerr.Usage, err, "parsing flags").WithHint("run '%s --help'", fs.Name())
+			return rmerr.Wrap(rmerr.Usage, err, "parsing flags").WithHint("run '%s --help'", f.Name())
 		}
-		rest := fs.Args()
+		rest := f.Args()
 		if len(rest) == 0 {
-			return pos, nil
+			return nil
 		}
-		pos = append(pos, rest[0])
+		f.pos = append(f.pos, rest[0])
 		args = rest[1:]
 	}
 }
 
-// required reports a usage error naming every missing flag.
-func required(fs *flag.FlagSet, names ...string) error {
+// given returns the names of the flags the command line set.
+func (f *flags) given() map[string]bool {
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return set
+}
+
+// required reports a usage error naming every missing flag.
+func (f *flags) required(names ...string) error {
+	return required(f.Name(), f.given(), names...)
+}
+
+// required reports a usage error naming every flag of names not in set;
+// cmd ("runmill manifest") names the help to read.
+func required(cmd string, set map[string]bool, names ...string) error {
 	var missing []string
 	for _, n := range names {
 		if !set[n] {
@@ -165,14 +199,26 @@ func required(fs *flag.FlagSet, names ...string) error {
 	}
 	if len(missing) > 0 {
 		return rmerr.New(rmerr.Usage, "missing required flag(s) %s", strings.Join(missing, ", ")).
-			WithHint("run '%s --help'", fs.Name())
+			WithHint("run '%s --help'", cmd)
 	}
 	return nil
 }
 
-func noPositional(fs *flag.FlagSet, pos []string) error {
-	if len(pos) > 0 {
-		return rmerr.New(rmerr.Usage, "unexpected argument %q", pos[0]).WithHint("run '%s --help'", fs.Name())
+func (f *flags) noPositional() error {
+	if len(f.pos) > 0 {
+		return rmerr.New(rmerr.Usage, "unexpected argument %q", f.pos[0]).WithHint("run '%s --help'", f.Name())
 	}
 	return nil
+}
+
+// parseStrict parses args into f and refuses positional arguments and
+// missing required flags: the parse step of most commands.
+func (f *flags) parseStrict(args []string, required ...string) error {
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := f.noPositional(); err != nil {
+		return err
+	}
+	return f.required(required...)
 }

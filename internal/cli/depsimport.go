@@ -13,7 +13,16 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-func init() {
+// depsImportOptions are deps import's flags.
+type depsImportOptions struct {
+	repo, commit, from, out string
+	strategy                string
+}
+
+func newDepsImportCmd(runF func(context.Context, IO, *depsImportOptions) error) *command {
+	if runF == nil {
+		runF = runDepsImport
+	}
 	c := &command{
 		name:    "deps import",
 		usage:   "--repo DIR --commit REV --from DIR [--strategy npm|go-modules] [--out DIR]",
@@ -35,59 +44,56 @@ Exit: 0 imported (the receipt as JSON on stdout) · 1 refused (RM-VERIFY-005, wi
 reason) · 2 usage.`,
 	}
 	c.run = func(ctx context.Context, s IO, args []string) error {
-		var repoDir, rev, from, out string
-		strategy := deps.NPM
+		o := &depsImportOptions{}
 		fs := newFlags(c, s)
-		fs.StringVar(&repoDir, "repo", "", "repository `DIR`")
-		fs.StringVar(&rev, "commit", "", "the commit `REV` the install was made for")
-		fs.StringVar(&from, "from", "", "the install `DIR` (npm: a checkout of REV after npm ci; go-modules: a module cache)")
-		fs.StringVar(&strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm or go-modules)")
-		fs.StringVar(&out, "out", "", "state `DIR` (as for verify; default RUNMILL_STATE_DIR, else the user's state directory)")
-		pos, err := parse(fs, args)
-		if err != nil {
+		fs.StringVar(&o.repo, "repo", "", "repository `DIR`")
+		fs.StringVar(&o.commit, "commit", "", "the commit `REV` the install was made for")
+		fs.StringVar(&o.from, "from", "", "the install `DIR` (npm: a checkout of REV after npm ci; go-modules: a module cache)")
+		fs.StringVar(&o.strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm or go-modules)")
+		fs.StringVar(&o.out, "out", "", "state `DIR` (as for verify; default RUNMILL_STATE_DIR, else the user's state directory)")
+		if err := fs.parseStrict(args, "repo", "commit", "from"); err != nil {
 			return err
 		}
-		if err := noPositional(fs, pos); err != nil {
-			return err
+		if o.strategy != deps.NPM && o.strategy != deps.GoModules {
+			return rmerr.New(rmerr.Usage, "--strategy %q is not npm or go-modules", o.strategy).WithHint("run '%s --help'", fs.Name())
 		}
-		if err := required(fs, "repo", "commit", "from"); err != nil {
-			return err
-		}
-		if strategy != deps.NPM && strategy != deps.GoModules {
-			return rmerr.New(rmerr.Usage, "--strategy %q is not npm or go-modules", strategy).WithHint("run '%s --help'", fs.Name())
-		}
-		repo, err := git.Open(ctx, repoDir)
-		if err != nil {
-			return err
-		}
-		commit, err := repo.ResolveCommit(ctx, rev, "commit")
-		if err != nil {
-			return err
-		}
-		abs, err := filepath.Abs(from)
-		if err != nil {
-			return rmerr.Wrap(rmerr.Usage, err, "resolving --from")
-		}
-		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return rmerr.New(rmerr.Usage, "--from %s is not a directory", abs).WithHint("pass the checkout where npm ci ran (npm) or the module cache (go-modules)")
-		}
-		res, err := deps.Import(ctx, repo, deps.ImportOptions{Strategy: strategy, Commit: commit, From: abs, StateDir: engine.StateDir(out, os.Getenv)})
-		if err != nil {
-			return err
-		}
-		how := "imported"
-		if res.Receipt.Reused {
-			how = "already cached, every byte verified"
-		}
-		fmt.Fprintf(s.Err, "runmill: %s install for %s %s: cache %s (%d files, %d bytes; %d bytes copied, %d linked from other installs)\n",
-			strategy, commit, how, res.Receipt.Key, res.Receipt.Files, res.Receipt.Bytes, res.Copy.CopiedBytes, res.Copy.LinkedBytes)
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			Commit  string         `json:"commit"`
-			Receipt deps.Receipt   `json:"receipt"`
-			Copy    deps.CopyStats `json:"copy"`
-		}{commit, res.Receipt, res.Copy})
+		return runF(ctx, s, o)
 	}
-	register(c)
+	return c
+}
+
+// runDepsImport verifies and imports the install, then prints its receipt.
+func runDepsImport(ctx context.Context, s IO, o *depsImportOptions) error {
+	repo, err := git.Open(ctx, o.repo)
+	if err != nil {
+		return err
+	}
+	commit, err := repo.ResolveCommit(ctx, o.commit, "commit")
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(o.from)
+	if err != nil {
+		return rmerr.Wrap(rmerr.Usage, err, "resolving --from")
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return rmerr.New(rmerr.Usage, "--from %s is not a directory", abs).WithHint("pass the checkout where npm ci ran (npm) or the module cache (go-modules)")
+	}
+	res, err := deps.Import(ctx, repo, deps.ImportOptions{Strategy: o.strategy, Commit: commit, From: abs, StateDir: engine.StateDir(o.out, os.Getenv)})
+	if err != nil {
+		return err
+	}
+	how := "imported"
+	if res.Receipt.Reused {
+		how = "already cached, every byte verified"
+	}
+	fmt.Fprintf(s.Err, "runmill: %s install for %s %s: cache %s (%d files, %d bytes; %d bytes copied, %d linked from other installs)\n",
+		o.strategy, commit, how, res.Receipt.Key, res.Receipt.Files, res.Receipt.Bytes, res.Copy.CopiedBytes, res.Copy.LinkedBytes)
+	enc := json.NewEncoder(s.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Commit  string         `json:"commit"`
+		Receipt deps.Receipt   `json:"receipt"`
+		Copy    deps.CopyStats `json:"copy"`
+	}{commit, res.Receipt, res.Copy})
 }

@@ -10,13 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	doctorpkg "github.com/runmill/verify/internal/doctor"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
 type doctorAnswer struct {
-	OK     bool           `json:"ok"`
-	Checks []doctorResult `json:"checks"`
+	OK     bool               `json:"ok"`
+	Checks []doctorpkg.Result `json:"checks"`
 }
 
 // doctor runs `runmill doctor --json ARGS` and decodes the answer; the exit
@@ -115,11 +116,11 @@ func TestDoctorPolicy(t *testing.T) {
 // recordingChecker stands in for internal/deps, which is built on another
 // branch: it records what doctor asks and answers as told.
 type recordingChecker struct {
-	got []DependencyRequest
+	got []doctorpkg.DependencyRequest
 	err error
 }
 
-func (c *recordingChecker) CheckDependencies(_ context.Context, req DependencyRequest) (string, error) {
+func (c *recordingChecker) CheckDependencies(_ context.Context, req doctorpkg.DependencyRequest) (string, error) {
 	c.got = append(c.got, req)
 	return "install matches the base", c.err
 }
@@ -155,7 +156,7 @@ func TestDoctorDependencies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &recordingChecker{err: tc.err}
 			dependencyChecker = c
-			defer func() { dependencyChecker = depsChecker{} }()
+			defer func() { dependencyChecker = doctorpkg.Deps{} }()
 			r := policyRepo(t, npm)
 			a := doctor(t, "--check", "verification:dependencies", "--repo", r.Dir)
 			code, detail := rmerr.Code(""), "npm (api, web): install matches"
@@ -319,27 +320,6 @@ func TestDoctorPytest(t *testing.T) {
 		r := policyRepo(t, pytestCheck(interp))
 		one(t, doctor(t, "--check", "pytest", "--repo", r.Dir, "--containerd-address", containerdAddress), "pytest", false, rmerr.InitToolchain, "not found on the sandbox PATH")
 	})
-}
-
-func TestPytestCall(t *testing.T) {
-	for _, tc := range []struct{ run, want string }{
-		{"python3 -m pytest", "python3"},
-		{"PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -p no:cacheprovider", "python3"},
-		{"cd sub && /opt/py/bin/python3.12 -m  pytest -q", "/opt/py/bin/python3.12"},
-		{"export X=1\npython -m pytest", "python"},
-		{"python3 -m pytest_cov", ""},
-		{"pytest -q", ""},
-		{"python3 -m unittest", ""},
-		{"go test ./...", ""},
-	} {
-		got := ""
-		if m := pytestCall.FindStringSubmatch(tc.run); m != nil {
-			got = m[1]
-		}
-		if got != tc.want {
-			t.Errorf("%q: interpreter %q, want %q", tc.run, got, tc.want)
-		}
-	}
 }
 
 // TestDoctorState: the state line reports the state directory's size, its

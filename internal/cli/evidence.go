@@ -15,8 +15,18 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-func init() {
-	v := &command{
+// evidenceVerifyOptions are evidence verify's flags.
+type evidenceVerifyOptions struct {
+	bundle, trust, expectations string
+	artifactsDir                string
+	now                         time.Time // zero: the current time
+}
+
+func newEvidenceVerifyCmd(runF func(context.Context, IO, *evidenceVerifyOptions) error) *command {
+	if runF == nil {
+		runF = runEvidenceVerify
+	}
+	c := &command{
 		name:    "evidence verify",
 		usage:   "BUNDLE --trust F --expectations F [--artifacts-dir D] [--now TIME]",
 		summary: "verify a signed evidence bundle offline",
@@ -35,74 +45,65 @@ first step that failed (docs/evidence.md § Reason codes).
 
 Exit status: 0 valid, 1 invalid (any reason), 2 usage.`,
 	}
-	v.run = func(ctx context.Context, s IO, args []string) error { return evidenceVerify(v, s, args) }
-	register(v)
-
-	k := &command{
-		name:    "evidence keygen",
-		usage:   "--key-out F --trust-out F [--valid-for DUR]",
-		summary: "write an Ed25519 key pair and a trust document",
-		long: `
-Writes a new Ed25519 private key (PKCS#8 PEM, mode 0600) to --key-out and a
-trust document (runmill.asf-evidence-trust/v1) naming its public key, valid
-from now for --valid-for (default 90d, at most 400d), to --trust-out.
-Neither file may exist yet. Prints the key id and window as JSON.
-
-Give the key to 'runmill verify --signing-key' (or RUNMILL_SIGNING_KEY) and
-the trust document to verifiers. For cosign, extract the public key:
-  jq -r '.keys[0].public_key' trust.json > runmill.pub
-
-Exit status: 0 written, 2 usage or the files could not be written.`,
+	c.run = func(ctx context.Context, s IO, args []string) error {
+		o := &evidenceVerifyOptions{}
+		var now string
+		fs := newFlags(c, s)
+		fs.StringVar(&o.trust, "trust", "", "trust document (runmill.asf-evidence-trust/v1)")
+		fs.StringVar(&o.expectations, "expectations", "", "expectations document (runmill.asf-evidence-expectations/v1 or …terminal…)")
+		fs.StringVar(&o.artifactsDir, "artifacts-dir", "", "content-addressed artifact store to re-hash (delivery bundles only)")
+		fs.StringVar(&now, "now", "", "verify as of this RFC 3339 time instead of the current time")
+		if err := fs.parse(args); err != nil {
+			return err
+		}
+		if err := fs.required("trust", "expectations"); err != nil {
+			return err
+		}
+		if len(fs.pos) != 1 {
+			return rmerr.New(rmerr.Usage, "expected exactly one BUNDLE, got %d", len(fs.pos)).WithHint("run '%s --help'", fs.Name())
+		}
+		o.bundle = fs.pos[0]
+		if now != "" {
+			t, err := time.Parse(time.RFC3339Nano, now)
+			if err != nil {
+				return rmerr.New(rmerr.Usage, "--now %q is not an RFC 3339 time", now).InField("--now").
+					WithHint("write it like 2026-03-01T12:00:00Z")
+			}
+			o.now = t
+		}
+		return runF(ctx, s, o)
 	}
-	k.run = func(ctx context.Context, s IO, args []string) error { return evidenceKeygen(k, s, args) }
-	register(k)
+	return c
 }
 
-func evidenceVerify(c *command, s IO, args []string) error {
-	fs := newFlags(c, s)
-	trustPath := fs.String("trust", "", "trust document (runmill.asf-evidence-trust/v1)")
-	expectPath := fs.String("expectations", "", "expectations document (runmill.asf-evidence-expectations/v1 or …terminal…)")
-	artifacts := fs.String("artifacts-dir", "", "content-addressed artifact store to re-hash (delivery bundles only)")
-	nowFlag := fs.String("now", "", "verify as of this RFC 3339 time instead of the current time")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := required(fs, "trust", "expectations"); err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return rmerr.New(rmerr.Usage, "expected exactly one BUNDLE, got %d", len(pos)).WithHint("run '%s --help'", fs.Name())
-	}
-	now := time.Now()
-	if *nowFlag != "" {
-		if now, err = time.Parse(time.RFC3339Nano, *nowFlag); err != nil {
-			return rmerr.New(rmerr.Usage, "--now %q is not an RFC 3339 time", *nowFlag).InField("--now").
-				WithHint("write it like 2026-03-01T12:00:00Z")
-		}
-	}
-	if *artifacts != "" {
-		if st, err := os.Stat(*artifacts); err != nil || !st.IsDir() {
-			return rmerr.New(rmerr.Usage, "--artifacts-dir %q is not a directory", *artifacts).InField("--artifacts-dir").
+// runEvidenceVerify verifies one bundle and prints the verdict as JSON.
+func runEvidenceVerify(_ context.Context, s IO, o *evidenceVerifyOptions) error {
+	if o.artifactsDir != "" {
+		if st, err := os.Stat(o.artifactsDir); err != nil || !st.IsDir() {
+			return rmerr.New(rmerr.Usage, "--artifacts-dir %q is not a directory", o.artifactsDir).InField("--artifacts-dir").
 				WithHint("pass the directory that holds sha256/<hex> artifact files")
 		}
 	}
 	// Inputs are read up to one byte past their cap, so an oversized input
 	// costs at most its cap in memory and Verify reports it as input-size.
 	l := evidence.DefaultLimits
-	bundle, err := readCapped(s.In, pos[0], l.MaxBundleBytes, "BUNDLE")
+	bundle, err := readCapped(s.In, o.bundle, l.MaxBundleBytes, "BUNDLE")
 	if err != nil {
 		return err
 	}
-	trust, err := readCapped(s.In, *trustPath, l.MaxTrustBytes, "--trust")
+	trust, err := readCapped(s.In, o.trust, l.MaxTrustBytes, "--trust")
 	if err != nil {
 		return err
 	}
-	expect, err := readCapped(s.In, *expectPath, l.MaxExpectationsBytes, "--expectations")
+	expect, err := readCapped(s.In, o.expectations, l.MaxExpectationsBytes, "--expectations")
 	if err != nil {
 		return err
 	}
-	res := evidence.Verify(bundle, trust, expect, evidence.VerifyOptions{Now: now, ArtifactsDir: *artifacts})
+	now := o.now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	res := evidence.Verify(bundle, trust, expect, evidence.VerifyOptions{Now: now, ArtifactsDir: o.artifactsDir})
 	enc := json.NewEncoder(s.Out)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
@@ -150,29 +151,57 @@ func readCapped(in io.Reader, path string, max int64, flag string) ([]byte, erro
 	return buf[:n], nil
 }
 
-func evidenceKeygen(c *command, s IO, args []string) error {
-	fs := newFlags(c, s)
-	keyOut := fs.String("key-out", "", "where to write the private key (PKCS#8 PEM, mode 0600; must not exist)")
-	trustOut := fs.String("trust-out", "", "where to write the trust document (must not exist)")
-	validFor := fs.String("valid-for", "90d", "validity window: days (90d) or a Go duration (2160h); at most 400d")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+// keygenOptions are evidence keygen's flags.
+type keygenOptions struct {
+	keyOut, trustOut string
+	validFor         time.Duration
+}
+
+func newEvidenceKeygenCmd(runF func(context.Context, IO, *keygenOptions) error) *command {
+	if runF == nil {
+		runF = runKeygen
 	}
-	if err := noPositional(fs, pos); err != nil {
-		return err
+	c := &command{
+		name:    "evidence keygen",
+		usage:   "--key-out F --trust-out F [--valid-for DUR]",
+		summary: "write an Ed25519 key pair and a trust document",
+		long: `
+Writes a new Ed25519 private key (PKCS#8 PEM, mode 0600) to --key-out and a
+trust document (runmill.asf-evidence-trust/v1) naming its public key, valid
+from now for --valid-for (default 90d, at most 400d), to --trust-out.
+Neither file may exist yet. Prints the key id and window as JSON.
+
+Give the key to 'runmill verify --signing-key' (or RUNMILL_SIGNING_KEY) and
+the trust document to verifiers. For cosign, extract the public key:
+  jq -r '.keys[0].public_key' trust.json > runmill.pub
+
+Exit status: 0 written, 2 usage or the files could not be written.`,
 	}
-	if err := required(fs, "key-out", "trust-out"); err != nil {
-		return err
+	c.run = func(ctx context.Context, s IO, args []string) error {
+		o := &keygenOptions{}
+		var validFor string
+		fs := newFlags(c, s)
+		fs.StringVar(&o.keyOut, "key-out", "", "where to write the private key (PKCS#8 PEM, mode 0600; must not exist)")
+		fs.StringVar(&o.trustOut, "trust-out", "", "where to write the trust document (must not exist)")
+		fs.StringVar(&validFor, "valid-for", "90d", "validity window: days (90d) or a Go duration (2160h); at most 400d")
+		if err := fs.parseStrict(args, "key-out", "trust-out"); err != nil {
+			return err
+		}
+		var err error
+		if o.validFor, err = parseValidity(validFor); err != nil {
+			return rmerr.Wrap(rmerr.Usage, err, "--valid-for").InField("--valid-for").WithHint("write days (90d) or a Go duration (2160h)")
+		}
+		if o.keyOut == o.trustOut {
+			return rmerr.New(rmerr.Usage, "--key-out and --trust-out name the same file")
+		}
+		return runF(ctx, s, o)
 	}
-	window, err := parseValidity(*validFor)
-	if err != nil {
-		return rmerr.Wrap(rmerr.Usage, err, "--valid-for").InField("--valid-for").WithHint("write days (90d) or a Go duration (2160h)")
-	}
-	if *keyOut == *trustOut {
-		return rmerr.New(rmerr.Usage, "--key-out and --trust-out name the same file")
-	}
-	priv, trust, err := evidence.Keygen(window)
+	return c
+}
+
+// runKeygen writes the key pair and prints the key id and window.
+func runKeygen(_ context.Context, s IO, o *keygenOptions) error {
+	priv, trust, err := evidence.Keygen(o.validFor)
 	if err != nil {
 		return err
 	}
@@ -180,15 +209,15 @@ func evidenceKeygen(c *command, s IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeNew(*keyOut, priv, 0o600); err != nil {
+	if err := writeNew(o.keyOut, priv, 0o600); err != nil {
 		return err
 	}
-	if err := writeNew(*trustOut, trust, 0o644); err != nil {
-		os.Remove(*keyOut) // an orphan key without its trust document helps nobody
+	if err := writeNew(o.trustOut, trust, 0o644); err != nil {
+		os.Remove(o.keyOut) // an orphan key without its trust document helps nobody
 		return err
 	}
 	k := doc.Keys[0]
-	out, _ := json.MarshalIndent(map[string]string{"key_id": k.ID, "key": *keyOut, "trust": *trustOut,
+	out, _ := json.MarshalIndent(map[string]string{"key_id": k.ID, "key": o.keyOut, "trust": o.trustOut,
 		"not_before": k.NotBefore, "not_after": k.NotAfter}, "", "  ")
 	_, err = fmt.Fprintf(s.Out, "%s\n", out)
 	return err

@@ -7,7 +7,18 @@ import (
 	"github.com/runmill/verify/internal/engine"
 )
 
-func init() {
+// expectOptions are evidence expect's flags.
+type expectOptions struct {
+	change   engine.DiscoverOptions // --repo --base --candidate --policy
+	out      string
+	terminal bool
+	github   githubFlags
+}
+
+func newEvidenceExpectCmd(runF func(context.Context, IO, *expectOptions) error) *command {
+	if runF == nil {
+		runF = runExpect
+	}
 	c := &command{
 		name:    "evidence expect",
 		usage:   "--repo DIR [--base REV --candidate REV] [--policy FILE] [--pr N] [--github-repo OWNER/NAME] [--github-job NAME] [--terminal] [--out DIR]",
@@ -27,60 +38,60 @@ given.
 Exit: 0 · 2 usage or configuration error.`,
 	}
 	c.run = func(ctx context.Context, s IO, args []string) error {
-		var o engine.ExpectOptions
-		var out string
-		var terminal bool
-		gf := githubFlags{}
+		o := &expectOptions{}
 		fs := newFlags(c, s)
-		gf.register(fs)
-		fs.StringVar(&o.Discover.RepoDir, "repo", "", "repository `DIR`")
-		fs.StringVar(&o.Discover.Base, "base", "", "base revision")
-		fs.StringVar(&o.Discover.Candidate, "candidate", "", "candidate revision")
-		fs.StringVar(&o.Discover.PolicyFile, "policy", "", "operator policy `FILE`")
-		fs.BoolVar(&terminal, "terminal", false, "write terminal-bundle expectations")
-		fs.StringVar(&out, "out", "", "state `DIR` for the fresh checkout")
-		pos, err := parse(fs, args)
-		if err != nil {
+		o.github.register(fs.FlagSet)
+		registerChange(fs, &o.change, false)
+		fs.BoolVar(&o.terminal, "terminal", false, "write terminal-bundle expectations")
+		fs.StringVar(&o.out, "out", "", "state `DIR` for the fresh checkout")
+		// Which of --repo, --base and --candidate are required depends on
+		// what GitHub says (runExpect).
+		if err := fs.parseStrict(args); err != nil {
 			return err
 		}
-		if err := noPositional(fs, pos); err != nil {
-			return err
-		}
-		if o.GitHub, err = gf.options(fs, os.Getenv, s.Err); err != nil {
-			return err
-		}
-		o.Repository, o.PullRequest = gf.repo, gf.pr
-		// With a pull request observed on GitHub, its head and base are the
-		// candidate and base unless given.
-		need := []string{"repo", "base", "candidate"}
-		if o.GitHub != nil && o.GitHub.PullRequest > 0 {
-			need = need[:1]
-		}
-		if err := required(fs, need...); err != nil {
-			return err
-		}
-		o.StateDir = engine.StateDir(out, os.Getenv)
-		var doc []byte
-		if terminal {
-			e, err := engine.ExpectTerminal(ctx, o)
-			if err != nil {
-				return err
-			}
-			doc, err = e.Encode()
-			if err != nil {
-				return err
-			}
-		} else {
-			e, err := engine.Expect(ctx, o)
-			if err != nil {
-				return err
-			}
-			if doc, err = e.Encode(); err != nil {
-				return err
-			}
-		}
-		_, err = s.Out.Write(append(doc, '\n'))
+		o.github.given = fs.given()
+		return runF(ctx, s, o)
+	}
+	return c
+}
+
+func runExpect(ctx context.Context, s IO, o *expectOptions) error {
+	e := engine.ExpectOptions{Discover: o.change}
+	var err error
+	if e.GitHub, err = o.github.options(os.Getenv, s.Err); err != nil {
 		return err
 	}
-	register(c)
+	e.Repository, e.PullRequest = o.github.repo, o.github.pr
+	// With a pull request observed on GitHub, its head and base are the
+	// candidate and base unless given.
+	need := []string{"repo", "base", "candidate"}
+	if e.GitHub != nil && e.GitHub.PullRequest > 0 {
+		need = need[:1]
+	}
+	if err := required("runmill evidence expect", o.github.given, need...); err != nil {
+		return err
+	}
+	e.StateDir = engine.StateDir(o.out, os.Getenv)
+	doc, err := expectations(ctx, e, o.terminal)
+	if err != nil {
+		return err
+	}
+	_, err = s.Out.Write(append(doc, '\n'))
+	return err
+}
+
+// expectations observes the candidate and encodes the document.
+func expectations(ctx context.Context, e engine.ExpectOptions, terminal bool) ([]byte, error) {
+	if terminal {
+		x, err := engine.ExpectTerminal(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		return x.Encode()
+	}
+	x, err := engine.Expect(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	return x.Encode()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/github"
 	"github.com/runmill/verify/pkg/rmerr"
+	githubactions "github.com/sethvargo/go-githubactions"
 )
 
 // githubFlags are the flags with which verify and evidence expect consult
@@ -28,6 +29,9 @@ type githubFlags struct {
 	checkRun     bool
 	checkRunName string
 	verify       bool // the command is verify (check runs, job exclusion defaults)
+	// given are the flags the command line set (a flag set to its default
+	// still wins over the environment).
+	given map[string]bool
 }
 
 func (g *githubFlags) register(fs *flag.FlagSet) {
@@ -45,18 +49,19 @@ func (g *githubFlags) register(fs *flag.FlagSet) {
 }
 
 // options returns the engine's GitHub options, or nil when GitHub is not to
-// be consulted. notice receives one line saying why not.
-func (g *githubFlags) options(fs *flag.FlagSet, getenv func(string) string, notice io.Writer) (*engine.GitHubOptions, error) {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	token, fromFlag := g.token, set["github-token"]
+// be consulted. notice receives one line saying why not. The defaults are
+// the workflow's context as go-githubactions reads it from getenv; the
+// event file is read here (eventPullRequest), strictly.
+func (g *githubFlags) options(getenv func(string) string, notice io.Writer) (*engine.GitHubOptions, error) {
+	wf := workflowContext(getenv)
+	token, fromFlag := g.token, g.given["github-token"]
 	if !fromFlag {
 		token = getenv("GITHUB_TOKEN")
 	}
 	if g.repo == "" {
-		g.repo = getenv("GITHUB_REPOSITORY")
+		g.repo = wf.Repository
 	}
-	if !set["pr"] {
+	if !g.given["pr"] {
 		pr, err := eventPullRequest(getenv("GITHUB_EVENT_PATH"))
 		if err != nil {
 			return nil, err
@@ -66,34 +71,16 @@ func (g *githubFlags) options(fs *flag.FlagSet, getenv func(string) string, noti
 	if g.pr < 0 {
 		return nil, rmerr.New(rmerr.Usage, "--pr %d is negative", g.pr).InField("--pr")
 	}
-	switch {
-	case g.off:
-		fmt.Fprintln(notice, "runmill: --no-github: the GitHub sources are NOT consulted")
-		return nil, nil
-	case strings.TrimSpace(token) == "":
-		fmt.Fprintln(notice, "runmill: no GitHub token (--github-token or GITHUB_TOKEN): the GitHub sources are NOT consulted")
-		return nil, nil
-	case g.repo == "" && !fromFlag && !set["github-repo"] && !set["pr"]:
-		// A developer's shell may export GITHUB_TOKEN for other tools; that
-		// alone does not make a local run a GitHub run.
-		fmt.Fprintln(notice, "runmill: GITHUB_TOKEN is set but no repository is named (--github-repo or GITHUB_REPOSITORY): the GitHub sources are NOT consulted")
+	if why := g.notConsulted(token, fromFlag); why != "" {
+		fmt.Fprintln(notice, why)
 		return nil, nil
 	}
 	owner, name, err := github.SplitRepository(g.repo)
 	if err != nil {
 		return nil, err
 	}
-	if g.branch == "" {
-		g.branch = getenv("GITHUB_BASE_REF")
-	}
-	if g.branch == "" && strings.HasPrefix(getenv("GITHUB_REF"), "refs/heads/") {
-		// A push: the branch pushed to is the one whose protection applies.
-		g.branch = strings.TrimPrefix(getenv("GITHUB_REF"), "refs/heads/")
-	}
-	if g.job == "" {
-		g.job = getenv("GITHUB_JOB")
-	}
-	c, err := github.New(github.Options{Token: token, BaseURL: getenv("GITHUB_API_URL")})
+	g.defaults(wf)
+	c, err := github.New(github.Options{Token: token, BaseURL: wf.APIURL})
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +96,57 @@ func (g *githubFlags) options(fs *flag.FlagSet, getenv func(string) string, noti
 		o.Exclude = []string{g.job}
 	}
 	return o, nil
+}
+
+// notConsulted says why GitHub is not to be consulted, or "".
+func (g *githubFlags) notConsulted(token string, fromFlag bool) string {
+	switch {
+	case g.off:
+		return "runmill: --no-github: the GitHub sources are NOT consulted"
+	case strings.TrimSpace(token) == "":
+		return "runmill: no GitHub token (--github-token or GITHUB_TOKEN): the GitHub sources are NOT consulted"
+	case g.repo == "" && !fromFlag && !g.given["github-repo"] && !g.given["pr"]:
+		// A developer's shell may export GITHUB_TOKEN for other tools; that
+		// alone does not make a local run a GitHub run.
+		return "runmill: GITHUB_TOKEN is set but no repository is named (--github-repo or GITHUB_REPOSITORY): the GitHub sources are NOT consulted"
+	}
+	return ""
+}
+
+// defaults fills the base branch and runmill's own job from the workflow.
+func (g *githubFlags) defaults(wf *githubactions.GitHubContext) {
+	if g.branch == "" {
+		g.branch = wf.BaseRef
+	}
+	if g.branch == "" && strings.HasPrefix(wf.Ref, "refs/heads/") {
+		// A push: the branch pushed to is the one whose protection applies.
+		g.branch = strings.TrimPrefix(wf.Ref, "refs/heads/")
+	}
+	if g.job == "" {
+		g.job = wf.Job
+	}
+}
+
+// workflowContext is the GitHub Actions context go-githubactions reads from
+// getenv, without the event: the library reads the event file unbounded,
+// decodes numbers as float64 and takes a missing file for no event, so
+// eventPullRequest reads it instead. The library's own errors are for
+// variables runmill does not use (GITHUB_RUN_ID, GITHUB_ACTIONS, …): a
+// malformed one must not fail a run, so they are ignored.
+func workflowContext(getenv func(string) string) *githubactions.GitHubContext {
+	noEvent := func(k string) string {
+		if k == "GITHUB_EVENT_PATH" {
+			return ""
+		}
+		return getenv(k)
+	}
+	wf, _ := githubactions.New(githubactions.WithGetenv(noEvent)).Context()
+	if wf == nil {
+		// Context returns nil only when it fails to read the event, which
+		// it is never given.
+		wf = &githubactions.GitHubContext{}
+	}
+	return wf
 }
 
 // DefaultCheckRunName names the optional check run. It differs from the

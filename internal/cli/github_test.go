@@ -62,8 +62,9 @@ func TestGitHubFlags(t *testing.T) {
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
+			g.given = (&flags{FlagSet: fs}).given()
 			var notice bytes.Buffer
-			o, err := g.options(fs, func(k string) string { return tc.env[k] }, &notice)
+			o, err := g.options(func(k string) string { return tc.env[k] }, &notice)
 			if tc.err != "" {
 				if rmerr.CodeOf(err) != tc.err {
 					t.Fatalf("err = %v; want %s", err, tc.err)
@@ -106,7 +107,8 @@ func TestCheckRunFlag(t *testing.T) {
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		o, err := g.options(fs, func(k string) string { return env[k] }, io.Discard)
+		g.given = (&flags{FlagSet: fs}).given()
+		o, err := g.options(func(k string) string { return env[k] }, io.Discard)
 		if err != nil || o.CheckRun != tc.want {
 			t.Errorf("%v: check run %q, %v; want %q", tc.args, o.CheckRun, err, tc.want)
 		}

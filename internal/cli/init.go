@@ -10,13 +10,23 @@ import (
 	"slices"
 	"strings"
 
+	doctorpkg "github.com/runmill/verify/internal/doctor"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/initpolicy"
 	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-func init() {
+// initOptions are init's flags.
+type initOptions struct {
+	repo, base  string
+	operatorOut string // "" writes the template to stdout
+}
+
+func newInitCmd(runF func(context.Context, IO, *initOptions) error) *command {
+	if runF == nil {
+		runF = runInit
+	}
 	c := &command{
 		name:    "init",
 		usage:   "[--repo DIR] [--base REV] [--operator-policy-out FILE]",
@@ -52,147 +62,189 @@ missing · 2 nothing written: a file exists (RM-INIT-001; with
 recognised or writable (RM-INIT-002), usage.`,
 	}
 	c.run = func(ctx context.Context, s IO, args []string) error {
-		repo, out, base := ".", "", "HEAD"
+		o := &initOptions{}
 		fl := newFlags(c, s)
-		fl.StringVar(&repo, "repo", ".", "repository `DIR`")
-		fl.StringVar(&base, "base", "HEAD", "the base `REV` the installed dependencies must match (fetch it first)")
-		fl.StringVar(&out, "operator-policy-out", "", "write the operator policy template to `FILE` (outside the repository; default stdout)")
-		pos, err := parse(fl, args)
-		if err != nil {
+		fl.StringVar(&o.repo, "repo", ".", "repository `DIR`")
+		fl.StringVar(&o.base, "base", "HEAD", "the base `REV` the installed dependencies must match (fetch it first)")
+		fl.StringVar(&o.operatorOut, "operator-policy-out", "", "write the operator policy template to `FILE` (outside the repository; default stdout)")
+		if err := fl.parseStrict(args); err != nil {
 			return err
 		}
-		if err := noPositional(fl, pos); err != nil {
-			return err
-		}
-		root, err := filepath.Abs(repo)
-		if err == nil {
-			root, err = filepath.EvalSymlinks(root)
-		}
-		if err != nil {
-			return rmerr.Wrap(rmerr.Usage, err, "resolving --repo").At(repo, 0)
-		}
-		if st, err := os.Stat(root); err != nil || !st.IsDir() {
-			return rmerr.New(rmerr.Usage, "--repo is not a directory").At(repo, 0).WithHint("pass the repository's root directory")
-		}
-		plan, err := initpolicy.Detect(os.DirFS(root))
-		if err != nil {
-			return rmerr.Wrap(rmerr.Usage, err, "reading the repository root").At(root, 0)
-		}
-		if len(plan.Checks) == 0 {
-			e := rmerr.New(rmerr.InitNothing, "no ecosystem recognised at the repository root").At(root, 0).
-				WithHint("write %s by hand: docs/policy.md, reporter flags in docs/reports.md", policy.RepoPolicyPath)
-			if len(plan.Notes) > 0 {
-				e.Msg += " (" + strings.Join(plan.Notes, "; ") + ")"
-			}
-			return e
-		}
-		files := initpolicy.Render(plan, initHost())
-		written := files.Written(plan)
-		if len(written) == 0 {
-			// Every recognised check needs a toolchain that does not work
-			// here: an empty manifest is never merge-ready, so nothing is
-			// written (as for RM-INIT-002).
-			return rmerr.New(rmerr.InitNothing, "no check can be written: %s", unusableSummary(files)).At(root, 0).
-				WithHint("%s; then run init again", unusableFixes(files))
-		}
+		return runF(ctx, s, o)
+	}
+	return c
+}
 
-		// Every refusal comes before the first write: init writes both
-		// files or neither.
-		dir := filepath.Join(root, ".runmill")
-		checksFile := filepath.Join(dir, "checks.yaml")
-		if st, err := os.Lstat(dir); err == nil && !st.IsDir() {
-			return rmerr.New(rmerr.InitExists, ".runmill exists and is not a directory").At(dir, 0).
-				WithHint("remove or rename it; init never follows a link out of the repository")
-		}
-		onlyOperator := false
-		if err := refuseExisting(checksFile); err != nil {
-			// Issue 14: with --operator-policy-out, an existing checks.yaml
-			// is kept and only the operator template is written — from the
-			// repository's own checks, so the operator's definitions carry
-			// their dependencies: and timeout:.
-			if out == "" || rmerr.CodeOf(err) != rmerr.InitExists {
-				return err
-			}
-			onlyOperator = true
-		}
-		if out != "" {
-			abs, err := filepath.Abs(out)
-			if err != nil {
-				return rmerr.Wrap(rmerr.Usage, err, "resolving --operator-policy-out").At(out, 0)
-			}
-			parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
-			if err != nil {
-				return rmerr.Wrap(rmerr.Usage, err, "--operator-policy-out's directory").At(out, 0).
-					WithHint("create the directory first")
-			}
-			if rel, err := filepath.Rel(root, parent); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-				return rmerr.New(rmerr.Usage, "--operator-policy-out lies inside the repository %s", root).At(out, 0).
-					WithHint("write the operator policy outside the repository, where a pull request cannot edit it")
-			}
-			out = filepath.Join(parent, filepath.Base(abs))
-			if err := refuseExisting(out); err != nil {
-				return err
-			}
-		}
-		if onlyOperator {
-			return initOperatorOnly(s, checksFile, out, plan)
-		}
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return rmerr.Wrap(rmerr.Usage, err, "creating .runmill").At(dir, 0)
-		}
-		if err := writeNew(checksFile, files.Checks, 0o644); err != nil {
-			return err
-		}
-		if out != "" {
-			if err := writeNew(out, files.Operator, 0o644); err != nil {
-				return err
-			}
-		} else if _, err := s.Out.Write(files.Operator); err != nil {
-			return err
-		}
+// initTarget is where init writes, every refusal made before the first
+// write: init writes both files or neither.
+type initTarget struct {
+	root, dir, checksFile string
+	out                   string // the operator template's file; "" for stdout
+	onlyOperator          bool   // checks.yaml exists and is kept
+}
 
-		fmt.Fprintf(s.Err, "runmill init: wrote %s with checks: %s\n", checksFile, strings.Join(initpolicy.Plan{Checks: written}.Ecosystems(), ", "))
-		for _, t := range files.Toolchains {
-			switch {
-			case !t.Found():
-				fmt.Fprintf(s.Err, "  %s: NOT FOUND on this host; its check fails until it is installed where the sandbox sees it\n", t.Tool)
-			case len(t.Binds) > 0:
-				fmt.Fprintf(s.Err, "  %s: %s, outside the default binds; the operator policy binds %s\n", t.Tool, firstOf(t.Host, t.Visible), strings.Join(t.Binds, ", "))
-			default:
-				fmt.Fprintf(s.Err, "  %s: %s (visible in the sandbox)\n", t.Tool, t.Visible)
-			}
-			if t.Unusable != "" {
-				fmt.Fprintf(s.Err, "  %s: %s\n", t.Tool, t.Unusable)
-			}
-		}
-		for _, c := range files.Omitted {
-			fmt.Fprintf(s.Err, "  NOT WRITTEN: the %s check (commented out in %s): it can only fail here\n", c.Spec.ID, policy.RepoPolicyPath)
-		}
-		for _, n := range plan.Notes {
-			fmt.Fprintf(s.Err, "  note: %s\n", n)
-		}
-		where := "stdout"
-		if out != "" {
-			where = out
-		}
-		fmt.Fprintf(s.Err, "runmill init: operator policy template on %s; keep it outside the repository.\n", where)
-		fmt.Fprintf(s.Err, "next: review and commit %s, then run 'runmill verify --policy FILE' on a change\n", policy.RepoPolicyPath)
-		errs := []error{initDependencies(ctx, s, root, base, initpolicy.Plan{Checks: written})}
-		if len(files.Omitted) > 0 {
-			errs = append(errs, rmerr.New(rmerr.InitToolchain, "not written: %s", unusableSummary(files)).At(checksFile, 0).
-				WithHint("%s; then uncomment the check in %s and run 'runmill doctor --check pytest'", unusableFixes(files), policy.RepoPolicyPath))
-		}
-		err = errors.Join(errs...)
-		if err != nil {
-			// Exit 1: the files are written and right; what is missing is
-			// on this machine. Say both before the errors.
-			fmt.Fprintf(s.Err, "runmill init: WRITTEN %s and the operator template (%s), but NOT READY (exit 1): the errors below say what is missing; fix them, then run 'runmill doctor --check checks --policy FILE'\n", checksFile, where)
-		} else {
-			fmt.Fprintf(s.Err, "then: 'runmill doctor --check checks --policy FILE' runs each check once in the sandbox and says whether it will work\n")
-		}
+func runInit(ctx context.Context, s IO, o *initOptions) error {
+	root, err := initRoot(o.repo)
+	if err != nil {
 		return err
 	}
-	register(c)
+	plan, files, written, err := initPlan(root)
+	if err != nil {
+		return err
+	}
+	t, err := initTargets(root, o.operatorOut)
+	if err != nil {
+		return err
+	}
+	if t.onlyOperator {
+		return initOperatorOnly(s, t.checksFile, t.out, plan)
+	}
+	if err := initWrite(s, t, files); err != nil {
+		return err
+	}
+	where := initReport(s, t, plan, files, written)
+	errs := []error{initDependencies(ctx, s, root, o.base, initpolicy.Plan{Checks: written})}
+	if len(files.Omitted) > 0 {
+		errs = append(errs, rmerr.New(rmerr.InitToolchain, "not written: %s", unusableSummary(files)).At(t.checksFile, 0).
+			WithHint("%s; then uncomment the check in %s and run 'runmill doctor --check pytest'", unusableFixes(files), policy.RepoPolicyPath))
+	}
+	err = errors.Join(errs...)
+	if err != nil {
+		// Exit 1: the files are written and right; what is missing is
+		// on this machine. Say both before the errors.
+		fmt.Fprintf(s.Err, "runmill init: WRITTEN %s and the operator template (%s), but NOT READY (exit 1): the errors below say what is missing; fix them, then run 'runmill doctor --check checks --policy FILE'\n", t.checksFile, where)
+	} else {
+		fmt.Fprintf(s.Err, "then: 'runmill doctor --check checks --policy FILE' runs each check once in the sandbox and says whether it will work\n")
+	}
+	return err
+}
+
+// initRoot resolves --repo to the repository's real root directory.
+func initRoot(repo string) (string, error) {
+	root, err := filepath.Abs(repo)
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root)
+	}
+	if err != nil {
+		return "", rmerr.Wrap(rmerr.Usage, err, "resolving --repo").At(repo, 0)
+	}
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return "", rmerr.New(rmerr.Usage, "--repo is not a directory").At(repo, 0).WithHint("pass the repository's root directory")
+	}
+	return root, nil
+}
+
+// initPlan detects the ecosystems at root and renders the files; written
+// are the checks that can be written (their toolchain works here).
+func initPlan(root string) (initpolicy.Plan, initpolicy.Files, []initpolicy.Check, error) {
+	plan, err := initpolicy.Detect(os.DirFS(root))
+	if err != nil {
+		return plan, initpolicy.Files{}, nil, rmerr.Wrap(rmerr.Usage, err, "reading the repository root").At(root, 0)
+	}
+	if len(plan.Checks) == 0 {
+		e := rmerr.New(rmerr.InitNothing, "no ecosystem recognised at the repository root").At(root, 0).
+			WithHint("write %s by hand: docs/policy.md, reporter flags in docs/reports.md", policy.RepoPolicyPath)
+		if len(plan.Notes) > 0 {
+			e.Msg += " (" + strings.Join(plan.Notes, "; ") + ")"
+		}
+		return plan, initpolicy.Files{}, nil, e
+	}
+	files := initpolicy.Render(plan, initHost())
+	written := files.Written(plan)
+	if len(written) == 0 {
+		// Every recognised check needs a toolchain that does not work
+		// here: an empty manifest is never merge-ready, so nothing is
+		// written (as for RM-INIT-002).
+		return plan, files, nil, rmerr.New(rmerr.InitNothing, "no check can be written: %s", unusableSummary(files)).At(root, 0).
+			WithHint("%s; then run init again", unusableFixes(files))
+	}
+	return plan, files, written, nil
+}
+
+// initTargets makes every refusal before the first write.
+func initTargets(root, out string) (initTarget, error) {
+	t := initTarget{root: root, dir: filepath.Join(root, ".runmill")}
+	t.checksFile = filepath.Join(t.dir, "checks.yaml")
+	if st, err := os.Lstat(t.dir); err == nil && !st.IsDir() {
+		return t, rmerr.New(rmerr.InitExists, ".runmill exists and is not a directory").At(t.dir, 0).
+			WithHint("remove or rename it; init never follows a link out of the repository")
+	}
+	if err := refuseExisting(t.checksFile); err != nil {
+		// Issue 14: with --operator-policy-out, an existing checks.yaml
+		// is kept and only the operator template is written — from the
+		// repository's own checks, so the operator's definitions carry
+		// their dependencies: and timeout:.
+		if out == "" || rmerr.CodeOf(err) != rmerr.InitExists {
+			return t, err
+		}
+		t.onlyOperator = true
+	}
+	if out == "" {
+		return t, nil
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return t, rmerr.Wrap(rmerr.Usage, err, "resolving --operator-policy-out").At(out, 0)
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return t, rmerr.Wrap(rmerr.Usage, err, "--operator-policy-out's directory").At(out, 0).
+			WithHint("create the directory first")
+	}
+	if rel, err := filepath.Rel(root, parent); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return t, rmerr.New(rmerr.Usage, "--operator-policy-out lies inside the repository %s", root).At(out, 0).
+			WithHint("write the operator policy outside the repository, where a pull request cannot edit it")
+	}
+	t.out = filepath.Join(parent, filepath.Base(abs))
+	return t, refuseExisting(t.out)
+}
+
+// initWrite writes checks.yaml and the operator template (to its file, or
+// stdout).
+func initWrite(s IO, t initTarget, files initpolicy.Files) error {
+	if err := os.Mkdir(t.dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return rmerr.Wrap(rmerr.Usage, err, "creating .runmill").At(t.dir, 0)
+	}
+	if err := writeNew(t.checksFile, files.Checks, 0o644); err != nil {
+		return err
+	}
+	if t.out != "" {
+		return writeNew(t.out, files.Operator, 0o644)
+	}
+	_, err := s.Out.Write(files.Operator)
+	return err
+}
+
+// initReport says on stderr what init wrote, what each toolchain needs and
+// what it left out; it returns where the operator template went.
+func initReport(s IO, t initTarget, plan initpolicy.Plan, files initpolicy.Files, written []initpolicy.Check) string {
+	fmt.Fprintf(s.Err, "runmill init: wrote %s with checks: %s\n", t.checksFile, strings.Join(initpolicy.Plan{Checks: written}.Ecosystems(), ", "))
+	for _, tc := range files.Toolchains {
+		switch {
+		case !tc.Found():
+			fmt.Fprintf(s.Err, "  %s: NOT FOUND on this host; its check fails until it is installed where the sandbox sees it\n", tc.Tool)
+		case len(tc.Binds) > 0:
+			fmt.Fprintf(s.Err, "  %s: %s, outside the default binds; the operator policy binds %s\n", tc.Tool, firstOf(tc.Host, tc.Visible), strings.Join(tc.Binds, ", "))
+		default:
+			fmt.Fprintf(s.Err, "  %s: %s (visible in the sandbox)\n", tc.Tool, tc.Visible)
+		}
+		if tc.Unusable != "" {
+			fmt.Fprintf(s.Err, "  %s: %s\n", tc.Tool, tc.Unusable)
+		}
+	}
+	for _, c := range files.Omitted {
+		fmt.Fprintf(s.Err, "  NOT WRITTEN: the %s check (commented out in %s): it can only fail here\n", c.Spec.ID, policy.RepoPolicyPath)
+	}
+	for _, n := range plan.Notes {
+		fmt.Fprintf(s.Err, "  note: %s\n", n)
+	}
+	where := "stdout"
+	if t.out != "" {
+		where = t.out
+	}
+	fmt.Fprintf(s.Err, "runmill init: operator policy template on %s; keep it outside the repository.\n", where)
+	fmt.Fprintf(s.Err, "next: review and commit %s, then run 'runmill verify --policy FILE' on a change\n", policy.RepoPolicyPath)
+	return where
 }
 
 // initHost is where init looks tools up: this machine, with the sandbox's
@@ -272,7 +324,7 @@ func initDependencies(ctx context.Context, s IO, root, baseRev string, plan init
 	slices.Sort(strategies)
 	var errs []error
 	for _, st := range strategies {
-		detail, err := dependencyChecker.CheckDependencies(ctx, DependencyRequest{RepoDir: root, Base: base, Strategy: st})
+		detail, err := dependencyChecker.CheckDependencies(ctx, doctorpkg.DependencyRequest{RepoDir: root, Base: base, Strategy: st})
 		if err != nil {
 			errs = append(errs, err)
 			continue

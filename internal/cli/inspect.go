@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -15,7 +16,17 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-func init() {
+// inspectOptions are inspect's flags.
+type inspectOptions struct {
+	run  string // RUN-ID or PATH
+	out  string
+	json bool
+}
+
+func newInspectCmd(runF func(context.Context, IO, *inspectOptions) error) *command {
+	if runF == nil {
+		runF = runInspect
+	}
 	c := &command{
 		name:    "inspect",
 		usage:   "RUN-ID|PATH [--out DIR] [--json]",
@@ -28,62 +39,71 @@ signatures: use 'runmill evidence verify' for that.
 Exit: 0 · 1 not found or unreadable.`,
 	}
 	c.run = func(ctx context.Context, s IO, args []string) error {
-		var out string
-		var asJSON bool
+		o := &inspectOptions{}
 		fs := newFlags(c, s)
-		fs.StringVar(&out, "out", "", "state `DIR` where runs/RUN-ID lives")
-		fs.BoolVar(&asJSON, "json", false, "print the raw delivery record")
-		pos, err := parse(fs, args)
-		if err != nil {
+		fs.StringVar(&o.out, "out", "", "state `DIR` where runs/RUN-ID lives")
+		fs.BoolVar(&o.json, "json", false, "print the raw delivery record")
+		if err := fs.parse(args); err != nil {
 			return err
 		}
-		if len(pos) != 1 {
+		if len(fs.pos) != 1 {
 			return rmerr.New(rmerr.Usage, "inspect takes one RUN-ID or PATH").WithHint("run 'runmill inspect --help'")
 		}
-		st, src, err := loadStatement(pos[0], engine.StateDir(out, os.Getenv))
-		if err != nil {
-			fmt.Fprintf(s.Err, "runmill inspect: %v\n", err)
-			return answer()
-		}
-		d := &st.Predicate
-		// The stored outputs sit beside the statement (a run directory, or
-		// a downloaded artifact); elsewhere the causes lack their tails.
-		why := engine.Explain(filepath.Dir(src), d)
-		if asJSON {
-			enc := json.NewEncoder(s.Out)
-			enc.SetIndent("", "  ")
-			// The delivery record as signed, plus why each run did not pass:
-			// the full failed-test and missing-id lists are in the record.
-			return enc.Encode(struct {
-				*evidence.Delivery
-				Why []engine.Explanation `json:"why"`
-			}{d, nonNil(why)})
-		}
-		word := "NOT MERGE-READY"
-		if d.Verdict.MergeReady {
-			word = "MERGE-READY"
-		}
-		fmt.Fprintf(s.Out, "run %s: %s\nsource: %s\nrepository %s, candidate %s, base %s, tree %s\nrunmill %s, issued %s\n\n",
-			printable.Text(d.RunID, maxIDBytes), word, printable.Text(src, 0), printable.Text(d.Candidate.Repository.Name, maxIDBytes),
-			printable.Text(d.Candidate.Head, maxIDBytes), printable.Text(d.Candidate.Base, maxIDBytes), printable.Text(d.Candidate.Tree, maxIDBytes),
-			printable.Text(d.RunmillVersion, maxIDBytes), printable.Text(d.IssuedAt, maxIDBytes))
-		tw := tabwriter.NewWriter(s.Out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CHECK\tPHASE\tEXECUTOR\tCOMMIT\tSTATUS\tEXIT\tMS\tTREE BEFORE\tTREE AFTER\tSTDOUT SHA-256\tCOMMAND")
-		for _, r := range d.Checks {
-			// The command is one line here, escaped: a multi-line script
-			// would otherwise break the table (and could print anything).
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", printable.Text(r.CheckID, maxIDBytes),
-				printable.Text(string(r.Phase), maxIDBytes), printable.Text(r.Executor, maxIDBytes), printable.Text(short(r.Commit), maxIDBytes),
-				printable.Text(string(r.Status), maxIDBytes), r.ExitCode, r.DurationMS, printable.Text(shortDigest(r.TreeBefore), maxIDBytes),
-				printable.Text(shortDigest(r.TreeAfter), maxIDBytes), printable.Text(short(r.Stdout.SHA256), maxIDBytes), printable.Text(r.Command, maxMessageBytes))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		writeWhy(s.Out, d, why, d.RunID)
-		return nil
+		o.run = fs.pos[0]
+		return runF(ctx, s, o)
 	}
-	register(c)
+	return c
+}
+
+// runInspect renders a run's record. A run not found or unreadable is a
+// negative answer (exit 1).
+func runInspect(_ context.Context, s IO, o *inspectOptions) error {
+	st, src, err := loadStatement(o.run, engine.StateDir(o.out, os.Getenv))
+	if err != nil {
+		return negative{err}
+	}
+	d := &st.Predicate
+	// The stored outputs sit beside the statement (a run directory, or
+	// a downloaded artifact); elsewhere the causes lack their tails.
+	why := engine.Explain(filepath.Dir(src), d)
+	if o.json {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		// The delivery record as signed, plus why each run did not pass:
+		// the full failed-test and missing-id lists are in the record.
+		return enc.Encode(struct {
+			*evidence.Delivery
+			Why []engine.Explanation `json:"why"`
+		}{d, nonNil(why)})
+	}
+	if err := printInspect(s.Out, d, src); err != nil {
+		return err
+	}
+	writeWhy(s.Out, d, why, d.RunID)
+	return nil
+}
+
+// printInspect renders the run's header and one row per check run.
+func printInspect(w io.Writer, d *evidence.Delivery, src string) error {
+	word := "NOT MERGE-READY"
+	if d.Verdict.MergeReady {
+		word = "MERGE-READY"
+	}
+	fmt.Fprintf(w, "run %s: %s\nsource: %s\nrepository %s, candidate %s, base %s, tree %s\nrunmill %s, issued %s\n\n",
+		printable.Text(d.RunID, maxIDBytes), word, printable.Text(src, 0), printable.Text(d.Candidate.Repository.Name, maxIDBytes),
+		printable.Text(d.Candidate.Head, maxIDBytes), printable.Text(d.Candidate.Base, maxIDBytes), printable.Text(d.Candidate.Tree, maxIDBytes),
+		printable.Text(d.RunmillVersion, maxIDBytes), printable.Text(d.IssuedAt, maxIDBytes))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tPHASE\tEXECUTOR\tCOMMIT\tSTATUS\tEXIT\tMS\tTREE BEFORE\tTREE AFTER\tSTDOUT SHA-256\tCOMMAND")
+	for _, r := range d.Checks {
+		// The command is one line here, escaped: a multi-line script
+		// would otherwise break the table (and could print anything).
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", printable.Text(r.CheckID, maxIDBytes),
+			printable.Text(string(r.Phase), maxIDBytes), printable.Text(r.Executor, maxIDBytes), printable.Text(short(r.Commit), maxIDBytes),
+			printable.Text(string(r.Status), maxIDBytes), r.ExitCode, r.DurationMS, printable.Text(shortDigest(r.TreeBefore), maxIDBytes),
+			printable.Text(shortDigest(r.TreeAfter), maxIDBytes), printable.Text(short(r.Stdout.SHA256), maxIDBytes), printable.Text(r.Command, maxMessageBytes))
+	}
+	return tw.Flush()
 }
 
 func nonNil[T any](s []T) []T {

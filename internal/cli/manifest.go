@@ -8,7 +8,16 @@ import (
 	"github.com/runmill/verify/internal/engine"
 )
 
-func init() {
+// manifestOptions are manifest's flags.
+type manifestOptions struct {
+	change   engine.DiscoverOptions // --repo --base --candidate --policy --agent-proposals
+	contexts string                 // --github-contexts, comma-separated
+}
+
+func newManifestCmd(runF func(context.Context, IO, *manifestOptions) error) *command {
+	if runF == nil {
+		runF = runManifest
+	}
 	c := &command{
 		name:    "manifest",
 		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--agent-proposals FILE] [--github-contexts a,b]",
@@ -21,37 +30,30 @@ check ids (configured ids only; unknown ids are ignored and never executed).
 Exit: 0 resolved · 1 RM-VERIFY-004 (the repository manifest exists but does not parse) · 2 usage or operator-config error.`,
 	}
 	c.run = func(ctx context.Context, s IO, args []string) error {
-		var o engine.DiscoverOptions
-		var contexts string
+		o := &manifestOptions{}
 		fs := newFlags(c, s)
-		fs.StringVar(&o.RepoDir, "repo", "", "repository `DIR`")
-		fs.StringVar(&o.Base, "base", "", "base revision (the policy is read here)")
-		fs.StringVar(&o.Candidate, "candidate", "", "candidate revision")
-		fs.StringVar(&o.PolicyFile, "policy", "", "operator policy `FILE` (outside the repository)")
-		fs.StringVar(&o.ProposalsFile, "agent-proposals", "", "agent-proposed check ids, one per line (`FILE`, or - for stdin)")
-		fs.StringVar(&contexts, "github-contexts", "", "comma-separated contexts branch protection requires")
-		pos, err := parse(fs, args)
-		if err != nil {
+		registerChange(fs, &o.change, true)
+		fs.StringVar(&o.contexts, "github-contexts", "", "comma-separated contexts branch protection requires")
+		if err := fs.parseStrict(args, "repo", "base", "candidate"); err != nil {
 			return err
 		}
-		if err := noPositional(fs, pos); err != nil {
-			return err
-		}
-		if err := required(fs, "repo", "base", "candidate"); err != nil {
-			return err
-		}
-		o.Stdin = s.In
-		o.GitHubContexts = splitList(contexts)
-		o.GitHubConsulted = contexts != ""
-		m, err := engine.Discover(ctx, o)
-		if err != nil {
-			return err
-		}
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(m)
+		return runF(ctx, s, o)
 	}
-	register(c)
+	return c
+}
+
+func runManifest(ctx context.Context, s IO, o *manifestOptions) error {
+	d := o.change
+	d.Stdin = s.In
+	d.GitHubContexts = splitList(o.contexts)
+	d.GitHubConsulted = o.contexts != ""
+	m, err := engine.Discover(ctx, d)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(s.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(m)
 }
 
 func splitList(s string) []string {

@@ -17,9 +17,20 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-func init() {
+// reportOptions are report inventory's flags.
+type reportOptions struct {
+	file     string // "-" for stdin
+	format   report.Format
+	identity report.Identity
+}
+
+func newReportInventoryCmd(runF func(context.Context, IO, *reportOptions) error) *command {
+	if runF == nil {
+		runF = runReportInventory
+	}
 	c := &command{
 		name:    "report inventory",
+		exit:    exitReport,
 		usage:   "--format junit|tap|go-json [--identity suite-path] FILE",
 		summary: "parse one test report and print its canonical inventory",
 		long: `
@@ -36,53 +47,52 @@ accepted with ids joined by " > ".
 Exit status: 0 the report is valid, 1 it is not (the RM-REPORT code and the
 reason on stderr), 2 usage.`,
 	}
-	c.run = func(ctx context.Context, s IO, args []string) error { return reportInventory(c, s, args) }
-	register(c)
+	c.run = func(ctx context.Context, s IO, args []string) error {
+		var format, identity string
+		fs := newFlags(c, s)
+		fs.StringVar(&format, "format", "", "report format: "+formatList())
+		fs.StringVar(&identity, "identity", "", `test id rule: "suite-path" as declared in checks.yaml report.identity; default the spec's rule`)
+		if err := fs.parse(args); err != nil {
+			return err
+		}
+		if err := fs.required("format"); err != nil {
+			return err
+		}
+		if len(fs.pos) != 1 {
+			return rmerr.New(rmerr.Usage, "expected exactly one report FILE, got %d", len(fs.pos)).WithHint("run '%s --help'", fs.Name())
+		}
+		o := &reportOptions{file: fs.pos[0], format: report.Format(format), identity: report.Identity(identity)}
+		if !slices.Contains(report.Formats, o.format) {
+			return rmerr.New(rmerr.Usage, "unsupported --format %q", format).InField("--format").
+				WithHint("use one of %s; a generic JSON object has no standard test semantics", formatList())
+		}
+		if o.identity != report.IdentityDefault && o.identity != report.IdentitySuitePath {
+			return rmerr.New(rmerr.Usage, "unknown --identity %q", identity).InField("--identity").
+				WithHint("use suite-path, or omit the flag for the spec's rule")
+		}
+		return runF(ctx, s, o)
+	}
+	return c
 }
 
-func reportInventory(c *command, s IO, args []string) error {
-	fs := newFlags(c, s)
-	format := fs.String("format", "", "report format: "+formatList())
-	identity := fs.String("identity", "", `test id rule: "suite-path" as declared in checks.yaml report.identity; default the spec's rule`)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := required(fs, "format"); err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return rmerr.New(rmerr.Usage, "expected exactly one report FILE, got %d", len(pos)).WithHint("run '%s --help'", fs.Name())
-	}
-	f := report.Format(*format)
-	if !slices.Contains(report.Formats, f) {
-		return rmerr.New(rmerr.Usage, "unsupported --format %q", *format).InField("--format").
-			WithHint("use one of %s; a generic JSON object has no standard test semantics", formatList())
-	}
-	id := report.Identity(*identity)
-	if id != report.IdentityDefault && id != report.IdentitySuitePath {
-		return rmerr.New(rmerr.Usage, "unknown --identity %q", *identity).InField("--identity").
-			WithHint("use suite-path, or omit the flag for the spec's rule")
-	}
-
-	path := pos[0]
+// runReportInventory parses the report and prints its inventory. An invalid
+// report (RM-REPORT-…) is an answer (exitReport), named with its file.
+func runReportInventory(_ context.Context, s IO, o *reportOptions) error {
 	var r io.Reader = s.In
-	if path != "-" {
-		file, err := os.Open(path)
+	if o.file != "-" {
+		file, err := os.Open(o.file)
 		if err != nil {
 			return rmerr.Wrap(rmerr.Usage, err, "opening report").WithHint("pass the path of the report file the test command wrote")
 		}
 		defer file.Close()
 		r = file
 	}
-	inv, err := report.Parse(r, f, report.Options{Identity: id})
+	inv, err := report.Parse(r, o.format, report.Options{Identity: o.identity})
 	if err != nil {
 		if strings.HasPrefix(string(rmerr.CodeOf(err)), "RM-REPORT-") {
-			// An invalid report is an answer, not a usage error.
-			fmt.Fprintf(s.Err, "runmill %s: %s: %v\n", c.name, path, err)
-			return answer()
+			return fmt.Errorf("%s: %w", o.file, err)
 		}
-		return fmt.Errorf("parsing %s: %w", path, err)
+		return fmt.Errorf("parsing %s: %w", o.file, err)
 	}
 	w := bufio.NewWriterSize(s.Out, 64<<10)
 	if err := writeInventory(w, inv); err != nil {

@@ -89,12 +89,56 @@ func finishShard(s IO, run *engine.Run, asJSON bool) error {
 	return nil
 }
 
-func init() {
+// mergeOptions are evidence merge's flags.
+type mergeOptions struct {
+	shards       []string // SHARD_BUNDLE…
+	trust        string
+	artifactDirs multiFlag
+	jobs         multiFlag
+	output       outputFlags
+	github       githubFlags
+}
+
+func newEvidenceMergeCmd(runF func(context.Context, IO, *mergeOptions) error) *command {
+	if runF == nil {
+		runF = runMerge
+	}
 	c := &command{
 		name:    "evidence merge",
+		exit:    exitMerge,
 		usage:   "SHARD_BUNDLE… --trust F [--signing-key F] [--out DIR] [--artifacts-dir D]… [--job-result NAME=RESULT]… [--github-repo O/N] [--pr N] [--no-github] [--json] [--github-actions]",
 		summary: "verify the shard bundles of one sharded verification and sign one merged verdict",
-		long: `
+		long:    mergeLong,
+	}
+	c.run = func(ctx context.Context, s IO, args []string) error {
+		o := &mergeOptions{}
+		fs := newFlags(c, s)
+		o.github.register(fs.FlagSet)
+		o.output.register(fs, outputHelp{
+			out:           "state `DIR` (the merged run goes to DIR/runs/<id>)",
+			signingKey:    "Ed25519 PKCS#8 PEM `FILE` (or RUNMILL_SIGNING_KEY) signing the merged bundle",
+			json:          "print the merged run's record as JSON on stdout",
+			githubActions: "also write the step outputs and job summary of a GitHub Actions step",
+		})
+		fs.StringVar(&o.trust, "trust", "", "trust document `F` the shard bundles must verify against")
+		fs.Var(&o.artifactDirs, "artifacts-dir", "a shard's content-addressed store `D` (repeatable)")
+		fs.Var(&o.jobs, "job-result", "`NAME=RESULT` of a shard job (repeatable)")
+		if err := fs.parse(args); err != nil {
+			return err
+		}
+		if err := fs.required("trust"); err != nil {
+			return err
+		}
+		if len(fs.pos) == 0 {
+			return rmerr.New(rmerr.Usage, "no SHARD_BUNDLE given").WithHint("pass the shard.json of every shard job")
+		}
+		o.shards, o.github.given = fs.pos, fs.given()
+		return runF(ctx, s, o)
+	}
+	return c
+}
+
+const mergeLong = `
 Verifies every SHARD_BUNDLE (the shard.json of 'runmill verify --shard K/N') against
 --trust: signature, key window, schema. Refuses (RM-EVIDENCE-019) shards of another
 repository, base, candidate or manifest digest, a shard given twice and a check in two
@@ -109,11 +153,7 @@ runs/<id>/artifacts, so 'runmill evidence verify --artifacts-dir' re-hashes them
 --job-result NAME=RESULT records what the CI said of a shard job (GitHub's
 needs.<job>.result); anything but success makes the merge not merge-ready.
 
-Exit: 0 merge-ready · 1 not merge-ready, or a shard refused · 2 usage.`,
-	}
-	c.run = func(ctx context.Context, s IO, args []string) error { return evidenceMerge(ctx, c, s, args) }
-	register(c)
-}
+Exit: 0 merge-ready · 1 not merge-ready, or a shard refused · 2 usage.`
 
 // multiFlag is a repeatable string flag.
 type multiFlag []string
@@ -121,83 +161,56 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-func evidenceMerge(ctx context.Context, c *command, s IO, args []string) error {
-	var o engine.MergeOptions
-	var trustPath, keyFile, out string
-	var dirs, jobs multiFlag
-	var asJSON, ghActions bool
-	gf := githubFlags{}
-	fs := newFlags(c, s)
-	gf.register(fs)
-	fs.StringVar(&trustPath, "trust", "", "trust document `F` the shard bundles must verify against")
-	fs.StringVar(&keyFile, "signing-key", "", "Ed25519 PKCS#8 PEM `FILE` (or RUNMILL_SIGNING_KEY) signing the merged bundle")
-	fs.StringVar(&out, "out", "", "state `DIR` (the merged run goes to DIR/runs/<id>)")
-	fs.Var(&dirs, "artifacts-dir", "a shard's content-addressed store `D` (repeatable)")
-	fs.Var(&jobs, "job-result", "`NAME=RESULT` of a shard job (repeatable)")
-	fs.BoolVar(&asJSON, "json", false, "print the merged run's record as JSON on stdout")
-	fs.BoolVar(&ghActions, "github-actions", false, "also write the step outputs and job summary of a GitHub Actions step")
-	pos, err := parse(fs, args)
+// runMerge merges the shards and prints the merged verdict. A refused shard
+// (RM-EVIDENCE-…) is a negative answer (exitMerge).
+func runMerge(ctx context.Context, s IO, o *mergeOptions) error {
+	mo, err := o.engineOptions(s)
 	if err != nil {
 		return err
 	}
-	if err := required(fs, "trust"); err != nil {
+	gh := startGitHubStep(s, o.output.githubActions)
+	run, err := engine.Merge(ctx, mo)
+	if err != nil {
+		gh.finish(ctx, nil, err, "")
 		return err
 	}
-	if len(pos) == 0 {
-		return rmerr.New(rmerr.Usage, "no SHARD_BUNDLE given").WithHint("pass the shard.json of every shard job")
+	return publishRun(ctx, s, gh, run, o.output.json, "")
+}
+
+// engineOptions reads the trust document, the shard bundles and the
+// signing key into the engine's options.
+func (o *mergeOptions) engineOptions(s IO) (engine.MergeOptions, error) {
+	var m engine.MergeOptions
+	var err error
+	if m.Trust, err = os.ReadFile(o.trust); err != nil {
+		return m, rmerr.Wrap(rmerr.Usage, err, "reading the trust document").At(o.trust, 0)
 	}
-	if o.Trust, err = os.ReadFile(trustPath); err != nil {
-		return rmerr.Wrap(rmerr.Usage, err, "reading the trust document").At(trustPath, 0)
-	}
-	for _, p := range pos {
+	for _, p := range o.shards {
 		// VerifyShard enforces the cap on what this reads.
 		b, err := readCapped(nil, p, evidence.DefaultLimits.MaxBundleBytes, "SHARD_BUNDLE")
 		if err != nil {
-			return err
+			return m, err
 		}
-		o.Shards = append(o.Shards, engine.ShardBundle{Name: p, Bytes: b})
+		m.Shards = append(m.Shards, engine.ShardBundle{Name: p, Bytes: b})
 		// A shard's run directory holds its store beside its bundle.
-		o.ArtifactDirs = append(o.ArtifactDirs, filepath.Join(filepath.Dir(p), "artifacts"))
+		m.ArtifactDirs = append(m.ArtifactDirs, filepath.Join(filepath.Dir(p), "artifacts"))
 	}
-	o.ArtifactDirs = append(o.ArtifactDirs, dirs...)
-	o.JobResults = map[string]string{}
-	for _, j := range jobs {
+	m.ArtifactDirs = append(m.ArtifactDirs, o.artifactDirs...)
+	m.JobResults = map[string]string{}
+	for _, j := range o.jobs {
 		name, result, ok := strings.Cut(j, "=")
 		if !ok || name == "" {
-			return rmerr.New(rmerr.Usage, "--job-result %q is not NAME=RESULT", j).InField("--job-result")
+			return m, rmerr.New(rmerr.Usage, "--job-result %q is not NAME=RESULT", j).InField("--job-result")
 		}
-		o.JobResults[name] = result
+		m.JobResults[name] = result
 	}
-	if o.GitHub, err = gf.options(fs, os.Getenv, s.Err); err != nil {
-		return err
+	if m.GitHub, err = o.github.options(os.Getenv, s.Err); err != nil {
+		return m, err
 	}
-	if o.SigningKey, err = loadSigningKey(keyFile); err != nil {
-		return err
+	if m.SigningKey, err = loadSigningKey(o.output.signingKey); err != nil {
+		return m, err
 	}
-	o.StateDir = engine.StateDir(out, os.Getenv)
-	o.Progress, o.Version = s.Err, Version
-	gh := startGitHubStep(s, ghActions)
-	run, err := engine.Merge(ctx, o)
-	if err != nil {
-		gh.finish(ctx, nil, err, "")
-		if code := rmerr.CodeOf(err); strings.HasPrefix(string(code), "RM-EVIDENCE-") {
-			fmt.Fprintln(s.Err, "runmill evidence merge:", err)
-			return answer() // a refused shard is a negative answer, not a usage error
-		}
-		return err
-	}
-	if asJSON {
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(runSummary(run)); err != nil {
-			return err
-		}
-	} else {
-		printRun(s.Out, run)
-	}
-	gh.finish(ctx, run, nil, "")
-	if !run.MergeReady() {
-		return answer()
-	}
-	return nil
+	m.StateDir = engine.StateDir(o.output.out, os.Getenv)
+	m.Progress, m.Version = s.Err, Version
+	return m, nil
 }

@@ -150,3 +150,73 @@ func kindName(m os.FileMode) string {
 	}
 	return "special file"
 }
+
+// Policies are the two documents that govern changes on top of one base
+// commit, read as verification reads them.
+type Policies struct {
+	RepoDir      string // the repository's top level
+	Base         string // the resolved base commit
+	Repository   *discovery.RepositoryPolicy
+	Operator     *discovery.OperatorPolicy // nil: no operator policy given
+	OperatorFile string
+}
+
+// LoadPolicies loads the operator policy (policyFile, "" for none) and the
+// repository's .runmill/checks.yaml at base, base and candidate being the
+// same commit: the policy that governs changes on top of base. The operator
+// policy is read first, so that a caller can still apply its settings when
+// the repository's is broken: the result is then non-nil (operator only)
+// together with the error. A base without checks.yaml is RM-VERIFY-004.
+func LoadPolicies(ctx context.Context, repoDir, base, policyFile string) (*Policies, error) {
+	p := &Policies{OperatorFile: policyFile}
+	if policyFile != "" {
+		op, err := LoadOperatorPolicy(policyFile, repoDir)
+		if err != nil {
+			return nil, err
+		}
+		p.Operator = op
+	}
+	r, err := git.Open(ctx, repoDir)
+	if err != nil {
+		return p, err
+	}
+	p.RepoDir = r.Dir
+	if p.Base, err = r.ResolveCommit(ctx, base, "--base"); err != nil {
+		return p, err
+	}
+	if p.Repository, err = discovery.LoadRepositoryPolicy(ctx, r, p.Base, p.Base); err != nil {
+		return p, err
+	}
+	if p.Repository == nil {
+		return p, rmerr.New(rmerr.VerifyManifest, "no %s at %s", policy.RepoPolicyPath, p.Base[:min(12, len(p.Base))]).At(r.Dir, 0).
+			WithHint("run 'runmill init', review and commit %s", policy.RepoPolicyPath)
+	}
+	return p, nil
+}
+
+// Definitions returns every configured check by id with the definition
+// that applies: the operator's wins over the repository's, as in
+// discovery.Resolve (spec § 1).
+func (p *Policies) Definitions() map[string]policy.CheckSpec {
+	defs := map[string]policy.CheckSpec{}
+	if p.Repository != nil {
+		for _, c := range p.Repository.Doc.Checks {
+			defs[c.ID] = c
+		}
+	}
+	if p.Operator != nil {
+		for _, c := range p.Operator.Doc.Verification.Commands {
+			defs[c.ID] = c
+		}
+	}
+	return defs
+}
+
+// HostPaths are the operator's sandbox.host_paths; nil without an operator
+// policy (the sandbox's defaults apply).
+func (p *Policies) HostPaths() []string {
+	if p == nil || p.Operator == nil {
+		return nil
+	}
+	return p.Operator.Doc.Sandbox.HostPaths
+}

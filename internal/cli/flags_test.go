@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	doctorpkg "github.com/runmill/verify/internal/doctor"
+	"github.com/runmill/verify/internal/download"
+	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/github"
+	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+// parseOnly builds a command whose behaviour only records the options it is
+// given, and runs it on args: the flag parsing alone.
+func parseOnly[O any](newCmd func(func(context.Context, IO, *O) error) *command, args []string) (*O, error) {
+	var got *O
+	c := newCmd(func(_ context.Context, _ IO, o *O) error { got = o; return nil })
+	var out bytes.Buffer
+	err := c.run(context.Background(), IO{In: strings.NewReader(""), Out: &out, Err: &out}, args)
+	return got, err
+}
+
+// flagCase is one command line: the options it parses into, or the usage
+// error it is refused with (want nil).
+type flagCase[O any] struct {
+	name string
+	args []string
+	want *O
+	err  string // a substring of the usage error
+}
+
+func testFlags[O any](t *testing.T, newCmd func(func(context.Context, IO, *O) error) *command, cases []flagCase[O]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseOnly(newCmd, tc.args)
+			if tc.want == nil {
+				if err == nil || rmerr.CodeOf(err) != rmerr.Usage || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v (options %+v); want a usage error containing %q", err, got, tc.err)
+				}
+				if got != nil {
+					t.Fatalf("the behaviour ran with %+v after a usage error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("options\n%+v\nwant\n%+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func set(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+var change = []string{"--repo", "r", "--base", "b", "--candidate", "c"}
+
+func TestVerifyFlags(t *testing.T) {
+	gh := func(given ...string) githubFlags {
+		return githubFlags{verify: true, wait: github.DefaultMaxWait, checkRunName: DefaultCheckRunName, given: set(given...)}
+	}
+	full := gh("repo", "base", "candidate", "policy", "agent-proposals", "out", "signing-key", "json", "github-actions",
+		"containerd-address", "parallel", "shard", "shard-durations", "reuse", "trust", "no-reuse", "github-repo", "pr",
+		"github-job", "check-run", "check-run-name", "no-github", "github-wait", "github-token", "github-branch")
+	full.repo, full.pr, full.job, full.checkRun, full.checkRunName, full.off = "acme/widget", 7, "verify", true, "ev", true
+	full.wait, full.token, full.branch = 20*time.Minute, "tok", "main"
+	testFlags(t, newVerifyCmd, []flagCase[verifyOptions]{
+		{name: "the change", args: change, want: &verifyOptions{
+			change: engine.DiscoverOptions{RepoDir: "r", Base: "b", Candidate: "c"}, github: gh("repo", "base", "candidate")}},
+		{name: "every flag", args: append(append([]string{}, change...), "--policy", "p.yaml", "--agent-proposals", "-", "--out", "o",
+			"--signing-key", "k.pem", "--json", "--github-actions", "--containerd-address", "/run/c.sock", "--parallel", "3",
+			"--shard", "2/4", "--shard-durations", "d.json", "--reuse", "r1", "--reuse", "r2", "--trust", "t.json", "--no-reuse",
+			"--github-repo", "acme/widget", "--pr", "7", "--github-job", "verify", "--check-run", "--check-run-name", "ev",
+			"--no-github", "--github-wait", "20m", "--github-token", "tok", "--github-branch", "main"),
+			want: &verifyOptions{
+				change:            engine.DiscoverOptions{RepoDir: "r", Base: "b", Candidate: "c", PolicyFile: "p.yaml", ProposalsFile: "-"},
+				output:            outputFlags{out: "o", signingKey: "k.pem", json: true, githubActions: true},
+				containerdAddress: "/run/c.sock", parallel: 3, github: full,
+				shard: shardFlags{spec: "2/4", durations: "d.json"}, reuse: reuseFlags{dirs: []string{"r1", "r2"}, trust: "t.json", off: true},
+			}},
+		{name: "missing flags", args: []string{"--repo", "r"}, err: "missing required flag(s) --base, --candidate"},
+		{name: "positional", args: append(append([]string{}, change...), "extra"), err: `unexpected argument "extra"`},
+		{name: "unknown flag", args: append(append([]string{}, change...), "--nope"), err: "flag provided but not defined: -nope"},
+		{name: "bad number", args: append(append([]string{}, change...), "--parallel", "x"), err: "invalid value"},
+	})
+}
+
+func TestManifestFlags(t *testing.T) {
+	testFlags(t, newManifestCmd, []flagCase[manifestOptions]{
+		{name: "every flag", args: append(append([]string{}, change...), "--policy", "p", "--agent-proposals", "a", "--github-contexts", "x, y"),
+			want: &manifestOptions{change: engine.DiscoverOptions{RepoDir: "r", Base: "b", Candidate: "c", PolicyFile: "p", ProposalsFile: "a"}, contexts: "x, y"}},
+		{name: "missing", args: nil, err: "missing required flag(s) --repo, --base, --candidate"},
+		{name: "positional", args: append(append([]string{}, change...), "x"), err: "unexpected argument"},
+	})
+}
+
+func TestEvidenceExpectFlags(t *testing.T) {
+	testFlags(t, newEvidenceExpectCmd, []flagCase[expectOptions]{
+		// --base and --candidate may come from the pull request: required
+		// only once GitHub has been asked (runExpect).
+		{name: "repo only", args: []string{"--repo", "r", "--terminal", "--pr", "4"},
+			want: &expectOptions{change: engine.DiscoverOptions{RepoDir: "r"}, terminal: true, github: githubFlags{pr: 4, given: set("repo", "terminal", "pr")}}},
+		{name: "no agent proposals", args: []string{"--repo", "r", "--agent-proposals", "a"}, err: "flag provided but not defined: -agent-proposals"},
+	})
+}
+
+func TestEvidenceMergeFlags(t *testing.T) {
+	testFlags(t, newEvidenceMergeCmd, []flagCase[mergeOptions]{
+		{name: "shards and repeated flags", args: []string{"a/shard.json", "--trust", "t", "b/shard.json", "--artifacts-dir", "x", "--artifacts-dir", "y",
+			"--job-result", "s1=success", "--job-result", "s2=failure", "--json"},
+			want: &mergeOptions{shards: []string{"a/shard.json", "b/shard.json"}, trust: "t", artifactDirs: multiFlag{"x", "y"},
+				jobs: multiFlag{"s1=success", "s2=failure"}, output: outputFlags{json: true}, github: githubFlags{given: set("trust", "artifacts-dir", "job-result", "json")}}},
+		{name: "no trust", args: []string{"a/shard.json"}, err: "missing required flag(s) --trust"},
+		{name: "no shard", args: []string{"--trust", "t"}, err: "no SHARD_BUNDLE given"},
+	})
+}
+
+func TestEvidenceVerifyFlags(t *testing.T) {
+	testFlags(t, newEvidenceVerifyCmd, []flagCase[evidenceVerifyOptions]{
+		{name: "every flag", args: []string{"-", "--trust", "t", "--expectations", "e", "--artifacts-dir", "d", "--now", "2026-03-01T12:00:00Z"},
+			want: &evidenceVerifyOptions{bundle: "-", trust: "t", expectations: "e", artifactsDir: "d", now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}},
+		{name: "now defaults to the clock", args: []string{"b.json", "--trust", "t", "--expectations", "e"},
+			want: &evidenceVerifyOptions{bundle: "b.json", trust: "t", expectations: "e"}},
+		{name: "two bundles", args: []string{"a", "b", "--trust", "t", "--expectations", "e"}, err: "expected exactly one BUNDLE, got 2"},
+		{name: "bad time", args: []string{"a", "--trust", "t", "--expectations", "e", "--now", "yesterday"}, err: `--now "yesterday" is not an RFC 3339 time`},
+		{name: "missing", args: []string{"a"}, err: "--trust, --expectations"},
+	})
+}
+
+func TestEvidenceKeygenFlags(t *testing.T) {
+	testFlags(t, newEvidenceKeygenCmd, []flagCase[keygenOptions]{
+		{name: "default window", args: []string{"--key-out", "k", "--trust-out", "t"}, want: &keygenOptions{keyOut: "k", trustOut: "t", validFor: 90 * 24 * time.Hour}},
+		{name: "a Go duration", args: []string{"--key-out", "k", "--trust-out", "t", "--valid-for", "36h"}, want: &keygenOptions{keyOut: "k", trustOut: "t", validFor: 36 * time.Hour}},
+		{name: "bad window", args: []string{"--key-out", "k", "--trust-out", "t", "--valid-for", "0d"}, err: "not a positive number of days"},
+		{name: "same file", args: []string{"--key-out", "k", "--trust-out", "k"}, err: "name the same file"},
+	})
+}
+
+func TestEvidenceDownloadFlags(t *testing.T) {
+	run := download.Options{Owner: "acme", Repo: "widget", RunID: 12, Name: download.DefaultArtifactName, Dir: "runmill-evidence-12", MaxBytes: 1 << 30}
+	named := run
+	named.Name, named.Dir, named.MaxBytes = "ev", "out", 10
+	testFlags(t, newEvidenceDownloadCmd, []flagCase[downloadOptions]{
+		{name: "defaults", args: []string{"--repo", "acme/widget", "--run-id", "12"}, want: &downloadOptions{run: run}},
+		{name: "verify", args: []string{"--repo", "acme/widget", "--run-id", "12", "--name", "ev", "--out", "out", "--max-bytes", "10",
+			"--verify", "--trust", "t", "--expectations", "e", "--artifacts", "--now", "2026-03-01T12:00:00Z", "--github-token", "tok"},
+			want: &downloadOptions{run: named, token: "tok", verify: true, trust: "t", expect: "e", withCAS: true, now: "2026-03-01T12:00:00Z"}},
+		{name: "verify needs trust", args: []string{"--repo", "acme/widget", "--run-id", "12", "--verify"}, err: "--trust, --expectations"},
+		{name: "trust needs verify", args: []string{"--repo", "acme/widget", "--run-id", "12", "--trust", "t"}, err: "belong to --verify"},
+		{name: "run id", args: []string{"--repo", "acme/widget", "--run-id", "-1"}, err: "must be positive"},
+		{name: "repository", args: []string{"--repo", "widget", "--run-id", "12"}, err: `--repo "widget" is not OWNER/NAME`},
+	})
+}
+
+func TestReportInventoryFlags(t *testing.T) {
+	testFlags(t, newReportInventoryCmd, []flagCase[reportOptions]{
+		{name: "suite path", args: []string{"--format", "junit", "r.xml", "--identity", "suite-path"},
+			want: &reportOptions{file: "r.xml", format: report.Format("junit"), identity: report.IdentitySuitePath}},
+		{name: "stdin", args: []string{"--format", "tap", "-"}, want: &reportOptions{file: "-", format: report.Format("tap")}},
+		{name: "format", args: []string{"--format", "json", "r"}, err: `unsupported --format "json"`},
+		{name: "identity", args: []string{"--format", "tap", "r", "--identity", "x"}, err: `unknown --identity "x"`},
+		{name: "no file", args: []string{"--format", "tap"}, err: "expected exactly one report FILE, got 0"},
+	})
+}
+
+func TestInspectFlags(t *testing.T) {
+	testFlags(t, newInspectCmd, []flagCase[inspectOptions]{
+		{name: "run id", args: []string{"20261201T000000Z-0000abcd", "--json", "--out", "s"}, want: &inspectOptions{run: "20261201T000000Z-0000abcd", out: "s", json: true}},
+		{name: "none", args: nil, err: "inspect takes one RUN-ID or PATH"},
+	})
+}
+
+func TestDoctorFlags(t *testing.T) {
+	base := doctorpkg.Options{Checks: doctorpkg.Default, RepoDir: ".", Base: "HEAD"}
+	named := doctorpkg.Options{Checks: []string{"policy", "sandbox", "checks"}, RepoDir: "r", Base: "main", PolicyFile: "p", ContainerdAddress: "a", StateDir: "s"}
+	testFlags(t, newDoctorCmd, []flagCase[doctorOptions]{
+		{name: "defaults", args: nil, want: &doctorOptions{run: base}},
+		{name: "named checks", args: []string{"--check", "policy, sandbox", "--check", "checks", "--repo", "r", "--base", "main", "--policy", "p",
+			"--containerd-address", "a", "--out", "s", "--json"}, want: &doctorOptions{run: named, json: true}},
+		{name: "unknown check", args: []string{"--check", "network"}, err: `unknown check "network"`},
+	})
+}
+
+func TestInitFlags(t *testing.T) {
+	testFlags(t, newInitCmd, []flagCase[initOptions]{
+		{name: "defaults", args: nil, want: &initOptions{repo: ".", base: "HEAD"}},
+		{name: "every flag", args: []string{"--repo", "r", "--base", "b", "--operator-policy-out", "/etc/p.yaml"}, want: &initOptions{repo: "r", base: "b", operatorOut: "/etc/p.yaml"}},
+		{name: "positional", args: []string{"r"}, err: "unexpected argument"},
+	})
+}
+
+func TestDepsImportFlags(t *testing.T) {
+	testFlags(t, newDepsImportCmd, []flagCase[depsImportOptions]{
+		{name: "npm by default", args: []string{"--repo", "r", "--commit", "c", "--from", "f"}, want: &depsImportOptions{repo: "r", commit: "c", from: "f", strategy: "npm"}},
+		{name: "go modules", args: []string{"--repo", "r", "--commit", "c", "--from", "f", "--strategy", "go-modules", "--out", "o"},
+			want: &depsImportOptions{repo: "r", commit: "c", from: "f", strategy: "go-modules", out: "o"}},
+		{name: "strategy", args: []string{"--repo", "r", "--commit", "c", "--from", "f", "--strategy", "pip"}, err: `--strategy "pip" is not npm or go-modules`},
+	})
+}
+
+// TestExitPolicies: what each command's errors mean, against DESIGN.md's
+// command table — the same code from every command unless its policy says
+// otherwise.
+func TestExitPolicies(t *testing.T) {
+	coded := func(c rmerr.Code) error { return rmerr.New(c, "x") }
+	uncoded := context.DeadlineExceeded
+	for _, tc := range []struct {
+		cmd  string
+		err  error
+		want int
+	}{
+		{"verify", nil, exitOK},
+		{"verify", answer(), exitAnswer},
+		{"verify", coded(rmerr.Usage), exitUsage},
+		{"verify", coded(rmerr.PolicyInvalid), exitUsage},
+		{"verify", coded(rmerr.VerifyManifest), exitAnswer},
+		{"verify", coded(rmerr.GitRepository), exitNoAnswer},
+		{"verify", coded(rmerr.GitHubAPI), exitNoAnswer},
+		{"verify", coded(rmerr.SandboxUnavailable), exitNoAnswer},
+		{"verify", uncoded, exitNoAnswer},
+		{"manifest", coded(rmerr.VerifyManifest), exitAnswer},
+		{"manifest", coded(rmerr.GitRepository), exitUsage},
+		{"manifest", coded(rmerr.GitRevision), exitUsage},
+		{"manifest", uncoded, exitUsage},
+		{"evidence expect", coded(rmerr.GitHubAPI), exitUsage},
+		{"evidence download", coded(rmerr.GitHubAPI), exitAnswer},
+		{"evidence download", coded(rmerr.GitHubArtifact), exitAnswer},
+		{"evidence download", coded(rmerr.GitHubOptions), exitUsage},
+		{"evidence merge", coded("RM-EVIDENCE-019"), exitAnswer},
+		{"evidence merge", coded(rmerr.Usage), exitUsage},
+		{"evidence verify", coded("RM-EVIDENCE-019"), exitUsage},
+		{"report inventory", coded("RM-REPORT-001"), exitAnswer},
+		{"report inventory", coded(rmerr.Usage), exitUsage},
+		{"inspect", negative{coded(rmerr.Usage)}, exitAnswer},
+		{"init", coded(rmerr.InitExists), exitUsage},
+		{"init", coded(rmerr.InitToolchain), exitAnswer},
+	} {
+		c, _ := lookup(strings.Fields(tc.cmd))
+		if c == nil {
+			t.Fatalf("no command %q", tc.cmd)
+		}
+		if got := exitCode(c.exit, tc.err); got != tc.want {
+			t.Errorf("%s: %v → exit %d, want %d", tc.cmd, tc.err, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/pkg/rmerr"
+	"github.com/runmill/verify/pkg/verdict"
+)
+
+// checkBase runs the base's checks once (engine.CheckBase). It fails when
+// a check failed, or when a required check is unproven under a policy whose
+// gate blocks on it: the first pull request would not be merge-ready.
+func checkBase(ctx context.Context, o Options) Result {
+	stateDir, cleanup, err := stateDirFor(o.StateDir)
+	if err != nil {
+		return failed(BaseChecks, err)
+	}
+	defer cleanup()
+	bc, err := engine.CheckBase(ctx, engine.DoctorChecksOptions{RepoDir: o.RepoDir, Base: o.Base, PolicyFile: o.PolicyFile,
+		StateDir: stateDir, ContainerdAddress: o.ContainerdAddress})
+	if err != nil {
+		if rmerr.CodeOf(err) == "" {
+			err = rmerr.Wrap(rmerr.InitChecks, err, "running the base's checks").WithHint("fix what the error names (--out must be a writable directory), then run the doctor again")
+		}
+		return failed(BaseChecks, err)
+	}
+	var failedN, unprovenN int
+	for _, c := range bc.Checks {
+		if c.Status != verdict.Passed {
+			failedN++
+		} else if c.Coverage != verdict.Proven {
+			unprovenN++
+		}
+	}
+	r := Result{Name: BaseChecks, Checks: bc.Checks,
+		Detail: fmt.Sprintf("%s run once at the base %s: %d passed, %d failed, %d unproven", plural(len(bc.Checks), "check", "checks"), short(bc.Base),
+			len(bc.Checks)-failedN, failedN, unprovenN)}
+	blocked := unprovenN > 0 && bc.FailOnSkippedCheck
+	r.OK = failedN == 0 && !blocked && len(bc.Checks) > 0
+	switch {
+	case len(bc.Checks) == 0:
+		r.Code, r.Fix = rmerr.InitChecks, "declare checks in .runmill/checks.yaml (runmill init writes a starter)"
+	case failedN > 0:
+		r.Code, r.Fix = rmerr.InitChecks, "a pull request would not be merge-ready: fix each failed check as its cause says, then run this again"
+	case blocked:
+		r.Code, r.Fix = rmerr.InitChecks, "verification.fail_on_skipped_check is true: declare a report for each unproven check (as said above)"
+	}
+	return r
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// checkState reports the state directory's disk use and the retention
+// rule that bounds it (issue #13 S3): a number to watch, not a failure —
+// unless it cannot be measured.
+func checkState(stateDir string) Result {
+	u, err := engine.MeasureState(stateDir)
+	if err != nil {
+		return failed(State, rmerr.Wrap(rmerr.SandboxCleanup, err, "reading the state directory").
+			WithHint("make %s readable by runmill, or pass --out", stateDir))
+	}
+	r := engine.DefaultRetention
+	return Result{Name: State, OK: true, Detail: fmt.Sprintf(
+		"%s uses %s: %d runs (%s), the rest is the content-keyed caches; each verify prunes runs beyond the last %d and older than %d days",
+		stateDir, humanBytes(u.Bytes), u.Runs, humanBytes(u.RunsBytes), r.KeepLast, int(r.KeepFor.Hours()/24))}
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
