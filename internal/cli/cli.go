@@ -162,8 +162,7 @@ func (f *flags) parse(args []string) error {
 	for {
 		if err := f.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				f.Usage()
-				return flag.ErrHelp
+				return flag.ErrHelp // the flag package has printed the usage
 			}
 			return rmerr.Wrap(rmerr.Usage, err, "parsing flags").WithHint("run '%s --help'", f.Name())
 		}

@@ -29,8 +29,8 @@ func TestEveryDesignCommandExists(t *testing.T) {
 			continue
 		}
 		code, out, _ := runCLI(t, "", append(strings.Fields(name), "--help")...)
-		if code != 0 || !strings.Contains(out, "Usage: runmill "+name) {
-			t.Errorf("%s --help: exit %d, output %q", name, code, out)
+		if code != 0 || strings.Count(out, "Usage: runmill "+name) != 1 {
+			t.Errorf("%s --help: exit %d, want the usage once in %q", name, code, out)
 		}
 	}
 }
