@@ -31,8 +31,9 @@ import (
 // check's own toolchain root (host paths or image) and environment: no
 // repository code, no checkout of the change, no network — keeps it in
 // StateDir/toolcache/go/<key>, and offers it read-only as GOCACHE to every
-// Go check that has no operator build cache. The go command tolerates a
-// cache it cannot write: what it misses it builds in the task's TMPDIR.
+// Go check — joined under the operator's build_cache when one is given
+// (goToolchainCache). The go command tolerates a cache it cannot write:
+// what it misses it builds in the task's TMPDIR.
 //
 // Why the key may be approximate: the go command addresses its cache by
 // action ids that hash every input of a compile (the compiler's own id,
@@ -90,15 +91,30 @@ type goToolBuild struct {
 // fingerprint: a tree that no longer hashes to it is rebuilt.
 const receiptName = "fingerprint"
 
-// goToolchainCache gives a Go check without an operator build cache the
-// prepared toolchain cache: it adds it to view (read-only bind, GOCACHE,
-// GODEBUG=goindex=0) and returns the note for the record. A check that is
-// not a Go check, or that already has a build cache, is left as it is. A
-// cache that cannot be made is a note, never a failure: the check then
-// compiles the standard library itself, as before.
+// goToolchainCache gives a Go check the prepared toolchain cache: it adds
+// it to view and returns the note for the record. Without an operator build
+// cache it is the GOCACHE (read-only bind, GODEBUG=goindex=0); with one it
+// is joined under it (view.GoCacheLayers: one read-only GOCACHE holding
+// both, the operator's entries first). A check that is not a Go check is
+// left as it is. A cache that cannot be made or joined is a note, never a
+// failure: the check then compiles what its GOCACHE lacks itself, as before.
+//
+// Why a union of two caches is a valid cache: the go command names an
+// action entry by the hash of every input of the action (sources, flags,
+// the toolchain's own id) and an output by the hash of its bytes, so an
+// entry present in either cache is a result of exactly the computation
+// that looks it up. Where both hold an action id (the operator compiled
+// std too), either output is a result of that action; the operator's is
+// seen, and its output file is in the same layer. Nothing is written.
 func (e *executor) goToolchainCache(ctx context.Context, c discovery.Check, view *deps.View, env []string) string {
-	if e.goCaches == nil || view.GoCache != "" || !isGoCheck(c) {
+	if e.goCaches == nil || !isGoCheck(c) {
 		return ""
+	}
+	operator := view.GoCache
+	if operator != "" {
+		if u, ok := e.sb.(interface{ UnionsGoCaches() bool }); !ok || !u.UnionsGoCaches() {
+			return "no prepared Go toolchain cache: the kernel has no overlayfs to join it with the operator's build cache, which is the GOCACHE alone"
+		}
 	}
 	key := goToolKey(c.Image, e.hostPaths, env)
 	b := e.goCaches.get(ctx, e, key, c.Image, env)
@@ -109,15 +125,30 @@ func (e *executor) goToolchainCache(ctx context.Context, c discovery.Check, view
 		}
 		return ""
 	}
+	if operator != "" {
+		view.GoCacheLayers = append(view.GoCacheLayers, b.path)
+		return b.note + "; offered read-only under the operator's build cache as one GOCACHE (the operator's entries first)"
+	}
 	view.ReadOnly = append(view.ReadOnly, b.path)
 	view.GoCache = b.path
 	if !slices.ContainsFunc(view.Env, func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") }) {
 		// The module index is the one cache write the go command does not
 		// tolerate failing (see deps.goPrepared.attach).
-		view.Env = append(view.Env, "GODEBUG=goindex=0")
+		view.Env = append(view.Env, goIndexOff)
 	}
 	return b.note
 }
+
+// goIndexOff is what a read-only GOCACHE needs (deps.goPrepared.attach sets
+// it too).
+const goIndexOff = "GODEBUG=goindex=0"
+
+// goViewOnlyEnv are the exact settings the go-modules view adds besides
+// where modules come from: the module index off and -mod=readonly, which
+// change how the go command loads a module, never how std compiles. The key
+// leaves them out, so a go-modules check (with or without the operator's
+// build cache) shares the toolchain's cache with every other Go check.
+var goViewOnlyEnv = []string{goIndexOff, "GOFLAGS=-mod=readonly"}
 
 // goModuleOnlyEnv say where modules come from, which the standard library
 // never does: a go-modules check's prepared GOMODCACHE, at a path of its
@@ -130,7 +161,7 @@ func goToolKey(image string, hostPaths, env []string) string {
 	fmt.Fprintf(h, "%s\n", goToolCacheSchema)
 	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return slices.Contains(goModuleOnlyEnv, k)
+		return slices.Contains(goModuleOnlyEnv, k) || slices.Contains(goViewOnlyEnv, kv)
 	})
 	sort.Strings(env)
 	for _, kv := range env {
