@@ -41,16 +41,17 @@ import (
 // built for another toolchain is never read, it only stops hitting. The
 // key therefore only decides how many caches runmill keeps; it cannot make
 // a check see a result it did not compute. It hashes what picks the
-// toolchain and its build settings: the image file or the go binary found
-// on the task's PATH (path, size, modification time, GOROOT/VERSION), the
-// C compilers on that PATH, and the task's whole environment.
+// toolchain and its build settings: the image file or the Go toolchain
+// found on the task's PATH (by content: GOROOT/VERSION, bin/go and the
+// pkg/tool programs, toolident.go), the C compilers on that PATH, and the
+// task's whole environment.
 //
 // Nothing a check run compiles is ever added: the cache is made from the
 // toolchain's own sources only, and a candidate run (the change under
 // test) can write nothing a later run reads.
 
 // goToolCacheSchema changes when the layout or the build script does.
-const goToolCacheSchema = "runmill-go-toolchain-cache/2"
+const goToolCacheSchema = "runmill-go-toolchain-cache/3"
 
 // goToolCacheTimeout bounds the one `go build std` of a toolchain.
 const goToolCacheTimeout = 10 * time.Minute
@@ -78,6 +79,19 @@ type goToolCaches struct {
 	// builds are this run's results by key: built or verified once, then
 	// shared by every check run of the run.
 	builds map[string]*goToolBuild
+	// fileDigs memoises toolchain file digests in dir (toolident.go).
+	digestsOnce sync.Once
+	fileDigs    *fileDigests
+}
+
+// digests is the executor's memo of toolchain file digests, kept beside
+// the caches; nil without a cache directory.
+func (g *goToolCaches) digests() *fileDigests {
+	if g == nil || g.dir == "" {
+		return nil
+	}
+	g.digestsOnce.Do(func() { g.fileDigs = &fileDigests{path: filepath.Join(g.dir, fileDigestsName)} })
+	return g.fileDigs
 }
 
 type goToolBuild struct {
@@ -116,7 +130,7 @@ func (e *executor) goToolchainCache(ctx context.Context, c discovery.Check, view
 			return "no prepared Go toolchain cache: the kernel has no overlayfs to join it with the operator's build cache, which is the GOCACHE alone"
 		}
 	}
-	key := goToolKey(c.Image, e.hostPaths, env)
+	key := goToolKey(e.goCaches.digests(), c.Image, e.hostPaths, env)
 	b := e.goCaches.get(ctx, e, key, c.Image, env)
 	if b.path == "" {
 		if b.err != nil {
@@ -155,8 +169,9 @@ var goViewOnlyEnv = []string{goIndexOff, "GOFLAGS=-mod=readonly"}
 // own per go.sum, shares the toolchain's cache with every other Go check.
 var goModuleOnlyEnv = []string{"GOMODCACHE", "GOPROXY", "GOSUMDB", "GONOSUMDB", "GONOPROXY", "GOPRIVATE", "GOINSECURE", "GOVCS"}
 
-// goToolKey is the toolchain identity the cache is kept under.
-func goToolKey(image string, hostPaths, env []string) string {
+// goToolKey is the toolchain identity the cache is kept under; d memoises
+// the toolchain files' digests (nil: hashed every time).
+func goToolKey(d *fileDigests, image string, hostPaths, env []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n", goToolCacheSchema)
 	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
@@ -167,13 +182,8 @@ func goToolKey(image string, hostPaths, env []string) string {
 	for _, kv := range env {
 		fmt.Fprintf(h, "env %q\n", kv)
 	}
-	stat := func(what, p string) {
-		if fi, err := os.Stat(p); err == nil {
-			fmt.Fprintf(h, "%s %q %d %d\n", what, p, fi.Size(), fi.ModTime().UnixNano())
-		}
-	}
 	if image != "" {
-		stat("image", image)
+		fmt.Fprintf(h, "image %s\n", d.sum(image))
 		return hex.EncodeToString(h.Sum(nil))
 	}
 	fmt.Fprintf(h, "host_paths %q\n", hostPaths)
@@ -184,20 +194,18 @@ func goToolKey(image string, hostPaths, env []string) string {
 		}
 	}
 	// The first go and C compilers on the task's PATH, as the host has
-	// them (a task with host paths sees them at the same paths).
+	// them (a task with host paths sees them at the same paths), by
+	// content (toolident.go).
 	for _, tool := range []string{"go", "cc", "gcc", "clang"} {
 		for _, dir := range filepath.SplitList(path) {
-			p := filepath.Join(dir, tool)
-			real, err := filepath.EvalSymlinks(p)
+			real, err := filepath.EvalSymlinks(filepath.Join(dir, tool))
 			if err != nil {
 				continue
 			}
-			stat(tool, real)
 			if tool == "go" {
-				root := filepath.Dir(filepath.Dir(real))
-				if v, err := os.ReadFile(filepath.Join(root, "VERSION")); err == nil {
-					fmt.Fprintf(h, "goroot %q %q\n", root, v)
-				}
+				fmt.Fprintf(h, "go %s\n", d.goToolchainIdentity(real))
+			} else {
+				fmt.Fprintf(h, "%s %s\n", tool, d.sum(real))
 			}
 			break
 		}

@@ -53,32 +53,32 @@ func TestGoToolKey(t *testing.T) {
 	img := filepath.Join(dir, "image.tar")
 	os.WriteFile(img, []byte("image"), 0o644)
 	env := []string{"PATH=" + bin, "GOFLAGS=-mod=readonly"}
-	base := goToolKey("", nil, env)
-	if again := goToolKey("", nil, []string{env[1], env[0]}); again != base {
+	base := goToolKey(nil, "", nil, env)
+	if again := goToolKey(nil, "", nil, []string{env[1], env[0]}); again != base {
 		t.Errorf("the key depends on the environment's order")
 	}
-	if goToolKey("", nil, env) != base {
+	if goToolKey(nil, "", nil, env) != base {
 		t.Errorf("the key is not stable")
 	}
 	// Where modules come from does not change how std compiles.
-	if goToolKey("", nil, append(env, "GOMODCACHE=/state/deps/go-modules/k1/tree", "GOPROXY=off", "GOSUMDB=off")) != base {
+	if goToolKey(nil, "", nil, append(env, "GOMODCACHE=/state/deps/go-modules/k1/tree", "GOPROXY=off", "GOSUMDB=off")) != base {
 		t.Errorf("the module settings changed the toolchain key")
 	}
 	differs := map[string]func() string{
-		"GOAMD64":    func() string { return goToolKey("", nil, append(env, "GOAMD64=v3")) },
-		"CGO":        func() string { return goToolKey("", nil, append(env, "CGO_ENABLED=0")) },
-		"GOFLAGS":    func() string { return goToolKey("", nil, []string{env[0], "GOFLAGS=-trimpath"}) },
-		"host paths": func() string { return goToolKey("", []string{"/usr", "/opt/go"}, env) },
-		"image":      func() string { return goToolKey(img, nil, env) },
+		"GOAMD64":    func() string { return goToolKey(nil, "", nil, append(env, "GOAMD64=v3")) },
+		"CGO":        func() string { return goToolKey(nil, "", nil, append(env, "CGO_ENABLED=0")) },
+		"GOFLAGS":    func() string { return goToolKey(nil, "", nil, []string{env[0], "GOFLAGS=-trimpath"}) },
+		"host paths": func() string { return goToolKey(nil, "", []string{"/usr", "/opt/go"}, env) },
+		"image":      func() string { return goToolKey(nil, img, nil, env) },
 		"go version": func() string {
 			os.WriteFile(filepath.Join(dir, "go", "VERSION"), []byte("go1.26.1\n"), 0o644)
 			defer os.WriteFile(filepath.Join(dir, "go", "VERSION"), []byte("go1.26.0\n"), 0o644)
-			return goToolKey("", nil, env)
+			return goToolKey(nil, "", nil, env)
 		},
 		"go binary": func() string {
 			os.WriteFile(filepath.Join(bin, "go"), []byte("another go binary"), 0o755)
 			defer os.WriteFile(filepath.Join(bin, "go"), []byte("go binary"), 0o755)
-			return goToolKey("", nil, env)
+			return goToolKey(nil, "", nil, env)
 		},
 	}
 	for name, f := range differs {
