@@ -264,11 +264,18 @@ func program(d *fileDigests, command string, env []string) string {
 	return ""
 }
 
-// runKeyed is runOne recording the run's input key.
+// runKeyed is runOne recording the run's input key. The key is computed
+// beside the run, not before it: on a fresh state dir it hashes the
+// toolchain's files (about 70 MB for Go, toolident.go), which the run does
+// not wait for.
 func (e *executor) runKeyed(ctx context.Context, c discovery.Check, phase verdict.Phase, commit string) (evidence.CheckRun, *report.Inventory, error) {
-	key, _ := e.inputKey(ctx, c, phase, commit)
+	keyC := make(chan string, 1)
+	go func() {
+		key, _ := e.inputKey(ctx, c, phase, commit)
+		keyC <- key
+	}()
 	rec, inv, err := e.runOne(ctx, c, phase, commit)
-	rec.InputKey = key
+	rec.InputKey = <-keyC
 	return rec, inv, err
 }
 
