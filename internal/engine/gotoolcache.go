@@ -129,6 +129,10 @@ func (e *executor) goToolchainCache(ctx context.Context, c discovery.Check, view
 		if u, ok := e.sb.(interface{ UnionsGoCaches() bool }); !ok || !u.UnionsGoCaches() {
 			return "no prepared Go toolchain cache: the kernel has no overlayfs to join it with the operator's build cache, which is the GOCACHE alone"
 		}
+		if strings.ContainsAny(operator+e.goCaches.dir, ":,\\") {
+			// overlayfs cannot name such a layer (sandbox.Spec.GoCacheLayers).
+			return "no prepared Go toolchain cache: the path of the operator's build cache or of the prepared caches holds ':', ',' or '\\', which an overlay cannot join; the operator's build cache is the GOCACHE alone"
+		}
 	}
 	key := goToolKey(e.goCaches.digests(), c.Image, e.hostPaths, env)
 	b := e.goCaches.get(ctx, e, key, c.Image, env)

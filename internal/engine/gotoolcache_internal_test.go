@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/runmill/verify/internal/deps"
+	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/treehash"
 )
@@ -217,5 +218,52 @@ func TestGoToolCacheReuseVerifies(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, key)); !os.IsNotExist(err) {
 		t.Errorf("the tampered cache is still kept: %v", err)
+	}
+}
+
+// fakeRunner is a sandbox that runs nothing; unions says whether it can
+// join Go build caches.
+type fakeRunner struct{ unions bool }
+
+func (fakeRunner) Prepare(context.Context, sandbox.Spec) (*sandbox.Task, error) {
+	return nil, errors.New("fakeRunner runs nothing")
+}
+func (fakeRunner) Probe(context.Context, sandbox.Spec) (sandbox.ProbeReport, error) {
+	return sandbox.ProbeReport{}, errors.New("fakeRunner probes nothing")
+}
+func (f fakeRunner) UnionsGoCaches() bool { return f.unions }
+
+// TestGoToolchainCacheOperatorNotJoined: where the prepared cache cannot be
+// joined with the operator's build cache (no overlayfs, a path overlayfs
+// cannot name) the check keeps the operator's cache alone, the note says
+// why, and no toolchain cache is built for it.
+func TestGoToolchainCacheOperatorNotJoined(t *testing.T) {
+	gate := make(chan struct{})
+	close(gate)
+	for _, tc := range []struct {
+		name     string
+		unions   bool
+		operator string
+		want     string
+	}{
+		{"no overlayfs", false, "/state/deps/go-build/k/tree", "the kernel has no overlayfs"},
+		{"a colon in the path", true, "/state:1/deps/go-build/k/tree", "which an overlay cannot join"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			built := false
+			e := &executor{sb: fakeRunner{tc.unions}, gate: gate, logf: func(string, ...any) { built = true },
+				goCaches: &goToolCaches{dir: filepath.Join(t.TempDir(), "go")}}
+			view := &deps.View{GoCache: tc.operator, ReadOnly: []string{tc.operator}}
+			note := e.goToolchainCache(context.Background(), discovery.Check{ID: "unit", Command: "go test ./..."}, view, nil)
+			if !strings.HasPrefix(note, "no prepared Go toolchain cache") || !strings.Contains(note, tc.want) {
+				t.Errorf("note %q, want one saying %q", note, tc.want)
+			}
+			if view.GoCache != tc.operator || len(view.GoCacheLayers) != 0 || len(view.ReadOnly) != 1 {
+				t.Errorf("the view changed: %+v", view)
+			}
+			if _, err := os.Stat(e.goCaches.dir); built || !os.IsNotExist(err) {
+				t.Errorf("a toolchain cache build was attempted (log %v, dir %v)", built, err)
+			}
+		})
 	}
 }
