@@ -209,6 +209,10 @@ type View struct {
 	// GoCache is a prepared read-only GOCACHE ("" for the sandbox's
 	// private, empty one).
 	GoCache string
+	// GoCacheLayers are further read-only build caches joined with
+	// GoCache into the one GOCACHE the task sees (sandbox.Spec's field of
+	// that name): the engine's prepared toolchain cache.
+	GoCacheLayers []string
 	// Exclude are checkout-relative paths the tree hash leaves out: the
 	// prepared-dependency mount (DESIGN.md § Tree hash).
 	Exclude []string

@@ -240,6 +240,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 		MaxOutput:  e.maxOutput,
 		Image:      c.Image,
 	}
+	spec.GoCacheLayers = view.GoCacheLayers
 	var res sandbox.Result
 	ran := (c.Report == nil || reportPath != "") && depsOK
 	var task *sandbox.Task

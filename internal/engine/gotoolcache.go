@@ -31,8 +31,9 @@ import (
 // check's own toolchain root (host paths or image) and environment: no
 // repository code, no checkout of the change, no network — keeps it in
 // StateDir/toolcache/go/<key>, and offers it read-only as GOCACHE to every
-// Go check that has no operator build cache. The go command tolerates a
-// cache it cannot write: what it misses it builds in the task's TMPDIR.
+// Go check — joined under the operator's build_cache when one is given
+// (goToolchainCache). The go command tolerates a cache it cannot write:
+// what it misses it builds in the task's TMPDIR.
 //
 // Why the key may be approximate: the go command addresses its cache by
 // action ids that hash every input of a compile (the compiler's own id,
@@ -40,16 +41,17 @@ import (
 // built for another toolchain is never read, it only stops hitting. The
 // key therefore only decides how many caches runmill keeps; it cannot make
 // a check see a result it did not compute. It hashes what picks the
-// toolchain and its build settings: the image file or the go binary found
-// on the task's PATH (path, size, modification time, GOROOT/VERSION), the
-// C compilers on that PATH, and the task's whole environment.
+// toolchain and its build settings: the image file or the Go toolchain
+// found on the task's PATH (by content: GOROOT/VERSION, bin/go and the
+// pkg/tool programs, toolident.go), the C compilers on that PATH, and the
+// task's whole environment.
 //
 // Nothing a check run compiles is ever added: the cache is made from the
 // toolchain's own sources only, and a candidate run (the change under
 // test) can write nothing a later run reads.
 
 // goToolCacheSchema changes when the layout or the build script does.
-const goToolCacheSchema = "runmill-go-toolchain-cache/2"
+const goToolCacheSchema = "runmill-go-toolchain-cache/3"
 
 // goToolCacheTimeout bounds the one `go build std` of a toolchain.
 const goToolCacheTimeout = 10 * time.Minute
@@ -77,6 +79,19 @@ type goToolCaches struct {
 	// builds are this run's results by key: built or verified once, then
 	// shared by every check run of the run.
 	builds map[string]*goToolBuild
+	// fileDigs memoises toolchain file digests in dir (toolident.go).
+	digestsOnce sync.Once
+	fileDigs    *fileDigests
+}
+
+// digests is the executor's memo of toolchain file digests, kept beside
+// the caches; nil without a cache directory.
+func (g *goToolCaches) digests() *fileDigests {
+	if g == nil || g.dir == "" {
+		return nil
+	}
+	g.digestsOnce.Do(func() { g.fileDigs = &fileDigests{path: filepath.Join(g.dir, fileDigestsName)} })
+	return g.fileDigs
 }
 
 type goToolBuild struct {
@@ -90,17 +105,36 @@ type goToolBuild struct {
 // fingerprint: a tree that no longer hashes to it is rebuilt.
 const receiptName = "fingerprint"
 
-// goToolchainCache gives a Go check without an operator build cache the
-// prepared toolchain cache: it adds it to view (read-only bind, GOCACHE,
-// GODEBUG=goindex=0) and returns the note for the record. A check that is
-// not a Go check, or that already has a build cache, is left as it is. A
-// cache that cannot be made is a note, never a failure: the check then
-// compiles the standard library itself, as before.
+// goToolchainCache gives a Go check the prepared toolchain cache: it adds
+// it to view and returns the note for the record. Without an operator build
+// cache it is the GOCACHE (read-only bind, GODEBUG=goindex=0); with one it
+// is joined under it (view.GoCacheLayers: one read-only GOCACHE holding
+// both, the operator's entries first). A check that is not a Go check is
+// left as it is. A cache that cannot be made or joined is a note, never a
+// failure: the check then compiles what its GOCACHE lacks itself, as before.
+//
+// Why a union of two caches is a valid cache: the go command names an
+// action entry by the hash of every input of the action (sources, flags,
+// the toolchain's own id) and an output by the hash of its bytes, so an
+// entry present in either cache is a result of exactly the computation
+// that looks it up. Where both hold an action id (the operator compiled
+// std too), either output is a result of that action; the operator's is
+// seen, and its output file is in the same layer. Nothing is written.
 func (e *executor) goToolchainCache(ctx context.Context, c discovery.Check, view *deps.View, env []string) string {
-	if e.goCaches == nil || view.GoCache != "" || !isGoCheck(c) {
+	if e.goCaches == nil || !isGoCheck(c) {
 		return ""
 	}
-	key := goToolKey(c.Image, e.hostPaths, env)
+	operator := view.GoCache
+	if operator != "" {
+		if u, ok := e.sb.(interface{ UnionsGoCaches() bool }); !ok || !u.UnionsGoCaches() {
+			return "no prepared Go toolchain cache: the kernel has no overlayfs to join it with the operator's build cache, which is the GOCACHE alone"
+		}
+		if strings.ContainsAny(operator+e.goCaches.dir, ":,\\") {
+			// overlayfs cannot name such a layer (sandbox.Spec.GoCacheLayers).
+			return "no prepared Go toolchain cache: the path of the operator's build cache or of the prepared caches holds ':', ',' or '\\', which an overlay cannot join; the operator's build cache is the GOCACHE alone"
+		}
+	}
+	key := goToolKey(e.goCaches.digests(), c.Image, e.hostPaths, env)
 	b := e.goCaches.get(ctx, e, key, c.Image, env)
 	if b.path == "" {
 		if b.err != nil {
@@ -109,40 +143,51 @@ func (e *executor) goToolchainCache(ctx context.Context, c discovery.Check, view
 		}
 		return ""
 	}
+	if operator != "" {
+		view.GoCacheLayers = append(view.GoCacheLayers, b.path)
+		return b.note + "; offered read-only under the operator's build cache as one GOCACHE (the operator's entries first)"
+	}
 	view.ReadOnly = append(view.ReadOnly, b.path)
 	view.GoCache = b.path
 	if !slices.ContainsFunc(view.Env, func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") }) {
 		// The module index is the one cache write the go command does not
 		// tolerate failing (see deps.goPrepared.attach).
-		view.Env = append(view.Env, "GODEBUG=goindex=0")
+		view.Env = append(view.Env, goIndexOff)
 	}
 	return b.note
 }
+
+// goIndexOff is what a read-only GOCACHE needs (deps.goPrepared.attach sets
+// it too).
+const goIndexOff = "GODEBUG=goindex=0"
+
+// goViewOnlyEnv are the exact settings the go-modules view adds besides
+// where modules come from: the module index off and -mod=readonly, which
+// change how the go command loads a module, never how std compiles. The key
+// leaves them out, so a go-modules check (with or without the operator's
+// build cache) shares the toolchain's cache with every other Go check.
+var goViewOnlyEnv = []string{goIndexOff, "GOFLAGS=-mod=readonly"}
 
 // goModuleOnlyEnv say where modules come from, which the standard library
 // never does: a go-modules check's prepared GOMODCACHE, at a path of its
 // own per go.sum, shares the toolchain's cache with every other Go check.
 var goModuleOnlyEnv = []string{"GOMODCACHE", "GOPROXY", "GOSUMDB", "GONOSUMDB", "GONOPROXY", "GOPRIVATE", "GOINSECURE", "GOVCS"}
 
-// goToolKey is the toolchain identity the cache is kept under.
-func goToolKey(image string, hostPaths, env []string) string {
+// goToolKey is the toolchain identity the cache is kept under; d memoises
+// the toolchain files' digests (nil: hashed every time).
+func goToolKey(d *fileDigests, image string, hostPaths, env []string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n", goToolCacheSchema)
 	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return slices.Contains(goModuleOnlyEnv, k)
+		return slices.Contains(goModuleOnlyEnv, k) || slices.Contains(goViewOnlyEnv, kv)
 	})
 	sort.Strings(env)
 	for _, kv := range env {
 		fmt.Fprintf(h, "env %q\n", kv)
 	}
-	stat := func(what, p string) {
-		if fi, err := os.Stat(p); err == nil {
-			fmt.Fprintf(h, "%s %q %d %d\n", what, p, fi.Size(), fi.ModTime().UnixNano())
-		}
-	}
 	if image != "" {
-		stat("image", image)
+		fmt.Fprintf(h, "image %s\n", d.sum(image))
 		return hex.EncodeToString(h.Sum(nil))
 	}
 	fmt.Fprintf(h, "host_paths %q\n", hostPaths)
@@ -153,20 +198,18 @@ func goToolKey(image string, hostPaths, env []string) string {
 		}
 	}
 	// The first go and C compilers on the task's PATH, as the host has
-	// them (a task with host paths sees them at the same paths).
+	// them (a task with host paths sees them at the same paths), by
+	// content (toolident.go).
 	for _, tool := range []string{"go", "cc", "gcc", "clang"} {
 		for _, dir := range filepath.SplitList(path) {
-			p := filepath.Join(dir, tool)
-			real, err := filepath.EvalSymlinks(p)
+			real, err := filepath.EvalSymlinks(filepath.Join(dir, tool))
 			if err != nil {
 				continue
 			}
-			stat(tool, real)
 			if tool == "go" {
-				root := filepath.Dir(filepath.Dir(real))
-				if v, err := os.ReadFile(filepath.Join(root, "VERSION")); err == nil {
-					fmt.Fprintf(h, "goroot %q %q\n", root, v)
-				}
+				fmt.Fprintf(h, "go %s\n", d.goToolchainIdentity(real))
+			} else {
+				fmt.Fprintf(h, "%s %s\n", tool, d.sum(real))
 			}
 			break
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/runmill/verify/internal/deps"
+	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/treehash"
 )
@@ -53,32 +54,32 @@ func TestGoToolKey(t *testing.T) {
 	img := filepath.Join(dir, "image.tar")
 	os.WriteFile(img, []byte("image"), 0o644)
 	env := []string{"PATH=" + bin, "GOFLAGS=-mod=readonly"}
-	base := goToolKey("", nil, env)
-	if again := goToolKey("", nil, []string{env[1], env[0]}); again != base {
+	base := goToolKey(nil, "", nil, env)
+	if again := goToolKey(nil, "", nil, []string{env[1], env[0]}); again != base {
 		t.Errorf("the key depends on the environment's order")
 	}
-	if goToolKey("", nil, env) != base {
+	if goToolKey(nil, "", nil, env) != base {
 		t.Errorf("the key is not stable")
 	}
 	// Where modules come from does not change how std compiles.
-	if goToolKey("", nil, append(env, "GOMODCACHE=/state/deps/go-modules/k1/tree", "GOPROXY=off", "GOSUMDB=off")) != base {
+	if goToolKey(nil, "", nil, append(env, "GOMODCACHE=/state/deps/go-modules/k1/tree", "GOPROXY=off", "GOSUMDB=off")) != base {
 		t.Errorf("the module settings changed the toolchain key")
 	}
 	differs := map[string]func() string{
-		"GOAMD64":    func() string { return goToolKey("", nil, append(env, "GOAMD64=v3")) },
-		"CGO":        func() string { return goToolKey("", nil, append(env, "CGO_ENABLED=0")) },
-		"GOFLAGS":    func() string { return goToolKey("", nil, []string{env[0], "GOFLAGS=-trimpath"}) },
-		"host paths": func() string { return goToolKey("", []string{"/usr", "/opt/go"}, env) },
-		"image":      func() string { return goToolKey(img, nil, env) },
+		"GOAMD64":    func() string { return goToolKey(nil, "", nil, append(env, "GOAMD64=v3")) },
+		"CGO":        func() string { return goToolKey(nil, "", nil, append(env, "CGO_ENABLED=0")) },
+		"GOFLAGS":    func() string { return goToolKey(nil, "", nil, []string{env[0], "GOFLAGS=-trimpath"}) },
+		"host paths": func() string { return goToolKey(nil, "", []string{"/usr", "/opt/go"}, env) },
+		"image":      func() string { return goToolKey(nil, img, nil, env) },
 		"go version": func() string {
 			os.WriteFile(filepath.Join(dir, "go", "VERSION"), []byte("go1.26.1\n"), 0o644)
 			defer os.WriteFile(filepath.Join(dir, "go", "VERSION"), []byte("go1.26.0\n"), 0o644)
-			return goToolKey("", nil, env)
+			return goToolKey(nil, "", nil, env)
 		},
 		"go binary": func() string {
 			os.WriteFile(filepath.Join(bin, "go"), []byte("another go binary"), 0o755)
 			defer os.WriteFile(filepath.Join(bin, "go"), []byte("go binary"), 0o755)
-			return goToolKey("", nil, env)
+			return goToolKey(nil, "", nil, env)
 		},
 	}
 	for name, f := range differs {
@@ -217,5 +218,52 @@ func TestGoToolCacheReuseVerifies(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, key)); !os.IsNotExist(err) {
 		t.Errorf("the tampered cache is still kept: %v", err)
+	}
+}
+
+// fakeRunner is a sandbox that runs nothing; unions says whether it can
+// join Go build caches.
+type fakeRunner struct{ unions bool }
+
+func (fakeRunner) Prepare(context.Context, sandbox.Spec) (*sandbox.Task, error) {
+	return nil, errors.New("fakeRunner runs nothing")
+}
+func (fakeRunner) Probe(context.Context, sandbox.Spec) (sandbox.ProbeReport, error) {
+	return sandbox.ProbeReport{}, errors.New("fakeRunner probes nothing")
+}
+func (f fakeRunner) UnionsGoCaches() bool { return f.unions }
+
+// TestGoToolchainCacheOperatorNotJoined: where the prepared cache cannot be
+// joined with the operator's build cache (no overlayfs, a path overlayfs
+// cannot name) the check keeps the operator's cache alone, the note says
+// why, and no toolchain cache is built for it.
+func TestGoToolchainCacheOperatorNotJoined(t *testing.T) {
+	gate := make(chan struct{})
+	close(gate)
+	for _, tc := range []struct {
+		name     string
+		unions   bool
+		operator string
+		want     string
+	}{
+		{"no overlayfs", false, "/state/deps/go-build/k/tree", "the kernel has no overlayfs"},
+		{"a colon in the path", true, "/state:1/deps/go-build/k/tree", "which an overlay cannot join"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			built := false
+			e := &executor{sb: fakeRunner{tc.unions}, gate: gate, logf: func(string, ...any) { built = true },
+				goCaches: &goToolCaches{dir: filepath.Join(t.TempDir(), "go")}}
+			view := &deps.View{GoCache: tc.operator, ReadOnly: []string{tc.operator}}
+			note := e.goToolchainCache(context.Background(), discovery.Check{ID: "unit", Command: "go test ./..."}, view, nil)
+			if !strings.HasPrefix(note, "no prepared Go toolchain cache") || !strings.Contains(note, tc.want) {
+				t.Errorf("note %q, want one saying %q", note, tc.want)
+			}
+			if view.GoCache != tc.operator || len(view.GoCacheLayers) != 0 || len(view.ReadOnly) != 1 {
+				t.Errorf("the view changed: %+v", view)
+			}
+			if _, err := os.Stat(e.goCaches.dir); built || !os.IsNotExist(err) {
+				t.Errorf("a toolchain cache build was attempted (log %v, dir %v)", built, err)
+			}
+		})
 	}
 }

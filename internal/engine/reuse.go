@@ -34,7 +34,7 @@ import (
 
 // inputKeySchema versions the key's derivation: a change to what goes in
 // must change every key.
-const inputKeySchema = "runmill-input-key/v1"
+const inputKeySchema = "runmill-input-key/v2"
 
 // maxReuseRuns bounds how many earlier runs one verification reads (the
 // newest by run id, which sorts by time): a few pushes of one pull request.
@@ -210,10 +210,11 @@ func (e *executor) inputKey(ctx context.Context, c discovery.Check, phase verdic
 		}
 	}
 	env := baseEnv(e.hostPaths)
+	digs := e.goCaches.digests()
 	return keyInputs{Harness: pins,
 		Schema: inputKeySchema, Runmill: e.reuse.identity(), Check: c.ID, Phase: string(phase), Commit: commit, Command: c.Command,
 		Report: c.Report, Timeout: timeout, MaxOutput: e.maxOutput, Env: env, HostPaths: e.hostPaths, Dependencies: depKeys,
-		Image: fileIdentity(c.Image), Toolchain: goToolKey(c.Image, e.hostPaths, env), Program: program(c.Command, env),
+		Image: digs.sum(c.Image), Toolchain: goToolKey(digs, c.Image, e.hostPaths, env), Program: program(digs, c.Command, env),
 		Limits: fmt.Sprintf("%+v", sandbox.DefaultLimits),
 	}.digest(), ok
 }
@@ -225,9 +226,9 @@ type keyInputs struct {
 	Timeout                                        time.Duration
 	MaxOutput                                      int64
 	Env, HostPaths, Dependencies                   []string
-	// Image and Program identify the image file and the command's
-	// interpreter; Toolchain is the Go toolchain key (compilers on PATH,
-	// GOROOT's version, the build environment).
+	// Image and Program are the content digests of the image file and
+	// the command's interpreter; Toolchain is the Go toolchain key (the
+	// toolchain and C compilers on PATH by content, the build environment).
 	Image, Toolchain, Program, Limits string
 	// Harness names the commit with the harness files laid over it.
 	Harness string
@@ -239,8 +240,9 @@ func (k keyInputs) digest() string {
 }
 
 // program identifies the command's first word as found on the task's PATH
-// (node, python3, sh …): a different interpreter is a different run.
-func program(command string, env []string) string {
+// (node, python3, sh …) by content: a different interpreter is a different
+// run, the same one extracted afresh is not.
+func program(d *fileDigests, command string, env []string) string {
 	f := strings.Fields(command)
 	if len(f) == 0 {
 		return ""
@@ -252,38 +254,28 @@ func program(command string, env []string) string {
 		}
 	}
 	if strings.Contains(f[0], "/") {
-		return fileIdentity(f[0])
+		return d.sum(f[0])
 	}
 	for _, dir := range filepath.SplitList(path) {
-		if id := fileIdentity(filepath.Join(dir, f[0])); id != "" {
+		if id := d.sum(filepath.Join(dir, f[0])); id != "" {
 			return id
 		}
 	}
 	return ""
 }
 
-// fileIdentity names a file by its resolved path, size and modification
-// time (as goToolKey does): cheap, and any replacement changes it.
-func fileIdentity(p string) string {
-	if p == "" {
-		return ""
-	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return ""
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf("%q %d %d", real, fi.Size(), fi.ModTime().UnixNano())
-}
-
-// runKeyed is runOne recording the run's input key.
+// runKeyed is runOne recording the run's input key. The key is computed
+// beside the run, not before it: on a fresh state dir it hashes the
+// toolchain's files (about 70 MB for Go, toolident.go), which the run does
+// not wait for.
 func (e *executor) runKeyed(ctx context.Context, c discovery.Check, phase verdict.Phase, commit string) (evidence.CheckRun, *report.Inventory, error) {
-	key, _ := e.inputKey(ctx, c, phase, commit)
+	keyC := make(chan string, 1)
+	go func() {
+		key, _ := e.inputKey(ctx, c, phase, commit)
+		keyC <- key
+	}()
 	rec, inv, err := e.runOne(ctx, c, phase, commit)
-	rec.InputKey = key
+	rec.InputKey = <-keyC
 	return rec, inv, err
 }
 

@@ -43,7 +43,7 @@ func TestInputKeyCoversEveryInput(t *testing.T) {
 		"toolchain":      func(k *keyInputs) { k.Toolchain = "go1.27 key" },
 		"interpreter":    func(k *keyInputs) { k.Program = `"/usr/bin/go" 1 3` },
 		"sandbox limits": func(k *keyInputs) { k.Limits = "{CPUs:4}" },
-		"key schema":     func(k *keyInputs) { k.Schema = "runmill-input-key/v2" },
+		"key schema":     func(k *keyInputs) { k.Schema = inputKeySchema + ".next" },
 		"harness":        func(k *keyInputs) { k.Harness = "c0ffee with the base's harness tests/run.sh@fedcba987654" },
 	} {
 		k := base()

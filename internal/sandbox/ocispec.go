@@ -83,6 +83,9 @@ func ociSpec(ctx context.Context, p *plan, rootfs string, etc []bind, rro bool) 
 	for _, b := range p.roBinds {
 		layered = append(layered, bindMount(b.Source, b.Destination, roOpts))
 	}
+	if m, ok := p.goCacheMount(); ok {
+		layered = append(layered, m)
+	}
 	if p.report.Source != "" {
 		layered = append(layered, bindMount(p.report.Source, p.report.Destination, []string{"bind", "rw", "nosuid", "nodev", "noexec"}))
 	}

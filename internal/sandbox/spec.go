@@ -94,6 +94,12 @@ type Spec struct {
 	// the go command tolerates a cache it cannot write (it builds what it
 	// misses and keeps the result in TMPDIR's work directory only).
 	GoCache string
+	// GoCacheLayers are further prepared Go build caches (absolute host
+	// directories outside the checkout) joined with GoCache into one
+	// read-only GOCACHE at GoCachePath, GoCache's entries first (see
+	// goCacheMount). Unlike GoCache they need not be listed in ReadOnly.
+	// See Sandbox.UnionsGoCaches.
+	GoCacheLayers []string
 	// Observer, when set, sees every byte of stdout and stderr as it
 	// arrives (both streams, concurrently: it must be safe for concurrent
 	// use). Scanners that must read the whole output, such as zero-test
@@ -274,7 +280,10 @@ func (sp Spec) validate() (*plan, error) {
 			bad("go_cache", "go build cache %s must be bound read-only (list it in ReadOnly)", p.GoCache)
 		}
 	}
-	env, envErrs := buildEnv(p.Env, sp.InTask(p.GoCache))
+	if len(p.GoCacheLayers) > 0 {
+		errs = append(errs, p.checkGoCacheLayers()...)
+	}
+	env, envErrs := buildEnv(p.Env, sp.goCacheInTask())
 	errs = append(errs, envErrs...)
 	p.env = env
 	if p.Checkout != "" {
