@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -120,12 +121,13 @@ func Run(ctx context.Context, dir string, o RunOptions, args ...string) ([]byte,
 	}
 	cmd.Env = Env()
 	cmd.Stdin = o.Stdin
-	var out, errb bytes.Buffer
+	var out bytes.Buffer
+	errb := &bounded.Buffer{Max: 8 << 10}
 	cmd.Stdout = &out
 	if o.Stdout != nil {
 		cmd.Stdout = o.Stdout
 	}
-	cmd.Stderr = &limitedBuffer{buf: &errb, max: 8 << 10}
+	cmd.Stderr = errb
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(errb.String())
 		if msg == "" {
@@ -158,18 +160,6 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
-
-type limitedBuffer struct {
-	buf *bytes.Buffer
-	max int
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := l.max - l.buf.Len(); room > 0 {
-		l.buf.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
 
 // ValidRevision reports whether rev may be handed to git as a revision: not
 // empty, not an option, and on one line (git reads some arguments from
