@@ -507,7 +507,7 @@ func (m *Manager) remove(c *Checkout) error {
 		if err := os.Rename(c.ovl, filepath.Join(m.trash, "ovl-"+filepath.Base(c.ovl))); err == nil {
 			m.rm.background(filepath.Join(m.trash, "ovl-"+filepath.Base(c.ovl)))
 		} else if !errors.Is(err, os.ErrNotExist) {
-			if err := m.rm.tree(c.ovl); err != nil {
+			if err := m.rm.Tree(c.ovl); err != nil {
 				return rmerr.Wrap(rmerr.CheckoutRemove, err, "removing checkout layer %s", c.ovl).WithHint(removeHint)
 			}
 		}
@@ -523,7 +523,7 @@ func (m *Manager) remove(c *Checkout) error {
 	}
 	// Renaming failed (the trash is gone, or the name is taken): remove in
 	// place, synchronously, so the checkout is gone when Remove returns.
-	if err := m.rm.tree(c.Dir); err != nil {
+	if err := m.rm.Tree(c.Dir); err != nil {
 		return rmerr.Wrap(rmerr.CheckoutRemove, err, "removing checkout %s", c.Dir).
 			WithHint(removeHint)
 	}
@@ -570,7 +570,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	if _, err := unmountAll(m.session); err != nil {
 		return errors.Join(append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "unmounting checkouts under %s", m.session).WithHint(removeHint))...)
 	}
-	if err := m.rm.tree(m.session); err != nil {
+	if err := m.rm.Tree(m.session); err != nil {
 		errs = append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "removing session %s", m.session).
 			WithHint(removeHint))
 	}
@@ -639,7 +639,7 @@ func (m *Manager) Sweep(ctx context.Context) ([]string, error) {
 				WithHint(removeHint))
 			continue
 		}
-		if err := m.rm.tree(dir); err != nil {
+		if err := m.rm.Tree(dir); err != nil {
 			errs = append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "removing leftover session %s", dir).
 				WithHint(removeHint))
 		} else {
