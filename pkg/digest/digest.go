@@ -19,3 +19,19 @@ func Hex(b []byte) string {
 
 // Of is b's digest "sha256:<lower-case hex>".
 func Of(b []byte) string { return Prefix + Hex(b) }
+
+// LowerHex reports whether s is exactly n lower-case hex digits: the one
+// spelling of a digest or object id runmill accepts (upper case would name
+// the same bytes a second way).
+func LowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

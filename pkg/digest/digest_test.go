@@ -19,3 +19,22 @@ func TestDigest(t *testing.T) {
 		t.Errorf("Hex(nil) = %s, want the digest of no bytes", got)
 	}
 }
+
+func TestLowerHex(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want bool
+	}{
+		{"0123456789abcdef", 16, true},
+		{"0123456789ABCDEF", 16, false},
+		{"0123456789abcdeg", 16, false},
+		{"0123456789abcdef", 15, false},
+		{"", 0, true},
+		{"a", 0, false},
+	} {
+		if got := digest.LowerHex(tc.s, tc.n); got != tc.want {
+			t.Errorf("LowerHex(%q, %d) = %v, want %v", tc.s, tc.n, got, tc.want)
+		}
+	}
+}

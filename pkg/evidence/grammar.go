@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/objectid"
 )
 
@@ -13,18 +14,7 @@ import (
 // address has exactly one spelling: lower-case hex of a fixed length.
 
 // isLowerHex reports whether s is n lower-case hex digits.
-func isLowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isLowerHex(s string, n int) bool { return digest.LowerHex(s, n) }
 
 // isCommit: a git object id, SHA-1 (40) or SHA-256 (64) repositories.
 func isCommit(s string) bool { return objectid.Valid(s) }

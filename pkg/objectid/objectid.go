@@ -3,25 +3,13 @@
 // checkouts, Discovery and the evidence formats.
 package objectid
 
+import "github.com/runmill/verify/pkg/digest"
+
 // Valid reports whether s is a full git object id as runmill spells it:
 // 40 (SHA-1 repositories) or 64 (SHA-256 repositories) lower-case hex
 // digits. git prints ids that way; every other spelling of the same object
 // (upper case, abbreviated) is refused so one id names one thing.
-func Valid(s string) bool { return lowerHex(s, 40) || lowerHex(s, 64) }
-
-// lowerHex reports whether s is n lower-case hex digits.
-func lowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func Valid(s string) bool { return digest.LowerHex(s, 40) || digest.LowerHex(s, 64) }
 
 // ShortLen is how many leading characters Short keeps: enough to tell the
 // commits of one run apart in a message, and what every message has used.
