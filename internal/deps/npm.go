@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/objectid"
@@ -513,5 +514,11 @@ func readFileCapped(p string) ([]byte, error) {
 	if st.Size() > maxManifest {
 		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxManifest)
 	}
-	return os.ReadFile(p)
+	// Read through the bound too: a file that grows after its stat is
+	// refused, never read whole.
+	b, err := bounded.ReadAll(f, maxManifest)
+	if err == nil && int64(len(b)) > maxManifest {
+		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxManifest)
+	}
+	return b, err
 }
