@@ -2,15 +2,11 @@ package actions
 
 import (
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/runmill/verify/internal/engine"
-	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -49,9 +45,6 @@ type failingTest struct {
 	Message string
 }
 
-// artifactAddr is the only artifact address form the store writes.
-var artifactAddr = regexp.MustCompile(`^sha256/[0-9a-f]{64}$`)
-
 // failingTests re-reads the reports of the candidate runs that recorded
 // failing tests: the statement keeps ids only, the report keeps where a
 // test failed (JUnit file/line, TAP YAML at:, the file:line go test
@@ -69,12 +62,8 @@ func failingTests(run *Run, files *fileIndex) []failingTest {
 		found := map[report.TestID]report.Test{}
 		if located < MaxErrors && reread < MaxErrors {
 			reread++
-			if inv := reparse(run.Dir, rep); inv != nil {
-				for _, t := range inv.Tests {
-					if t.Status == report.Failed {
-						found[t.ID] = t
-					}
-				}
+			for _, t := range engine.StoredFailedTests(run.Dir, rep) {
+				found[t.ID] = t
 			}
 		}
 		for i, id := range rep.Inventory.Failed {
@@ -93,23 +82,6 @@ func failingTests(run *Run, files *fileIndex) []failingTest {
 		}
 	}
 	return out
-}
-
-// reparse parses the stored report of rep, or returns nil.
-func reparse(dir string, rep *evidence.ReportRecord) *report.Inventory {
-	if dir == "" || !artifactAddr.MatchString(rep.Artifact) {
-		return nil
-	}
-	f, err := os.Open(filepath.Join(dir, "artifacts", filepath.FromSlash(rep.Artifact)))
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	inv, err := report.Parse(f, rep.Format, report.Options{Identity: rep.Identity})
-	if err != nil {
-		return nil
-	}
-	return inv
 }
 
 // locationHint is a directory path the test's id suggests: a Go package's

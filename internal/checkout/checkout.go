@@ -54,15 +54,11 @@
 package checkout
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -70,7 +66,10 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/runmill/verify/internal/fsname"
+	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/harness"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -128,7 +127,7 @@ func NewManager(ctx context.Context, repoDir, stateDir string) (*Manager, error)
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.GitRepository, err, "resolving repository %s", repoDir)
 	}
-	out, err := runGit(ctx, repo, gitInRepo, "rev-parse", "--is-bare-repository", "--path-format=absolute",
+	out, err := git.Run(ctx, repo, git.RunOptions{}, "rev-parse", "--is-bare-repository", "--path-format=absolute",
 		"--git-common-dir", "--git-path", "objects", "--git-path", "shallow", "--show-object-format")
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.GitRepository, err, "reading repository %s", repo).
@@ -144,7 +143,7 @@ func NewManager(ctx context.Context, repoDir, stateDir string) (*Manager, error)
 	}
 	top := common
 	if !bare {
-		out, err := runGit(ctx, repo, gitInRepo, "rev-parse", "--path-format=absolute", "--show-toplevel")
+		out, err := git.Run(ctx, repo, git.RunOptions{}, "rev-parse", "--path-format=absolute", "--show-toplevel")
 		if err != nil {
 			return nil, rmerr.Wrap(rmerr.GitRepository, err, "reading repository %s", repo)
 		}
@@ -162,7 +161,7 @@ func NewManager(ctx context.Context, repoDir, stateDir string) (*Manager, error)
 		return nil, rmerr.Wrap(rmerr.CheckoutCreate, err, "resolving state directory %s", stateDir)
 	}
 	for _, inside := range []string{top, common} {
-		if real, err := filepath.EvalSymlinks(inside); err == nil && within(state, real) {
+		if real, err := filepath.EvalSymlinks(inside); err == nil && fsname.Within(state, real) {
 			return nil, rmerr.New(rmerr.CheckoutCreate, "state directory %s lies inside the repository %s", state, real).
 				WithHint("choose a state directory outside the repository (--out or RUNMILL_STATE_DIR)")
 		}
@@ -172,7 +171,7 @@ func NewManager(ctx context.Context, repoDir, stateDir string) (*Manager, error)
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.GitRepository, err, "reading the object directories of %s", repo)
 	}
-	refs, err := runGit(ctx, repo, gitInRepo, "for-each-ref", "--format=%(objectname) %(refname)")
+	refs, err := git.Run(ctx, repo, git.RunOptions{}, "for-each-ref", "--format=%(objectname) %(refname)")
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing the refs of %s", repo)
 	}
@@ -206,12 +205,6 @@ func (c *Checkout) Mounted() bool { return c.mounted }
 // Dir is the Manager's own session directory: every checkout and layer it
 // makes lies below it, and Close removes it.
 func (m *Manager) Dir() string { return m.session }
-
-// within reports whether path is dir or lies below it.
-func within(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
 
 // alternates returns objects and every object directory its
 // info/alternates names, recursively, in git's order and without repeats.
@@ -268,7 +261,7 @@ func (m *Manager) openSession() error {
 	if err := os.MkdirAll(m.checkouts, 0o755); err != nil {
 		return rmerr.Wrap(rmerr.CheckoutCreate, err, "creating %s", m.checkouts)
 	}
-	name := fmt.Sprintf("s%d-%s", os.Getpid(), randomHex(4))
+	name := fmt.Sprintf("s%d-%s", os.Getpid(), fsname.Random(4))
 	tmp := filepath.Join(m.checkouts, tmpLockPrefix+name)
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
@@ -319,16 +312,6 @@ func flock(f *os.File, nonBlocking bool) error {
 	}
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return hex.EncodeToString(b)
-}
-
-var objectID = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
-
 // commit resolves rev to a commit id once per Manager: the engine creates
 // many checkouts of the same two commits.
 func (m *Manager) commit(ctx context.Context, rev string) (string, error) {
@@ -338,12 +321,12 @@ func (m *Manager) commit(ctx context.Context, rev string) (string, error) {
 	if ok {
 		return id, nil
 	}
-	if rev == "" || strings.HasPrefix(rev, "-") {
+	if !git.ValidRevision(rev) {
 		return "", rmerr.New(rmerr.GitRevision, "revision %q is not a commit", rev)
 	}
-	out, err := runGit(ctx, m.repo, gitInRepo, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	out, err := git.Run(ctx, m.repo, git.RunOptions{}, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 	id = strings.TrimSpace(string(out))
-	if err != nil || !objectID.MatchString(id) {
+	if err != nil || !objectid.Valid(id) {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("resolving %s: %w", rev, ctx.Err())
 		}
@@ -446,11 +429,7 @@ func (m *Manager) populate(ctx context.Context, c *Checkout) error {
 			return fail(err, "writing .git/"+f.name)
 		}
 	}
-	mode := gitInCheckout
-	if m.umaskHidesFiles {
-		mode = gitInCheckoutUmask022
-	}
-	if _, err := runGit(ctx, c.Dir, mode,
+	if _, err := git.Run(ctx, c.Dir, git.RunOptions{Owned: true, Umask022: m.umaskHidesFiles},
 		"-c", "checkout.workers="+strconv.Itoa(m.checkoutWorkers),
 		"-c", "checkout.thresholdForParallelism="+strconv.Itoa(m.checkoutThreshold),
 		"read-tree", "--reset", "-u", c.Commit); err != nil {
@@ -528,7 +507,7 @@ func (m *Manager) remove(c *Checkout) error {
 		if err := os.Rename(c.ovl, filepath.Join(m.trash, "ovl-"+filepath.Base(c.ovl))); err == nil {
 			m.rm.background(filepath.Join(m.trash, "ovl-"+filepath.Base(c.ovl)))
 		} else if !errors.Is(err, os.ErrNotExist) {
-			if err := m.rm.tree(c.ovl); err != nil {
+			if err := m.rm.Tree(c.ovl); err != nil {
 				return rmerr.Wrap(rmerr.CheckoutRemove, err, "removing checkout layer %s", c.ovl).WithHint(removeHint)
 			}
 		}
@@ -544,7 +523,7 @@ func (m *Manager) remove(c *Checkout) error {
 	}
 	// Renaming failed (the trash is gone, or the name is taken): remove in
 	// place, synchronously, so the checkout is gone when Remove returns.
-	if err := m.rm.tree(c.Dir); err != nil {
+	if err := m.rm.Tree(c.Dir); err != nil {
 		return rmerr.Wrap(rmerr.CheckoutRemove, err, "removing checkout %s", c.Dir).
 			WithHint(removeHint)
 	}
@@ -591,7 +570,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	if _, err := unmountAll(m.session); err != nil {
 		return errors.Join(append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "unmounting checkouts under %s", m.session).WithHint(removeHint))...)
 	}
-	if err := m.rm.tree(m.session); err != nil {
+	if err := m.rm.Tree(m.session); err != nil {
 		errs = append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "removing session %s", m.session).
 			WithHint(removeHint))
 	}
@@ -660,7 +639,7 @@ func (m *Manager) Sweep(ctx context.Context) ([]string, error) {
 				WithHint(removeHint))
 			continue
 		}
-		if err := m.rm.tree(dir); err != nil {
+		if err := m.rm.Tree(dir); err != nil {
 			errs = append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "removing leftover session %s", dir).
 				WithHint(removeHint))
 		} else {
@@ -722,60 +701,4 @@ func sessionLeftovers(dir string) []string {
 		out = append(out, dir)
 	}
 	return out
-}
-
-// gitMode says where runmill's own git runs.
-type gitMode int
-
-const (
-	// gitInRepo: read-only plumbing in the user's repository. safe.directory
-	// lets root (runmill under sudo) read a repository owned by the runner:
-	// naming it with --repo is the operator's trust decision, and hooks and
-	// fsmonitor, the ways a repository's config could run a program here,
-	// are off.
-	gitInRepo gitMode = iota
-	// gitInCheckout: in a checkout runmill just created and owns.
-	gitInCheckout
-	// gitInCheckoutUmask022: the same, under umask 022, for a process whose
-	// umask would hide the files git writes from the sandbox user. Go cannot
-	// set a child's umask, so a shell does.
-	gitInCheckoutUmask022
-)
-
-// runGit runs git in dir with an environment that cannot redirect it to
-// another repository, without hooks or fsmonitor.
-func runGit(ctx context.Context, dir string, mode gitMode, args ...string) ([]byte, error) {
-	full := []string{"-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
-	if mode == gitInRepo {
-		full = append(full, "-c", "safe.directory=*")
-	}
-	full = append(full, args...)
-	cmd := execCommand(ctx, "git", full...)
-	if mode == gitInCheckoutUmask022 {
-		cmd = execCommand(ctx, "sh", append([]string{"-c", `umask 022 && exec git "$@"`, "git"}, full...)...)
-	}
-	cmd.Env = gitHostEnv()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &capped{b: &stderr, n: 8 << 10}
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return stdout.Bytes(), fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
-	}
-	return stdout.Bytes(), nil
-}
-
-// capped keeps the first n bytes written to it and discards the rest.
-type capped struct {
-	b *bytes.Buffer
-	n int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.n - c.b.Len(); room > 0 {
-		c.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }

@@ -1,29 +1,6 @@
 package checkout
 
-import (
-	"context"
-	"os/exec"
-	"strconv"
-	"syscall"
-	"time"
-
-	"github.com/runmill/verify/internal/git"
-)
-
-// gitHostEnv is the environment of runmill's own git commands on the host:
-// the one internal/git builds (no inherited GIT_* variable can point git at
-// another repository, no global or system config, no prompts).
-func gitHostEnv() []string { return git.Env() }
-
-// execCommand runs name in its own process group and kills the whole group
-// when ctx ends, so parallel-checkout workers die with their git.
-func execCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	return cmd
-}
+import "strconv"
 
 // gitConfig is the configuration git needs to work read-only inside the
 // sandbox, where the checkout and the object directories are bound

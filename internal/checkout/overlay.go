@@ -62,7 +62,7 @@ func (m *Manager) EnableLayers() error {
 		return fmt.Errorf("the state directory %s holds ',', ':' or '\\', which overlayfs options cannot carry", m.session)
 	}
 	test := filepath.Join(m.session, "ovl", "mount-test")
-	defer m.rm.tree(test)
+	defer m.rm.Tree(test)
 	lower, upper, work, merged := filepath.Join(test, "lower"), filepath.Join(test, "upper"), filepath.Join(test, "work"), filepath.Join(test, "merged")
 	for _, d := range []string{lower, upper, work, merged} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -123,7 +123,7 @@ func (m *Manager) layerOnce(ctx context.Context, key, what string, fill func(dir
 	m.mu.Unlock()
 	if !ok {
 		if err := fill(l.dir); err != nil {
-			m.rm.tree(l.dir)
+			m.rm.Tree(l.dir)
 			m.mu.Lock()
 			delete(m.layers, key)
 			m.mu.Unlock()

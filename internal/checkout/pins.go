@@ -13,7 +13,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/harness"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -69,19 +71,14 @@ func (m *Manager) writePins(ctx context.Context, root string, pins []harness.Pin
 func (m *Manager) readBlobs(ctx context.Context, pins []harness.Pin) ([][]byte, error) {
 	var in bytes.Buffer
 	for _, p := range pins {
-		if !objectID.MatchString(p.Blob) {
+		if !objectid.Valid(p.Blob) {
 			return nil, fmt.Errorf("%s: %q is not a blob id", p.Path, p.Blob)
 		}
 		in.WriteString(p.Blob + "\n")
 	}
-	cmd := execCommand(ctx, "git", "-C", m.repo, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "safe.directory=*", "cat-file", "--batch")
-	cmd.Env = gitHostEnv()
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &capped{b: &stderr, n: 8 << 10}
-	out, err := cmd.Output()
+	out, err := git.Run(ctx, m.repo, git.RunOptions{Stdin: &in}, "cat-file", "--batch")
 	if err != nil {
-		return nil, fmt.Errorf("git cat-file --batch: %v: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, err
 	}
 	blobs := make([][]byte, len(pins))
 	for i, p := range pins {

@@ -2,9 +2,6 @@ package deps
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/treehash"
 )
@@ -57,7 +55,7 @@ func entry(ctx context.Context, stateDir, scratch, strategy string, inputs map[s
 	} else if err := os.MkdirAll(scratch, 0o755); err != nil {
 		return "", Receipt{}, err
 	}
-	tmp := filepath.Join(scratch, ".import-"+randomHex())
+	tmp := filepath.Join(scratch, ".import-"+fsname.Random(8))
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return "", Receipt{}, err
 	}
@@ -133,17 +131,6 @@ func reuse(ctx context.Context, dir, strategy, key string, inputs map[string]str
 		return Receipt{}, e
 	}
 	return r, nil
-}
-
-func randomHex() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(s[:])
 }
 
 // hashTree is the fingerprint of a cached or source tree.

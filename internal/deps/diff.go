@@ -10,6 +10,7 @@ import (
 
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/printable"
 )
 
@@ -69,7 +70,7 @@ func npmVersions(ctx context.Context, repo *git.Repo, commit string) (map[string
 	}
 	var l lockfile
 	if err := json.Unmarshal(b, &l); err != nil {
-		return nil, refuse(NPM, "package-lock.json at %s: %v", short(commit), err)
+		return nil, refuse(NPM, "package-lock.json at %s: %v", objectid.Short(commit), err)
 	}
 	for k, p := range l.Packages {
 		if k != "" {

@@ -17,7 +17,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/mod/sumdb/dirhash"
+
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/digest"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -90,7 +94,13 @@ func validModulePart(s string) bool {
 }
 
 // escapePath is the module cache's case encoding: an upper-case letter
-// becomes '!' and its lower case (golang.org/x/mod/module.EscapePath).
+// becomes '!' and its lower case. It is golang.org/x/mod/module's
+// escapeString, which the library exports only behind EscapePath's and
+// EscapeVersion's import-path grammar (a dot in the first element, no '~'
+// in some places, …): parseGoSum admits a wider, path-safe grammar
+// (validModulePart) so that a go.sum the go command accepts is never
+// refused here, and escaping must then not fail. TestEscapePathAgreesWithModule
+// holds it to the library on every path both accept.
 func escapePath(s string) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -103,32 +113,10 @@ func escapePath(s string) string {
 	return b.String()
 }
 
-// hash1 is the go command's "h1:" hash (golang.org/x/mod/sumdb/dirhash
-// Hash1): SHA-256 over the sorted lines "<sha256 hex>  <name>\n".
-func hash1(names []string, open func(name string) (io.ReadCloser, error)) (string, error) {
-	names = slices.Clone(names)
-	sort.Strings(names)
-	h := sha256.New()
-	for _, name := range names {
-		if strings.Contains(name, "\n") {
-			return "", errors.New("dirhash: filenames with newlines are not supported")
-		}
-		r, err := open(name)
-		if err != nil {
-			return "", err
-		}
-		hf := sha256.New()
-		_, err = io.Copy(hf, r)
-		r.Close()
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%x  %s\n", hf.Sum(nil), name)
-	}
-	return "h1:" + base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
-}
-
-// hashDir is dirhash.HashDir(dir, prefix, Hash1).
+// hashDir is dirhash.HashDir(dir, prefix, dirhash.Hash1) with one check
+// more: every file must be regular. HashDir would hash a symlink's target,
+// so a planted link could make a tree hash to its go.sum line while the
+// build reads other bytes.
 func hashDir(dir, prefix string) (string, error) {
 	files := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -152,12 +140,12 @@ func hashDir(dir, prefix string) (string, error) {
 	for n := range files {
 		names = append(names, n)
 	}
-	return hash1(names, func(n string) (io.ReadCloser, error) { return os.Open(files[n]) })
+	return dirhash.Hash1(names, func(n string) (io.ReadCloser, error) { return os.Open(files[n]) })
 }
 
 // hashGoMod is the "/go.mod" line's hash of one file.
 func hashGoMod(file string) (string, error) {
-	return hash1([]string{"go.mod"}, func(string) (io.ReadCloser, error) { return os.Open(file) })
+	return dirhash.Hash1([]string{"go.mod"}, func(string) (io.ReadCloser, error) { return os.Open(file) })
 }
 
 // goSide is one commit's go.sum modules, verified and cached: a checkout
@@ -242,7 +230,7 @@ func readGoSum(ctx context.Context, repo *git.Repo, commit string) ([]goSumLine,
 	if e, err := repo.Stat(ctx, commit, "go.mod"); err != nil {
 		return nil, err
 	} else if e.Kind != git.Blob && e.Kind != git.Executable {
-		return nil, refuse(GoModules, "%s has no go.mod at the repository root", short(commit))
+		return nil, refuse(GoModules, "%s has no go.mod at the repository root", objectid.Short(commit))
 	}
 	e, err := repo.Stat(ctx, commit, "go.sum")
 	if err != nil {
@@ -252,7 +240,7 @@ func readGoSum(ctx context.Context, repo *git.Repo, commit string) ([]goSumLine,
 		return nil, nil // a module without dependencies
 	}
 	if e.Kind != git.Blob && e.Kind != git.Executable {
-		return nil, refuse(GoModules, "go.sum at %s is a %s", short(commit), e.Kind)
+		return nil, refuse(GoModules, "go.sum at %s is a %s", objectid.Short(commit), e.Kind)
 	}
 	b, err := repo.ReadBlob(ctx, e, maxManifest)
 	if err != nil {
@@ -260,7 +248,7 @@ func readGoSum(ctx context.Context, repo *git.Repo, commit string) ([]goSumLine,
 	}
 	lines, err := parseGoSum(b)
 	if err != nil {
-		return nil, refuse(GoModules, "go.sum at %s: %v", short(commit), err)
+		return nil, refuse(GoModules, "go.sum at %s: %v", objectid.Short(commit), err)
 	}
 	return lines, nil
 }
@@ -282,7 +270,7 @@ func goSumAt(ctx context.Context, repo *git.Repo, commit string) ([]byte, []goSu
 // goInputs are the content key's inputs of one go.sum: its exact bytes,
 // which evidence verify recomputes from the bound commit.
 func goInputs(sum []byte) map[string]string {
-	return map[string]string{"go.sum": sha256Hex(sum)}
+	return map[string]string{"go.sum": digest.Of(sum)}
 }
 
 // importGo verifies commit's go.sum modules in modcache and imports them

@@ -15,7 +15,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/digest"
+	"github.com/runmill/verify/pkg/objectid"
 )
 
 // The files of an npm install (spec § 3 step 3).
@@ -170,7 +173,7 @@ func validateNPMAt(ctx context.Context, repo *git.Repo, commit, srcDir string) (
 			return nil, refuse(NPM, "reading %s in the source checkout %s: %v", f.name, o.SourceDir, err)
 		}
 		if !bytes.Equal(b, f.base) {
-			return nil, refuse(NPM, "%s in the source checkout %s differs from the base %s (stale local lockfile or an unsynced checkout)", f.name, o.SourceDir, short(o.Base))
+			return nil, refuse(NPM, "%s in the source checkout %s differs from the base %s (stale local lockfile or an unsynced checkout)", f.name, o.SourceDir, objectid.Short(o.Base))
 		}
 	}
 	deps, err := dependencyDigest(basePkg)
@@ -220,7 +223,7 @@ func validateNPMAt(ctx context.Context, repo *git.Repo, commit, srcDir string) (
 		return nil, err
 	}
 	inputs := map[string]string{
-		packageJSON: sha256Hex(basePkg), packageLock: sha256Hex(baseLock), hiddenLockfile: sha256Hex(hiddenBytes),
+		packageJSON: digest.Of(basePkg), packageLock: digest.Of(baseLock), hiddenLockfile: digest.Of(hiddenBytes),
 		"platform": rt.Platform, "arch": rt.Arch, "node_abi": rt.ABI,
 	}
 	return &npmInstall{nodeModules: nm, inputs: inputs, lock: baseLock, deps: deps}, nil
@@ -322,7 +325,7 @@ func (n *npmPrepared) attach(ctx context.Context, dir, views string) (*View, err
 	}
 	d, err := dependencyDigest(pkg)
 	if err != nil {
-		return nil, refuse(NPM, "package.json at %s: %v", short(commit), err)
+		return nil, refuse(NPM, "package.json at %s: %v", objectid.Short(commit), err)
 	}
 	var side *npmSide
 	for _, s := range n.sides {
@@ -484,7 +487,7 @@ func readAt(ctx context.Context, repo *git.Repo, commit, name string) ([]byte, e
 		return nil, err
 	}
 	if e.Kind != git.Blob && e.Kind != git.Executable {
-		return nil, refuse(NPM, "%s has no %s (%s); dependencies: npm needs a committed package.json and package-lock.json", short(commit), name, e.Kind)
+		return nil, refuse(NPM, "%s has no %s (%s); dependencies: npm needs a committed package.json and package-lock.json", objectid.Short(commit), name, e.Kind)
 	}
 	return repo.ReadBlob(ctx, e, maxManifest)
 }
@@ -511,12 +514,11 @@ func readFileCapped(p string) ([]byte, error) {
 	if st.Size() > maxManifest {
 		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxManifest)
 	}
-	return os.ReadFile(p)
-}
-
-func short(c string) string {
-	if len(c) > 12 {
-		return c[:12]
+	// Read through the bound too: a file that grows after its stat is
+	// refused, never read whole.
+	b, err := bounded.ReadAll(f, maxManifest)
+	if err == nil && int64(len(b)) > maxManifest {
+		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxManifest)
 	}
-	return c
+	return b, err
 }

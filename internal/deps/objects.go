@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/runmill/verify/internal/fsname"
 )
 
 // objects is the content-addressed file store shared by every cache entry
@@ -76,7 +78,7 @@ func (o *objects) file(src, dst string, mode fs.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(obj), 0o755); err != nil {
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(obj), ".tmp-"+randomHex())
+	tmp := filepath.Join(filepath.Dir(obj), ".tmp-"+fsname.Random(8))
 	if err := copyFile(src, tmp, mode); err != nil {
 		os.Remove(tmp)
 		return err

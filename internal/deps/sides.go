@@ -14,8 +14,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -172,7 +175,7 @@ func npmFilesAt(ctx context.Context, repo *git.Repo, commit string) ([]byte, str
 	}
 	deps, err := dependencyDigest(pkg)
 	if err != nil {
-		return nil, "", refuse(NPM, "package.json at %s: %v", short(commit), err)
+		return nil, "", refuse(NPM, "package.json at %s: %v", objectid.Short(commit), err)
 	}
 	return lock, deps, nil
 }
@@ -193,7 +196,7 @@ func writeIndex(stateDir, strategy, commit, key string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	tmp := p + ".tmp-" + randomHex()
+	tmp := p + ".tmp-" + fsname.Random(8)
 	if err := os.WriteFile(tmp, []byte(key+"\n"), 0o644); err != nil {
 		return err
 	}
@@ -224,12 +227,12 @@ func indexed(stateDir, strategy, commit string) (dir, key string, inputs map[str
 		return "", "", nil, nil
 	}
 	if err != nil {
-		return "", "", nil, refuse(strategy, "the install imported for %s is unreadable (%v)", short(commit), err)
+		return "", "", nil, refuse(strategy, "the install imported for %s is unreadable (%v)", objectid.Short(commit), err)
 	}
 	defer f.Close()
 	var r Receipt
 	if err := json.NewDecoder(io.LimitReader(f, maxReceipt)).Decode(&r); err != nil {
-		return "", "", nil, refuse(strategy, "the receipt of the install imported for %s is malformed: %v", short(commit), err)
+		return "", "", nil, refuse(strategy, "the receipt of the install imported for %s is malformed: %v", objectid.Short(commit), err)
 	}
 	return dir, key, r.Inputs, nil
 }
@@ -254,10 +257,10 @@ func loadNPM(ctx context.Context, repo *git.Repo, stateDir, commit string) (*npm
 	if err != nil {
 		return nil, refuse(NPM, "cannot learn the platform and Node ABI the sandbox runs: %v", err)
 	}
-	want := map[string]string{packageJSON: sha256Hex(pkg), packageLock: sha256Hex(lock), "platform": rt.Platform, "arch": rt.Arch, "node_abi": rt.ABI}
+	want := map[string]string{packageJSON: digest.Of(pkg), packageLock: digest.Of(lock), "platform": rt.Platform, "arch": rt.Arch, "node_abi": rt.ABI}
 	for k, v := range want {
 		if inputs[k] != v {
-			return nil, refuse(NPM, "the install imported for %s is stale: its %s is %s, the commit's (or this host's) %s", short(commit), k, inputs[k], v)
+			return nil, refuse(NPM, "the install imported for %s is stale: its %s is %s, the commit's (or this host's) %s", objectid.Short(commit), k, inputs[k], v)
 		}
 	}
 	r, err := reuse(ctx, dir, NPM, key, inputs)
@@ -266,7 +269,7 @@ func loadNPM(ctx context.Context, repo *git.Repo, stateDir, commit string) (*npm
 	}
 	deps, err := dependencyDigest(pkg)
 	if err != nil {
-		return nil, refuse(NPM, "package.json at %s: %v", short(commit), err)
+		return nil, refuse(NPM, "package.json at %s: %v", objectid.Short(commit), err)
 	}
 	return &npmSide{commit: commit, receipt: r, tree: filepath.Join(dir, "tree"), lock: lock, deps: deps}, nil
 }
@@ -279,7 +282,7 @@ func loadGo(ctx context.Context, stateDir, commit, sum string) (*goSide, error) 
 		return nil, err
 	}
 	if inputs["go.sum"] != sum {
-		return nil, refuse(GoModules, "the module cache imported for %s is stale: it was made for go.sum %s, the commit's is %s", short(commit), inputs["go.sum"], sum)
+		return nil, refuse(GoModules, "the module cache imported for %s is stale: it was made for go.sum %s, the commit's is %s", objectid.Short(commit), inputs["go.sum"], sum)
 	}
 	r, err := reuse(ctx, dir, GoModules, key, inputs)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -38,8 +39,8 @@ func CheckSource(ctx context.Context, repo *git.Repo, o Options, strategies []st
 		case head:
 			how = "behind"
 		}
-		errs = append(errs, rmerr.New(rmerr.VerifyDependencies, "the source checkout %s is at %s, %s the base %s", o.SourceDir, short(head), how, short(o.Base)).
-			WithHint("check out the base in the source checkout (git checkout --detach %s), run the declared preparation there (npm ci), and start a fresh run", short(o.Base)))
+		errs = append(errs, rmerr.New(rmerr.VerifyDependencies, "the source checkout %s is at %s, %s the base %s", o.SourceDir, objectid.Short(head), how, objectid.Short(o.Base)).
+			WithHint("check out the base in the source checkout (git checkout --detach %s), run the declared preparation there (npm ci), and start a fresh run", objectid.Short(o.Base)))
 	}
 	o.Candidate = o.Base
 	for _, s := range uniq(strategies) {

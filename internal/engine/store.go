@@ -2,9 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/runmill/verify/pkg/budget"
+	"github.com/runmill/verify/pkg/evidence"
 )
 
 // StateDir picks runmill's state directory: the flag, else
@@ -47,10 +45,11 @@ func absolute(dir string) string {
 	return dir
 }
 
-// store keeps a run's artifacts content-addressed under dir/sha256/<hex>,
-// the layout `runmill evidence verify --artifacts-dir` re-hashes. ids is the
-// run's account of admitted test ids (pkg/budget): the budget a run's
-// reports share, kept with the run's other per-run bookkeeping.
+// store keeps a run's artifacts content-addressed in dir, in the layout
+// pkg/evidence defines (the one `runmill evidence verify --artifacts-dir`
+// re-hashes). ids is the run's account of admitted test ids (pkg/budget):
+// the budget a run's reports share, kept with the run's other per-run
+// bookkeeping.
 type store struct {
 	dir string
 	ids *budget.Run
@@ -66,49 +65,21 @@ func (s store) put(b []byte) (string, error) {
 }
 
 // errOverCap is putFrom's refusal of a stream longer than its cap.
-var errOverCap = errors.New("longer than its cap")
+var errOverCap = evidence.ErrArtifactOverCap
 
-// putFrom streams r into the store without holding it: through the hash
-// into a temporary file in the store, renamed to its address once the
-// digest is known. More than max bytes is refused (errOverCap) and nothing
-// is kept, so a file that grew after it was measured is never stored.
+// putFrom streams r into the store without holding it (evidence.PutArtifact):
+// more than max bytes is refused (errOverCap) and nothing is kept, so a file
+// that grew after it was measured is never stored.
 func (s store) putFrom(r io.Reader, max int64) (addr string, n int64, err error) {
-	dir := filepath.Join(s.dir, "sha256")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", 0, fmt.Errorf("storing artifact: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return "", 0, fmt.Errorf("storing artifact: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	h := sha256.New()
-	n, err = io.Copy(io.MultiWriter(h, tmp), io.LimitReader(r, max+1))
-	if err != nil {
-		return "", n, fmt.Errorf("storing artifact: %w", err)
-	}
-	if n > max {
-		return "", n, errOverCap
-	}
-	if err = tmp.Close(); err != nil {
-		return "", n, fmt.Errorf("storing artifact: %w", err)
-	}
-	hexd := hex.EncodeToString(h.Sum(nil))
-	// Renaming over an existing body of the same digest replaces equal
-	// bytes with equal bytes.
-	if err = os.Rename(tmp.Name(), filepath.Join(dir, hexd)); err != nil {
-		return "", n, fmt.Errorf("storing artifact: %w", err)
-	}
-	return "sha256/" + hexd, n, nil
+	return evidence.PutArtifact(s.dir, r, max)
 }
 
-// path is where the body of addr lives.
-func (s store) path(addr string) string { return filepath.Join(s.dir, filepath.FromSlash(addr)) }
+// path is where the body of addr lives ("" for what is not an address,
+// which the store never returns).
+func (s store) path(addr string) string {
+	p, _ := evidence.ArtifactPath(s.dir, addr)
+	return p
+}
 
 // holeAt reports whether f (of size bytes) has a hole before size: where a
 // sparse file's allocated blocks fall short of its size, SEEK_HOLE says

@@ -15,9 +15,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
-	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/pkg/harness"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -75,18 +78,56 @@ func Env() []string {
 	return env
 }
 
-// run executes git and returns stdout; stderr is folded into the error.
+// run executes git in the repository and returns stdout.
 func (r *Repo) run(ctx context.Context, stdout io.Writer, args ...string) ([]byte, error) {
-	full := append([]string{"-C", r.Dir, "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*"}, args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = Env()
-	var out, errb bytes.Buffer
-	if stdout != nil {
-		cmd.Stdout = stdout
-	} else {
-		cmd.Stdout = &out
+	return Run(ctx, r.Dir, RunOptions{Stdout: stdout}, args...)
+}
+
+// RunOptions say how Run starts git. The zero value is runmill's plumbing
+// in the user's repository.
+type RunOptions struct {
+	// Owned: dir is a checkout runmill created and owns, so git needs no
+	// safe.directory exception there. Otherwise dir is the user's
+	// repository: safe.directory lets root (runmill under sudo) read a
+	// repository owned by the runner, because naming it with --repo is the
+	// operator's trust decision, and hooks and fsmonitor, the ways a
+	// repository's config could run a program here, are off either way.
+	Owned bool
+	// Umask022 runs git under umask 022, for a process whose umask would
+	// hide the files git writes from the sandbox user. Go cannot set a
+	// child's umask, so a shell does.
+	Umask022 bool
+	// Stdin is git's standard input (none when nil).
+	Stdin io.Reader
+	// Stdout receives git's output instead of Run's result when not nil.
+	Stdout io.Writer
+}
+
+// Run is runmill's one way to start git on the host (its own plumbing and
+// internal/checkout's): git -C dir with hooks and fsmonitor off, in the
+// allow-listed environment of Env, in its own process group that is killed
+// whole when ctx ends (parallel-checkout workers die with their git). It
+// returns stdout; a failure is an *Error carrying the first 8 KiB of
+// stderr.
+func Run(ctx context.Context, dir string, o RunOptions, args ...string) ([]byte, error) {
+	full := []string{"-C", dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
+	if !o.Owned {
+		full = append(full, "-c", "safe.directory=*")
 	}
-	cmd.Stderr = &limitedBuffer{buf: &errb, max: 8 << 10}
+	full = append(full, args...)
+	cmd := command(ctx, "git", full...)
+	if o.Umask022 {
+		cmd = command(ctx, "sh", append([]string{"-c", `umask 022 && exec git "$@"`, "git"}, full...)...)
+	}
+	cmd.Env = Env()
+	cmd.Stdin = o.Stdin
+	var out bytes.Buffer
+	errb := &bounded.Buffer{Max: 8 << 10}
+	cmd.Stdout = &out
+	if o.Stdout != nil {
+		cmd.Stdout = o.Stdout
+	}
+	cmd.Stderr = errb
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(errb.String())
 		if msg == "" {
@@ -95,6 +136,16 @@ func (r *Repo) run(ctx context.Context, stdout io.Writer, args ...string) ([]byt
 		return nil, &Error{Args: args, Stderr: msg, Err: err}
 	}
 	return out.Bytes(), nil
+}
+
+// command runs name in its own process group and kills the whole group
+// when ctx ends, so no child git starts outlives the call.
+func command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
 }
 
 // Error is a failed git invocation.
@@ -110,30 +161,26 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-type limitedBuffer struct {
-	buf *bytes.Buffer
-	max int
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := l.max - l.buf.Len(); room > 0 {
-		l.buf.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
+// ValidRevision reports whether rev may be handed to git as a revision: not
+// empty, not an option, and on one line (git reads some arguments from
+// NUL- or line-separated input).
+func ValidRevision(rev string) bool {
+	return rev != "" && !strings.HasPrefix(rev, "-") && !strings.ContainsAny(rev, "\x00\n\r")
 }
 
 // ResolveCommit turns a revision into a full commit id.
 func (r *Repo) ResolveCommit(ctx context.Context, rev, flag string) (string, error) {
-	if rev == "" || strings.HasPrefix(rev, "-") || strings.ContainsAny(rev, "\x00\n\r") {
+	if !ValidRevision(rev) {
 		return "", rmerr.New(rmerr.GitRevision, "invalid revision %q", rev).InField(flag).
 			WithHint("pass a commit id, branch or tag")
 	}
 	out, err := r.run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
-	if err != nil {
+	id := strings.TrimSpace(string(out))
+	if err != nil || !objectid.Valid(id) {
 		return "", rmerr.New(rmerr.GitRevision, "revision %q is not a commit in %s", rev, r.Dir).InField(flag).
 			WithHint("fetch it first (actions/checkout needs fetch-depth: 0) or check the spelling")
 	}
-	return strings.TrimSpace(string(out)), nil
+	return id, nil
 }
 
 // EntryKind is what a path names in a commit's tree.
@@ -155,6 +202,7 @@ func (k EntryKind) String() string {
 // Entry is one path in a commit's tree.
 type Entry struct {
 	Kind   EntryKind
+	Mode   string // git's tree-entry mode, "" when Missing
 	Object string
 	Size   int64
 }
@@ -163,7 +211,7 @@ type Entry struct {
 func (r *Repo) Stat(ctx context.Context, commit, path string) (Entry, error) {
 	out, err := r.run(ctx, nil, "ls-tree", "-z", "--long", "--full-tree", commit, "--", path)
 	if err != nil {
-		return Entry{}, rmerr.Wrap(rmerr.GitRepository, err, "listing %s at %s", path, short(commit))
+		return Entry{}, rmerr.Wrap(rmerr.GitRepository, err, "listing %s at %s", path, objectid.Short(commit))
 	}
 	// "<mode> SP <type> SP <object> SP+ <size> TAB <path> NUL"
 	for _, rec := range bytes.Split(out, []byte{0}) {
@@ -175,7 +223,7 @@ func (r *Repo) Stat(ctx context.Context, commit, path string) (Entry, error) {
 		if len(f) != 4 {
 			return Entry{}, rmerr.New(rmerr.GitRepository, "unexpected ls-tree output %q", rec)
 		}
-		e := Entry{Object: f[2]}
+		e := Entry{Object: f[2], Mode: f[0]}
 		switch f[0] {
 		case "100644":
 			e.Kind = Blob
@@ -222,7 +270,7 @@ func (r *Repo) ReadBlob(ctx context.Context, e Entry, max int64) ([]byte, error)
 func (r *Repo) ChangedPaths(ctx context.Context, base, candidate string) ([]string, error) {
 	out, err := r.run(ctx, nil, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", base+"..."+candidate, "--")
 	if err != nil {
-		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing changed paths %s...%s", short(base), short(candidate)).
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing changed paths %s...%s", objectid.Short(base), objectid.Short(candidate)).
 			WithHint("base and candidate need a common ancestor; fetch full history (fetch-depth: 0)")
 	}
 	var paths []string
@@ -234,51 +282,33 @@ func (r *Repo) ChangedPaths(ctx context.Context, base, candidate string) ([]stri
 	return paths, nil
 }
 
-func short(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
-}
-
-// KindAt implements discovery.Repository.
-func (r *Repo) KindAt(ctx context.Context, commit, path string) (discovery.FileKind, error) {
+// ModeAt returns the tree-entry mode of path at commit ("100644",
+// "040000", …), "" when commit has no such path. With ReadAt it is what
+// pkg/discovery reads policy through (its Repository interface, satisfied
+// structurally: plumbing does not import the domain).
+func (r *Repo) ModeAt(ctx context.Context, commit, path string) (string, error) {
 	e, err := r.Stat(ctx, commit, path)
-	if err != nil {
-		return 0, err
-	}
-	switch e.Kind {
-	case Missing:
-		return discovery.Missing, nil
-	case Blob, Executable:
-		return discovery.Regular, nil
-	case Symlink:
-		return discovery.Symlink, nil
-	case Tree:
-		return discovery.Directory, nil
-	}
-	return discovery.OtherKind, nil
+	return e.Mode, err
 }
 
-// ReadAt implements discovery.Repository.
+// ReadAt reads the regular file path at commit, at most max bytes (more is
+// an error, never a truncation).
 func (r *Repo) ReadAt(ctx context.Context, commit, path string, max int64) ([]byte, error) {
 	e, err := r.Stat(ctx, commit, path)
 	if err != nil {
 		return nil, err
 	}
 	if e.Kind != Blob && e.Kind != Executable {
-		return nil, fmt.Errorf("%s at %s is a %s, not a regular file", path, short(commit), e.Kind)
+		return nil, fmt.Errorf("%s at %s is a %s, not a regular file", path, objectid.Short(commit), e.Kind)
 	}
 	return r.ReadBlob(ctx, e, max)
 }
-
-var _ discovery.Repository = (*Repo)(nil)
 
 // MergeBase returns the best common ancestor of a and b.
 func (r *Repo) MergeBase(ctx context.Context, a, b string) (string, error) {
 	out, err := r.run(ctx, nil, "merge-base", a, b)
 	if err != nil {
-		return "", rmerr.Wrap(rmerr.GitRepository, err, "finding the merge base of %s and %s", short(a), short(b)).
+		return "", rmerr.Wrap(rmerr.GitRepository, err, "finding the merge base of %s and %s", objectid.Short(a), objectid.Short(b)).
 			WithHint("base and candidate need a common ancestor; fetch full history (fetch-depth: 0)")
 	}
 	return strings.TrimSpace(string(out)), nil
@@ -288,7 +318,7 @@ func (r *Repo) MergeBase(ctx context.Context, a, b string) (string, error) {
 func (r *Repo) TrackedFiles(ctx context.Context, commit string) ([]string, error) {
 	out, err := r.run(ctx, nil, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
 	if err != nil {
-		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing files at %s", short(commit))
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing files at %s", objectid.Short(commit))
 	}
 	var files []string
 	for _, p := range bytes.Split(out, []byte{0}) {
@@ -318,7 +348,7 @@ func (r *Repo) Ignored(ctx context.Context, path string) (bool, error) {
 func (r *Repo) Files(ctx context.Context, commit string) (harness.Tree, error) {
 	out, err := r.run(ctx, nil, "ls-tree", "-r", "-z", "--full-tree", commit)
 	if err != nil {
-		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing files at %s", short(commit))
+		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing files at %s", objectid.Short(commit))
 	}
 	t := harness.Tree{}
 	// "<mode> SP <type> SP <object> TAB <path> NUL"

@@ -1,12 +1,13 @@
-// Package mountinfo reads the mount points of /proc/<pid>/mountinfo, the one
-// parser runmill has for it (its own mounts, and a task's as its probe saw
-// them).
+// Package mountinfo reads mount points: runmill's own mount namespace
+// through github.com/moby/sys/mountinfo, and a task's mountinfo text as its
+// probe printed it.
 package mountinfo
 
 import (
-	"os"
 	"strconv"
 	"strings"
+
+	moby "github.com/moby/sys/mountinfo"
 )
 
 // MountPoint returns the mount point (field 5) of one mountinfo line, and
@@ -20,6 +21,10 @@ func MountPoint(line string) (string, bool) {
 }
 
 // Points lists the mount points of mountinfo text, in order, repeats kept.
+// It is the parser for text that came out of a task (the probe's), where a
+// cut line is skipped and a malformed escape kept as it is: moby's
+// GetMountsFromReader refuses the whole text on either, and the probe
+// judges the mounts it can read rather than none.
 func Points(text string) []string {
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
@@ -30,24 +35,24 @@ func Points(text string) []string {
 	return out
 }
 
-// Self lists the mount points of this process's mount namespace.
-func Self() ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	return Points(string(b)), nil
-}
+// Self lists the mount points of this process's mount namespace, in the
+// kernel's order (moby reads the calling thread's own table, which is right
+// also for a thread that changed namespace).
+func Self() ([]string, error) { return points(nil) }
 
 // Under lists the mount points of this process's mount namespace at or
-// below dir (an absolute, clean path).
+// below dir (an absolute, clean path; a trailing slash is ignored).
 func Under(dir string) ([]string, error) {
-	all, err := Self()
-	var out []string
-	for _, p := range all {
-		if p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/") {
-			out = append(out, p)
-		}
+	// PrefixFilter matches dir itself and paths below it, not siblings
+	// sharing its prefix (/a/bc under /a/b).
+	return points(moby.PrefixFilter(strings.TrimSuffix(dir, "/")))
+}
+
+func points(filter moby.FilterFunc) ([]string, error) {
+	mounts, err := moby.GetMounts(filter)
+	out := make([]string, 0, len(mounts))
+	for _, m := range mounts {
+		out = append(out, m.Mountpoint)
 	}
 	return out, err
 }

@@ -2,19 +2,19 @@ package sandbox
 
 import (
 	"cmp"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/containerd/containerd/v2/pkg/identifiers"
+
+	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/taskinit"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -167,9 +167,8 @@ var SandboxEnvKeys = []string{"TMPDIR", "HOME", "GOCACHE", "npm_config_cache", "
 
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// containerd's identifier grammar (pkg/identifiers), with room for a suffix.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*$`)
-
+// maxIDLength is containerd's bound on an identifier (pkg/identifiers
+// enforces it; the message names it).
 const maxIDLength = 76
 
 // plan is a validated Spec with every default applied and every path resolved.
@@ -200,7 +199,9 @@ func (sp Spec) validate() (*plan, error) {
 	if p.ID == "" {
 		p.ID = randomID()
 	}
-	if len(p.ID) > maxIDLength || !idPattern.MatchString(p.ID) {
+	// containerd's own grammar, so an id it would refuse is refused here,
+	// with the Spec's field named, before anything is created.
+	if identifiers.Validate(p.ID) != nil {
 		bad("id", "%q is not a valid container id (letters, digits, single . _ - separators, at most %d bytes)", p.ID, maxIDLength)
 	}
 	if strings.TrimSpace(p.Command) == "" {
@@ -518,11 +519,7 @@ func buildEnv(in []string, goCache string) ([]string, rmerr.List) {
 	return out, errs
 }
 
-func randomID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
-	return "rm-" + hex.EncodeToString(b[:])
-}
+func randomID() string { return "rm-" + fsname.Random(8) }
 
 // SearchPath is the PATH a task gets: the default directories, then the
 // entries of the host's PATH that lie under the paths bound into the task

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -26,10 +27,33 @@ func (k FileKind) String() string {
 	return [...]string{"missing", "regular file", "symlink", "directory", "submodule"}[k]
 }
 
-// Repository is the little Discovery reads from git (internal/git provides it).
+// kindAt says what path is at commit, from its git mode.
+func kindAt(ctx context.Context, repo Repository, commit, path string) (FileKind, error) {
+	mode, err := repo.ModeAt(ctx, commit, path)
+	if err != nil {
+		return 0, err
+	}
+	switch mode {
+	case "":
+		return Missing, nil
+	case "100644", "100755":
+		return Regular, nil
+	case "120000":
+		return Symlink, nil
+	case "040000":
+		return Directory, nil
+	}
+	return OtherKind, nil
+}
+
+// Repository is the little Discovery reads from git. internal/git's Repo
+// satisfies it without importing this package (plumbing does not import the
+// domain), so it speaks git's own vocabulary: tree-entry modes.
 type Repository interface {
-	// KindAt says what path is at commit without reading it.
-	KindAt(ctx context.Context, commit, path string) (FileKind, error)
+	// ModeAt returns the git tree-entry mode of path at commit ("100644",
+	// "100755", "120000", "040000", "160000"), "" when there is no such
+	// path, without reading it.
+	ModeAt(ctx context.Context, commit, path string) (string, error)
 	// ReadAt reads the regular file path at commit, at most max bytes
 	// (more is an error, never a truncation).
 	ReadAt(ctx context.Context, commit, path string, max int64) ([]byte, error)
@@ -59,14 +83,14 @@ func LoadRepositoryPolicy(ctx context.Context, repo Repository, base, candidate 
 }
 
 func readPolicyAt(ctx context.Context, repo Repository, commit string) (*RepositoryPolicy, error) {
-	file := fmt.Sprintf("%s@%s", policy.RepoPolicyPath, short(commit))
+	file := fmt.Sprintf("%s@%s", policy.RepoPolicyPath, objectid.Short(commit))
 	fail := func(format string, args ...any) error {
 		return rmerr.New(rmerr.VerifyManifest, format, args...).At(file, 0).
 			WithHint("make %s a regular file in the repository; unreadable is never read as \"no checks\"", policy.RepoPolicyPath)
 	}
 	// A symlinked or non-directory .runmill would redirect the policy
 	// anywhere; it is refused, not followed.
-	dir, err := repo.KindAt(ctx, commit, ".runmill")
+	dir, err := kindAt(ctx, repo, commit, ".runmill")
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.VerifyManifest, err, "reading .runmill").At(file, 0)
 	}
@@ -77,7 +101,7 @@ func readPolicyAt(ctx context.Context, repo Repository, commit string) (*Reposit
 	default:
 		return nil, fail(".runmill is a %s, not a directory", dir)
 	}
-	kind, err := repo.KindAt(ctx, commit, policy.RepoPolicyPath)
+	kind, err := kindAt(ctx, repo, commit, policy.RepoPolicyPath)
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.VerifyManifest, err, "reading the manifest").At(file, 0)
 	}
@@ -98,13 +122,6 @@ func readPolicyAt(ctx context.Context, repo Repository, commit string) (*Reposit
 		return nil, err
 	}
 	return &RepositoryPolicy{Doc: doc.Value, Ref: PolicyRef{Path: policy.RepoPolicyPath, Commit: commit, Digest: doc.Digest}}, nil
-}
-
-func short(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
 }
 
 // Bounds on an agent proposal list.

@@ -2,29 +2,22 @@ package evidence
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"strings"
+
+	"github.com/runmill/verify/pkg/digest"
+	"github.com/runmill/verify/pkg/objectid"
 )
 
 // Value grammars of the evidence formats. Every digest, commit and content
 // address has exactly one spelling: lower-case hex of a fixed length.
 
 // isLowerHex reports whether s is n lower-case hex digits.
-func isLowerHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isLowerHex(s string, n int) bool { return digest.LowerHex(s, n) }
 
 // isCommit: a git object id, SHA-1 (40) or SHA-256 (64) repositories.
-func isCommit(s string) bool { return isLowerHex(s, 40) || isLowerHex(s, 64) }
+func isCommit(s string) bool { return objectid.Valid(s) }
 
 // isDigest: "sha256:<64 lower-case hex>" (tree, policy and canonical digests).
 func isDigest(s string) bool {
@@ -32,21 +25,48 @@ func isDigest(s string) bool {
 	return ok && isLowerHex(h, 64)
 }
 
-// ArtifactPrefix starts every content address.
-const ArtifactPrefix = "sha256/"
+// The content-addressed store: the one place that knows its layout. An
+// artifact's address "sha256/<64 lower-case hex>" is also its path below
+// the artifacts directory, so the bodies live in one directory, artifactSub.
+const (
+	artifactSub = "sha256"
+	// ArtifactPrefix starts every content address.
+	ArtifactPrefix = artifactSub + "/"
+)
 
-// isArtifact: a content address "sha256/<64 lower-case hex>", which is also
-// the artifact's path below the artifacts directory. The grammar admits no
-// separator, dot or upper-case letter, so no address can climb out of the
-// directory or name one file two ways.
+// isArtifact: a content address "sha256/<64 lower-case hex>". The grammar
+// admits no separator, dot or upper-case letter, so no address can climb
+// out of the directory or name one file two ways.
 func isArtifact(s string) bool {
-	h, ok := strings.CutPrefix(s, ArtifactPrefix)
-	return ok && isLowerHex(h, 64)
+	_, ok := ArtifactHex(s)
+	return ok
 }
+
+// IsArtifactAddress reports whether s is a content address in the one form
+// the store writes.
+func IsArtifactAddress(s string) bool { return isArtifact(s) }
 
 // ArtifactAddress returns the content address of bytes whose lower-case hex
 // SHA-256 is hexSum.
 func ArtifactAddress(hexSum string) string { return ArtifactPrefix + hexSum }
+
+// ArtifactHex returns the hex SHA-256 an address names, and false for
+// anything that is not an address.
+func ArtifactHex(addr string) (string, bool) {
+	h, ok := strings.CutPrefix(addr, ArtifactPrefix)
+	return h, ok && isLowerHex(h, 64)
+}
+
+// ArtifactPath is where the body of addr lives below the artifacts
+// directory dir; false for anything that is not an address (it then names
+// no path at all, so nothing outside dir is ever opened).
+func ArtifactPath(dir, addr string) (string, bool) {
+	h, ok := ArtifactHex(addr)
+	if !ok {
+		return "", false
+	}
+	return filepath.Join(dir, artifactSub, h), true
+}
 
 var rawMessage = reflect.TypeFor[json.RawMessage]()
 
