@@ -17,12 +17,58 @@
 # fixed cost dominates) bare and re-verified (signed, warm state dir), and one
 # trivial TAP check on a 1 000-file repository on a warm state dir.
 #
+# BENCH_BARE_CGROUP=1 adds a second bare run per round inside the sandbox
+# tasks' CPU cgroup (see bare_in_group).
 # Needs root (runmill starts a private containerd in each state dir), go and
 # node on PATH. runmill is built into OUTDIR unless $RUNMILL names a binary;
 # RUNMILL_TOOLCACHE=DIR (a state dir's toolcache/) skips the cold build.
 # Per-verification progress (the check runs' own durations) is kept in
-# OUTDIR/logs. The summary table is printed last.
+# OUTDIR/logs. The summary table is printed last; `bench-verify.sh --summary
+# OUTDIR` prints it again.
 set -euo pipefail
+# summary OUTDIR ROUNDS: per workload and kind min/median/max wall seconds and
+# their ratios to the same round's bare run; the same for CPU seconds (the
+# bare command's; the sum over a verification's check runs in the sandbox).
+summary() {
+  echo
+  echo "== summary ($2 rounds; wall-clock seconds; x bare = verification / bare run of the same round; cpu = CPU seconds of the command, or of all check runs of the verification)"
+  awk -F '\t' '
+    function stats(a, n,   i, j, t, m) {
+      for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      m = (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+      return sprintf(n > 1 ? "%.2f %.2f %.2f" : "%.2f", a[1], m, a[n])
+    }
+    function cpu(k, note,   c, rest) {
+      if (k ~ /^bare/) return match(note, /cpu [0-9.]+s/) ? substr(note, RSTART + 4, RLENGTH - 5) + 0 : -1
+      if (!match(note, /cpu .*/)) return -1
+      rest = substr(note, RSTART); c = 0
+      while (match(rest, /(baseline|candidate) [0-9.]+s/)) { split(substr(rest, RSTART, RLENGTH), q, " "); c += q[2] + 0; rest = substr(rest, RSTART + RLENGTH) }
+      return c
+    }
+    {
+      w = $1; k = $2; s = $3 + 0; c = cpu(k, $4)
+      if (k == "bare") { bare[w] = s; barec[w] = c }
+      key = w SUBSEP k
+      if (!(key in n)) { order[++nk] = key }
+      v[key, ++n[key]] = s
+      if (c >= 0) cv[key, ++nc[key]] = c
+      if (k !~ /^bare/ && (w in bare)) { rv[key, ++nr[key]] = s / bare[w]; if (c >= 0 && barec[w] > 0) rc[key, ++nrc[key]] = c / barec[w] }
+    }
+    END {
+      printf "%-5s %-24s %-20s %-17s %-17s %s\n", "work", "what", "wall s min/med/max", "x bare", "cpu s", "cpu x bare"
+      for (i = 1; i <= nk; i++) {
+        key = order[i]; split(key, p, SUBSEP)
+        delete a; for (j = 1; j <= n[key]; j++) a[j] = v[key, j]
+        r = "-"; if (nr[key] > 0) { delete b; for (j = 1; j <= nr[key]; j++) b[j] = rv[key, j]; r = stats(b, nr[key]) }
+        c = "-"; if (nc[key] > 0) { delete b; for (j = 1; j <= nc[key]; j++) b[j] = cv[key, j]; c = stats(b, nc[key]) }
+        x = "-"; if (nrc[key] > 0) { delete b; for (j = 1; j <= nrc[key]; j++) b[j] = rc[key, j]; x = stats(b, nrc[key]) }
+        printf "%-5s %-24s %-20s %-17s %-17s %s\n", p[1], p[2], stats(a, n[key]), r, c, x
+      }
+    }' "$1/times"
+  echo "load average (1 min) over the run: $(awk '{print $2}' "$1/loads" | sort -n | sed -n '1p;$p' | paste -sd- -) on $(nproc) cores"
+  if grep -q EXIT "$1/times"; then echo "WARNING: some verifications were not merge-ready (EXIT in $1/times)"; fi
+}
+if [ "${1:-}" = --summary ]; then summary "${2:?usage: bench-verify.sh --summary OUTDIR}" "?"; exit 0; fi
 out=${1:?usage: bench-verify.sh OUTDIR [ROUNDS]}
 rounds=${2:-3}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,6 +106,17 @@ push() {
 # bare W: the check's command of workload W on the host; its CPU time (user +
 # system of every process) goes to logs/bare.cpu.
 bare() { /usr/bin/time -f '%U %S' -o "$out/logs/bare.cpu" bash -c "$(declare -f bare_cmd); out=$out; bare_cmd $1"; }
+# bare_in_group W: the same inside a CPU cgroup beside the sandbox tasks'
+# (containerd's namespace group, runmill/): on a loaded machine that whole group
+# weighs as much as one host process, so this bare run waits for a core the
+# way a check run does (BENCH_BARE_CGROUP=1).
+bare_in_group() {
+  local g=$cgroup/bench-bare-$$
+  mkdir -p "$g"
+  sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$g" \
+    /usr/bin/time -f '%U %S' -o "$out/logs/bare.cpu" bash -c "$(declare -f bare_cmd); out=$out; bare_cmd $1"
+  rmdir "$g"
+}
 bare_cmd() {
   case $1 in
     go) (cd "$out/go" && go test -count=1 -json ./... >/dev/null) ;;
@@ -90,7 +147,7 @@ measure() {
   # CPU time: of the bare command, or of each check run in the sandbox (the
   # terminal statement's cpu-ms budget ledger): equal CPU with more wall time
   # means waiting for a core, not work runmill added.
-  if [ "$k" = bare ] && [ -f "$out/logs/bare.cpu" ]; then
+  if [ "${k%%,*}" = bare ] && [ -f "$out/logs/bare.cpu" ]; then
     note="cpu $(awk 'END { printf "%.1fs", $1 + $2 }' "$out/logs/bare.cpu")"; rm -f "$out/logs/bare.cpu"
   elif [ -f "$out/logs/$label.out" ]; then
     local run
@@ -130,10 +187,16 @@ measure shop "first" shop-first verify shop-first shop good "$out/state-shop" "$
 seed "$out/state-tap"
 measure tap "first" tap-first verify tap-first tap cand "$out/state-tap"
 load
+cgroup=
+if [ -n "${BENCH_BARE_CGROUP:-}" ]; then
+  for c in /sys/fs/cgroup/cpu/runmill /sys/fs/cgroup/runmill; do [ -d "$c" ] && cgroup=$c && break; done
+  [ -n "$cgroup" ] || { echo "BENCH_BARE_CGROUP: no runmill CPU cgroup yet (it appears with the first sandbox task)" >&2; }
+fi
 for r in $(seq "$rounds"); do
   for w in go node; do
     push "$w" "$r"
     measure "$w" bare "" bare "$w"
+    if [ -n "$cgroup" ]; then measure "$w" "bare, sandbox cgroup" "" bare_in_group "$w"; fi
     seed "$out/first-$w-$r"
     measure "$w" first "$w-first-$r" verify "$w-first-$r" "$w" "push$r" "$out/first-$w-$r" "${sign[@]}"
     rm -rf "$out/first-$w-$r"
@@ -145,33 +208,4 @@ for r in $(seq "$rounds"); do
   load
 done
 
-# The summary: per workload and kind min/median/max seconds, and the ratios to
-# the same round's bare run (min/median/max over rounds).
-echo
-echo "== summary ($rounds rounds; seconds, wall clock; ratio = verification / bare of the same round)"
-awk -F '\t' '
-  function stats(a, n,   i, j, t, m) {
-    for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    m = (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    return sprintf("%6.2f %6.2f %6.2f", a[1], m, a[n])
-  }
-  {
-    w = $1; k = $2; s = $3 + 0
-    if (k == "bare") { bare[w] = s }
-    key = w SUBSEP k
-    if (!(key in n)) { order[++nk] = key }
-    v[key, ++n[key]] = s
-    if (k != "bare" && (w in bare)) { rv[key, ++nr[key]] = s / bare[w] }
-  }
-  END {
-    printf "%-5s %-24s %-20s %s\n", "work", "what", "s min/med/max", "x bare min/med/max"
-    for (i = 1; i <= nk; i++) {
-      key = order[i]; split(key, p, SUBSEP)
-      delete a; for (j = 1; j <= n[key]; j++) a[j] = v[key, j]
-      r = "-"
-      if (nr[key] > 0) { delete b; for (j = 1; j <= nr[key]; j++) b[j] = rv[key, j]; r = stats(b, nr[key]) }
-      printf "%-5s %-24s %-20s %s\n", p[1], p[2], stats(a, n[key]), r
-    }
-  }' "$out/times"
-echo "load (1/5/15 min) over the run: $(awk '{print $2}' "$out/loads" | sort -n | sed -n '1p;$p' | paste -sd- -) (1-min min-max), $(nproc) cores"
-if grep -q EXIT "$out/times"; then echo "WARNING: some verifications were not merge-ready (EXIT in $out/times)"; fi
+summary "$out" "$rounds"
