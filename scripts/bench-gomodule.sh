@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the benchmarks' Go module at DIR (bench-verify.sh, bench-reuse.sh):
+# Makes the benchmarks' Go module at DIR (bench-verify.sh):
 # 8 packages whose tests compute for real (each hashes), one `unit` check
 # with a go-json report, committed on main. The caller's git identity
 # (GIT_AUTHOR_* …) is used.
