@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -48,7 +49,7 @@ Exit: 0 · 1 not found or unreadable.`,
 		d := &st.Predicate
 		// The stored outputs sit beside the statement (a run directory, or
 		// a downloaded artifact); elsewhere the causes lack their tails.
-		why := engine.Explain(filepath.Dir(src), d)
+		why := explain.Checks(filepath.Dir(src), d)
 		if asJSON {
 			enc := json.NewEncoder(s.Out)
 			enc.SetIndent("", "  ")
@@ -56,7 +57,7 @@ Exit: 0 · 1 not found or unreadable.`,
 			// the full failed-test and missing-id lists are in the record.
 			return enc.Encode(struct {
 				*evidence.Delivery
-				Why []engine.Explanation `json:"why"`
+				Why []explain.Explanation `json:"why"`
 			}{d, nonNil(why)})
 		}
 		word := "NOT MERGE-READY"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/printable"
@@ -197,8 +198,8 @@ func printRun(w io.Writer, r *engine.Run) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.Text(c.CheckID, maxIDBytes), c.Phase, c.Status, c.Coverage, exit, tests, tree, dur)
 	}
 	tw.Flush()
-	writeWhy(w, d, engine.Explain(r.Dir, d), r.ID)
-	if ls := engine.HarnessLines(d); len(ls) > 0 {
+	writeWhy(w, d, explain.Checks(r.Dir, d), r.ID)
+	if ls := explain.HarnessLines(d); len(ls) > 0 {
 		// Issue 19: a harness the change edited ran in the base's version.
 		fmt.Fprintln(w, "\nHarness:")
 		for _, l := range ls {
@@ -223,9 +224,9 @@ const (
 // writeWhy renders the Why:, Overrides: and Unproven: blocks shared by
 // verify and inspect: each reason with its code, check and message, the
 // test ids it names one per line (capped), and after a check's last reason
-// what its runs printed and the causes runmill recognises (engine.Explain).
-func writeWhy(w io.Writer, d *evidence.Delivery, xs []engine.Explanation, runID string) {
-	byCheck := map[string][]engine.Explanation{}
+// what its runs printed and the causes runmill recognises (explain.Checks).
+func writeWhy(w io.Writer, d *evidence.Delivery, xs []explain.Explanation, runID string) {
+	byCheck := map[string][]explain.Explanation{}
 	for _, x := range xs {
 		byCheck[x.Check] = append(byCheck[x.Check], x)
 	}
@@ -310,7 +311,7 @@ func writeWhy(w io.Writer, d *evidence.Delivery, xs []engine.Explanation, runID 
 			fmt.Fprint(w, o)
 		}
 	}
-	var unproven []engine.Explanation
+	var unproven []explain.Explanation
 	for _, x := range xs {
 		if x.Unproven != "" {
 			unproven = append(unproven, x)
@@ -330,7 +331,7 @@ func writeWhy(w io.Writer, d *evidence.Delivery, xs []engine.Explanation, runID 
 
 // writeCauses prints what a failing run printed and the causes runmill
 // recognised in it.
-func writeCauses(w io.Writer, x engine.Explanation, indent string) {
+func writeCauses(w io.Writer, x explain.Explanation, indent string) {
 	phase := ""
 	if x.Phase == verdict.Baseline {
 		phase = " at the baseline"

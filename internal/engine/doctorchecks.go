@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/evidence"
@@ -35,8 +36,8 @@ type CheckDiagnosis struct {
 	Tests *TestCounts `json:"tests,omitempty"`
 	// Findings are why it did not pass, as verify would say.
 	Findings []verdict.Finding `json:"findings"`
-	// Why is engine.Explain's explanation; nil when it passed proven.
-	Why *Explanation `json:"why,omitempty"`
+	// Why is explain.Checks' explanation; nil when it passed proven.
+	Why *explain.Explanation `json:"why,omitempty"`
 }
 
 // BaseChecks is CheckBase's answer.
@@ -135,7 +136,7 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 		evidence.Judge(m, &rec)
 		d.Checks = append(d.Checks, rec)
 	}
-	xs := Explain(dir, d)
+	xs := explain.Checks(dir, d)
 	out := make([]CheckDiagnosis, 0, len(d.Checks))
 	for _, r := range d.Checks {
 		cd := CheckDiagnosis{Check: r.CheckID, Status: r.Status, Coverage: r.Coverage, Findings: r.Findings}
