@@ -1,14 +1,12 @@
 package engine_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/runmill/verify/internal/cli"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/evidence"
@@ -414,28 +412,5 @@ func TestHostileNamesAreEscaped(t *testing.T) {
 	}
 	if !strings.Contains(out, `x\n::error::INJ\n\x1b[2K`) {
 		t.Errorf("the file name is not shown escaped:\n%s", out)
-	}
-}
-
-// TestRelativeStateDir: `--out relstate` works (it used to end with exit 3
-// and an RM-SANDBOX error).
-func TestRelativeStateDir(t *testing.T) {
-	if containerdAddress == "" {
-		t.Skip(noSandbox)
-	}
-	r := gittest.New(t)
-	apply(r, files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\n"})
-	base := r.Commit("base")
-	r.Write("README.md", "docs\n")
-	cand := r.Commit("docs")
-	t.Chdir(t.TempDir())
-	var stdout, stderr strings.Builder
-	code := cli.Run(context.Background(), []string{"verify", "--repo", r.Dir, "--base", base, "--candidate", cand,
-		"--out", "relstate", "--containerd-address", containerdAddress}, cli.IO{In: strings.NewReader(""), Out: &stdout, Err: &stderr})
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
-	if runs, err := os.ReadDir(filepath.Join("relstate", "runs")); err != nil || len(runs) != 1 {
-		t.Fatalf("relstate/runs: %v %v", runs, err)
 	}
 }
