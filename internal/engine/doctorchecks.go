@@ -76,7 +76,11 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	// The base against itself: the manifest verification would resolve
 	// for a change that touches nothing (path-triggered checks are listed
 	// as not triggered and not run).
-	m, op, err := discover(ctx, DiscoverOptions{RepoDir: o.RepoDir, Base: o.Base, Candidate: o.Base, PolicyFile: o.PolicyFile})
+	repo, err := git.Open(ctx, o.RepoDir)
+	if err != nil {
+		return nil, err
+	}
+	m, op, err := discoverIn(ctx, repo, DiscoverOptions{RepoDir: o.RepoDir, Base: o.Base, Candidate: o.Base, PolicyFile: o.PolicyFile})
 	if err != nil {
 		return nil, err
 	}
@@ -85,10 +89,6 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	if op != nil {
 		hostPaths = op.Doc.Sandbox.HostPaths
 		e.maxOutput, e.defaultTimeout, e.hostPaths = op.Doc.Budgets.MaxOutputBytes, op.Doc.Budgets.CheckTimeout.D(), hostPaths
-	}
-	repo, err := git.Open(ctx, o.RepoDir)
-	if err != nil {
-		return nil, err
 	}
 	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
@@ -114,11 +114,7 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	if shared, _ := sb.SeesHostMounts(); shared {
 		_ = checkouts.EnableLayers() // a full checkout per run otherwise
 	}
-	e.depsReady = make(chan struct{})
-	go func() {
-		defer close(e.depsReady)
-		e.deps = prepareDeps(ctx, repo, m, op, o.StateDir, checkouts.Dir(), logf, e.event)
-	}()
+	e.prepareDepsAsync(ctx, repo, m, op, o.StateDir)
 	e.gate = make(chan struct{})
 	if _, err := e.probe(ctx, o.StateDir, hostPaths, imagesOf(m)); err != nil {
 		<-e.depsReady
