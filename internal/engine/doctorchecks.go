@@ -132,6 +132,13 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 		evidence.Judge(m, &rec)
 		d.Checks = append(d.Checks, rec)
 	}
+	return &BaseChecks{Base: m.Base, FailOnSkippedCheck: m.FailOnSkippedCheck, Checks: diagnoses(dir, d)}, nil
+}
+
+// diagnoses says what each check run of d did: its status, its tests by
+// status, its findings and why (explain.Checks; dir is the run directory
+// holding the stored outputs).
+func diagnoses(dir string, d *evidence.Delivery) []CheckDiagnosis {
 	xs := explain.Checks(dir, d)
 	out := make([]CheckDiagnosis, 0, len(d.Checks))
 	for _, r := range d.Checks {
@@ -147,5 +154,5 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 		}
 		out = append(out, cd)
 	}
-	return &BaseChecks{Base: m.Base, FailOnSkippedCheck: m.FailOnSkippedCheck, Checks: out}, nil
+	return out
 }

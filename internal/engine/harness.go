@@ -141,7 +141,7 @@ func pinKey(commit string, pins []harness.Pin) string {
 	var b strings.Builder
 	b.WriteString(commit + " with the base's harness")
 	for _, p := range pins {
-		fmt.Fprintf(&b, " %s@%s", p.Path, p.Blob[:min(12, len(p.Blob))])
+		fmt.Fprintf(&b, " %s@%s", p.Path, short12(p.Blob))
 	}
 	return b.String()
 }
