@@ -2,8 +2,8 @@ package cli
 
 // The whole pipeline driven through the real command: these tests were the
 // engine's, and moved here so that internal/engine's tests do not import
-// internal/cli (issue 18). The helpers below repeat the engine tests'
-// fixtures (a test package cannot import another's _test files).
+// internal/cli (issue 18); the fixtures they share with the engine's are
+// in internal/verifytest.
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	"github.com/runmill/verify/internal/githubtest"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/mountinfo"
+	"github.com/runmill/verify/internal/verifytest"
 	"github.com/runmill/verify/pkg/evidence"
 )
 
@@ -44,7 +45,7 @@ func TestKilledRunIsSwept(t *testing.T) {
 	// pgrep below finds only this test's task.
 	hang := fmt.Sprintf("sleep %d.%03d", 300+os.Getpid()%100, time.Now().Nanosecond()%1000)
 	pol := "checks:\n  - id: hang\n    run: " + hang + "\n"
-	r, base := shopRepo(t, pol)
+	r, base := verifytest.ShopRepo(t, pol)
 	state := t.TempDir()
 	args := []string{"verify", "--repo", r.Dir, "--base", base, "--candidate", base, "--out", state, "--containerd-address", containerdAddress}
 	cmd := exec.Command(os.Args[0], args...)
@@ -125,7 +126,7 @@ func TestGitHubThroughTheCLI(t *testing.T) {
 	if containerdAddress == "" {
 		t.Skip(noSandbox)
 	}
-	r, base := shopRepo(t, tapPolicy)
+	r, base := verifytest.ShopRepo(t, verifytest.TAPPolicy)
 	r.Checkout("pr", true)
 	r.Write("tests/discount.t", "x\n")
 	cand := r.Commit("pr")
@@ -141,10 +142,10 @@ func TestGitHubThroughTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventFile := filepath.Join(dir, "event.json")
-	os.WriteFile(eventFile, []byte(strings.NewReplacer(fixtureHead, cand, "7fd1a60b01f91b314f59955a4e4d4e80d8edf11d", base).Replace(string(event))), 0o644)
+	os.WriteFile(eventFile, []byte(strings.NewReplacer(verifytest.FixtureHead, cand, "7fd1a60b01f91b314f59955a4e4d4e80d8edf11d", base).Replace(string(event))), 0o644)
 
 	f := githubtest.New(t)
-	for _, kv := range [][2]string{{"{head}", cand}, {"{base}", base}, {"{old}", base}, {fixtureHead, cand}} {
+	for _, kv := range [][2]string{{"{head}", cand}, {"{base}", base}, {"{old}", base}, {verifytest.FixtureHead, cand}} {
 		f.Replace(kv[0], kv[1])
 	}
 	t.Setenv("GITHUB_TOKEN", githubtest.Token)
@@ -154,7 +155,7 @@ func TestGitHubThroughTheCLI(t *testing.T) {
 	t.Setenv("GITHUB_EVENT_PATH", eventFile)
 	t.Setenv("RUNMILL_SIGNING_KEY", string(keyPEM))
 
-	observePR(f)
+	verifytest.ObservePR(f)
 	f.Expect("/repos/acme/widget/commits/"+cand+"/check-runs", "filter=all&per_page=100", 200, "check_runs_completed.json")
 	f.Expect("/repos/acme/widget/commits/"+cand+"/statuses", "per_page=100", 200, "statuses_empty.json")
 	code, stdout, stderr := runCLI(t, "", "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", filepath.Join(dir, "state"),
@@ -177,7 +178,7 @@ func TestGitHubThroughTheCLI(t *testing.T) {
 	}
 
 	// The verifier host: no --base, no --candidate; the pull request says.
-	observePR(f)
+	verifytest.ObservePR(f)
 	code, expDoc, stderr := runCLI(t, "", "evidence", "expect", "--repo", r.Dir, "--out", filepath.Join(dir, "expect-state"))
 	if code != 0 {
 		t.Fatalf("expect: exit %d %s", code, stderr)
@@ -210,7 +211,7 @@ func TestRelativeStateDir(t *testing.T) {
 		t.Skip(noSandbox)
 	}
 	r := gittest.New(t)
-	apply(r, files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\n"})
+	verifytest.Apply(r, verifytest.Files{".runmill/checks.yaml": verifytest.TAPListPolicy, "tests/tap.sh": verifytest.TAPScript, "tests/list": "total\n"})
 	base := r.Commit("base")
 	r.Write("README.md", "docs\n")
 	cand := r.Commit("docs")
@@ -235,92 +236,3 @@ func mountsBelow(t *testing.T, dir string) []string {
 	}
 	return out
 }
-
-const tapRunner = `#!/bin/sh
-# Prints one TAP point per tests/*.t file; a file containing SKIP is skipped.
-set -e
-n=$(ls tests/*.t 2>/dev/null | wc -l)
-echo "1..$n"
-i=0
-for f in tests/*.t; do
-  [ -e "$f" ] || continue
-  i=$((i+1)); name=$(basename "$f" .t)
-  if grep -q SKIP "$f"; then echo "ok $i $name # SKIP"; else echo "ok $i $name"; fi
-done
-`
-
-const tapPolicy = `checks:
-  - id: unit
-    run: sh tests/run.sh > reports/unit.tap
-    report: {path: reports/unit.tap, format: tap}
-    timeout: 60s
-`
-
-func shopRepo(t testing.TB, policy string) (*gittest.Repo, string) {
-	t.Helper()
-	r := gittest.New(t)
-	r.Write(".runmill/checks.yaml", policy)
-	r.Write("tests/run.sh", tapRunner)
-	r.Write("tests/total.t", "x\n")
-	r.Write("tests/zero_qty.t", "x\n")
-	r.Write("tests/fixture.t", "x\n")
-	r.Write("fixtures/prices.txt", "a 250\n")
-	return r, r.Commit("base")
-}
-
-// The fixtures' fixed head SHA; Replace swaps in the test's real commit.
-const fixtureHead = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
-
-// observePR registers what Verify and Expect each read first: the pull
-// request, its reviews, and the base branch's required contexts (build and
-// runmill from protection; rulesets: none).
-func observePR(f *githubtest.Server) {
-	f.Expect("/repos/acme/widget/pulls/42", "", 200, "pull_request.json")
-	f.Expect("/repos/acme/widget/pulls/42/reviews", "per_page=100", 200, "pull_reviews_page1.json",
-		"Link", `<{base}/repos/acme/widget/pulls/42/reviews?per_page=100&page=2>; rel="next"`)
-	f.Expect("/repos/acme/widget/pulls/42/reviews", "per_page=100&page=2", 200, "pull_reviews_page2.json")
-	f.Expect("/repos/acme/widget/branches/main", "", 200, "branch_protected_runmill.json")
-	f.Expect("/repos/acme/widget/rules/branches/main", "per_page=100&page=1", 200, "rules_empty.json")
-}
-
-// files is one commit's edits: files to write (content "" removes the path).
-type files map[string]string
-
-func apply(r *gittest.Repo, c files) {
-	for path, content := range c {
-		if content == "" {
-			r.Remove(path)
-		} else {
-			r.Write(path, content)
-		}
-	}
-}
-
-// tapScript prints a TAP point per line of tests/list ("name" passes,
-// "name FAIL" fails, "name SKIP" skips, "BAIL" bails out) and exits with
-// tests/exit's content (0 when absent): the report and the exit code are
-// independent, as a masked runner makes them.
-const tapScript = `#!/bin/sh
-i=0
-echo "TAP version 13"
-while read -r name how; do
-  [ -n "$name" ] || continue
-  if [ "$name" = BAIL ]; then echo "Bail out! $how"; break; fi
-  i=$((i+1))
-  case "$how" in
-    FAIL) echo "not ok $i $name" ;;
-    SKIP) echo "ok $i $name # SKIP" ;;
-    *) echo "ok $i $name" ;;
-  esac
-done < tests/list
-[ "$1" = plan ] && echo "1..$i"
-echo "$(cat tests/say 2>/dev/null)" >&2
-exit "$(cat tests/exit 2>/dev/null || echo 0)"
-`
-
-const tapListPolicy = `checks:
-  - id: unit
-    run: sh tests/tap.sh plan > reports/unit.tap
-    report: {path: reports/unit.tap, format: tap}
-    timeout: 60s
-`

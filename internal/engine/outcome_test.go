@@ -9,6 +9,7 @@ import (
 
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/internal/verifytest"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -18,7 +19,7 @@ import (
 // the rules with the test that proves each one.
 
 // files is one commit's edits: files to write (content "" removes the path).
-type files map[string]string
+type files = verifytest.Files
 
 // outcomeCase is a repository at base, a candidate change, and what the
 // verdict must say.
@@ -67,15 +68,7 @@ func runOutcome(t *testing.T, c outcomeCase) *engine.Run {
 	return run
 }
 
-func apply(r *gittest.Repo, c files) {
-	for path, content := range c {
-		if content == "" {
-			r.Remove(path)
-		} else {
-			r.Write(path, content)
-		}
-	}
-}
+func apply(r *gittest.Repo, c files) { verifytest.Apply(r, c) }
 
 // rejudge holds the recorded statuses to their facts, as evidence verify
 // does: each run's status, coverage and findings, and the verdict.
@@ -108,34 +101,12 @@ test('adds', () => assert.strictEqual(1 + 1, 2));
 test('subtracts', () => assert.strictEqual(3 - 1, 2));
 `
 
-// tapScript prints a TAP point per line of tests/list ("name" passes,
-// "name FAIL" fails, "name SKIP" skips, "BAIL" bails out) and exits with
-// tests/exit's content (0 when absent): the report and the exit code are
-// independent, as a masked runner makes them.
-const tapScript = `#!/bin/sh
-i=0
-echo "TAP version 13"
-while read -r name how; do
-  [ -n "$name" ] || continue
-  if [ "$name" = BAIL ]; then echo "Bail out! $how"; break; fi
-  i=$((i+1))
-  case "$how" in
-    FAIL) echo "not ok $i $name" ;;
-    SKIP) echo "ok $i $name # SKIP" ;;
-    *) echo "ok $i $name" ;;
-  esac
-done < tests/list
-[ "$1" = plan ] && echo "1..$i"
-echo "$(cat tests/say 2>/dev/null)" >&2
-exit "$(cat tests/exit 2>/dev/null || echo 0)"
-`
-
-const tapListPolicy = `checks:
-  - id: unit
-    run: sh tests/tap.sh plan > reports/unit.tap
-    report: {path: reports/unit.tap, format: tap}
-    timeout: 60s
-`
+// tapScript prints a TAP point per line of tests/list (verifytest.TAPScript);
+// tapListPolicy runs it.
+const (
+	tapScript     = verifytest.TAPScript
+	tapListPolicy = verifytest.TAPListPolicy
+)
 
 func TestMaskedFailures(t *testing.T) {
 	goReports := goJSONReports(t)

@@ -14,6 +14,7 @@ import (
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/internal/sandbox/sandboxtest"
+	"github.com/runmill/verify/internal/verifytest"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
@@ -34,36 +35,15 @@ func testMain(m *testing.M) int {
 	return sandboxtest.Main(m, "the engine integration tests", &containerdAddress, &noSandbox)
 }
 
-const tapRunner = `#!/bin/sh
-# Prints one TAP point per tests/*.t file; a file containing SKIP is skipped.
-set -e
-n=$(ls tests/*.t 2>/dev/null | wc -l)
-echo "1..$n"
-i=0
-for f in tests/*.t; do
-  [ -e "$f" ] || continue
-  i=$((i+1)); name=$(basename "$f" .t)
-  if grep -q SKIP "$f"; then echo "ok $i $name # SKIP"; else echo "ok $i $name"; fi
-done
-`
-
-const tapPolicy = `checks:
-  - id: unit
-    run: sh tests/run.sh > reports/unit.tap
-    report: {path: reports/unit.tap, format: tap}
-    timeout: 60s
-`
+// The fixtures these tests share with internal/cli's (internal/verifytest).
+const (
+	tapRunner = verifytest.TAPRunner
+	tapPolicy = verifytest.TAPPolicy
+)
 
 func shopRepo(t testing.TB, policy string) (*gittest.Repo, string) {
 	t.Helper()
-	r := gittest.New(t)
-	r.Write(".runmill/checks.yaml", policy)
-	r.Write("tests/run.sh", tapRunner)
-	r.Write("tests/total.t", "x\n")
-	r.Write("tests/zero_qty.t", "x\n")
-	r.Write("tests/fixture.t", "x\n")
-	r.Write("fixtures/prices.txt", "a 250\n")
-	return r, r.Commit("base")
+	return verifytest.ShopRepo(t, policy)
 }
 
 func verify(t *testing.T, r *gittest.Repo, base, cand string, mod func(*engine.VerifyOptions)) *engine.Run {
