@@ -32,6 +32,7 @@ func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
 	defer removeSharedGoToolCache()
+	defer removeCLIBinary()
 	return sandboxtest.Main(m, "the engine integration tests", &containerdAddress, &noSandbox)
 }
 
