@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -62,7 +62,7 @@ func failingTests(run *Run, files *fileIndex) []failingTest {
 		found := map[report.TestID]report.Test{}
 		if located < MaxErrors && reread < MaxErrors {
 			reread++
-			for _, t := range engine.StoredFailedTests(run.Dir, rep) {
+			for _, t := range explain.StoredFailedTests(run.Dir, rep) {
 				found[t.ID] = t
 			}
 		}
@@ -169,10 +169,10 @@ func (x *fileIndex) resolve(file, hint string) string {
 // location, then the remaining reasons and failing tests; warnings after.
 func annotations(run *Run, failing []failingTest, files *fileIndex) []Annotation {
 	var located, unlocated, warnings []Annotation
-	// The causes of a check's failure (engine.Explain) go with its first
+	// The causes of a check's failure (explain.Checks) go with its first
 	// finding: one annotation says what broke and why.
 	causes := map[string]string{}
-	for _, x := range engine.Explain(run.Dir, &run.Delivery) {
+	for _, x := range explain.Checks(run.Dir, &run.Delivery) {
 		if c := causeText(x); c != "" {
 			causes[x.Check] += c
 		}
@@ -297,7 +297,7 @@ func findingText(f verdict.Finding) string {
 // causes and, without failing tests (they have annotations of their own),
 // the last lines the run printed. The lines are already escaped
 // (printable); go-githubactions escapes the message for the command.
-func causeText(x engine.Explanation) string {
+func causeText(x explain.Explanation) string {
 	var b strings.Builder
 	phase := ""
 	if x.Phase == verdict.Baseline {

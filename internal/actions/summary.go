@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/runmill/verify/internal/deps"
-	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -122,7 +122,7 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 		head = append(head, "")
 	}
 	head = append(head, whySection(run, reasons)...)
-	if ls := engine.HarnessLines(d); len(ls) > 0 {
+	if ls := explain.HarnessLines(d); len(ls) > 0 {
 		head = append(head, "### Harness", "")
 		for _, l := range ls {
 			head = append(head, "- "+text(l))
@@ -470,12 +470,12 @@ func plural(n int, one, many string) string {
 
 // whySection says in words why each check run did not pass — its failing
 // tests with their messages, the last lines it printed when no report names
-// a failed test, the causes runmill recognises (engine.Explain, the same
+// a failed test, the causes runmill recognises (explain.Checks, the same
 // as the console's Why: block) — then which repository fields an operator
 // definition replaced, and what an unproven required check cannot detect.
 func whySection(run *Run, reasons []verdict.Finding) []string {
 	d := &run.Delivery
-	xs := engine.Explain(run.Dir, d)
+	xs := explain.Checks(run.Dir, d)
 	var out []string
 	var causes []string
 	for _, x := range xs {

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -65,7 +66,7 @@ func runInspect(_ context.Context, s IO, o *inspectOptions) error {
 	d := &st.Predicate
 	// The stored outputs sit beside the statement (a run directory, or
 	// a downloaded artifact); elsewhere the causes lack their tails.
-	why := engine.Explain(filepath.Dir(src), d)
+	why := explain.Checks(filepath.Dir(src), d)
 	if o.json {
 		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")
@@ -73,7 +74,7 @@ func runInspect(_ context.Context, s IO, o *inspectOptions) error {
 		// the full failed-test and missing-id lists are in the record.
 		return enc.Encode(struct {
 			*evidence.Delivery
-			Why []engine.Explanation `json:"why"`
+			Why []explain.Explanation `json:"why"`
 		}{d, nonNil(why)})
 	}
 	if err := printInspect(s.Out, d, src); err != nil {

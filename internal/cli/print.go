@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/printable"
@@ -64,8 +65,8 @@ func printRun(w io.Writer, r *engine.Run) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.Text(c.CheckID, maxIDBytes), c.Phase, c.Status, c.Coverage, exit, tests, tree, dur)
 	}
 	tw.Flush()
-	writeWhy(w, d, engine.Explain(r.Dir, d), r.ID)
-	if ls := engine.HarnessLines(d); len(ls) > 0 {
+	writeWhy(w, d, explain.Checks(r.Dir, d), r.ID)
+	if ls := explain.HarnessLines(d); len(ls) > 0 {
 		// Issue 19: a harness the change edited ran in the base's version.
 		fmt.Fprintln(w, "\nHarness:")
 		for _, l := range ls {
@@ -90,9 +91,9 @@ const (
 // writeWhy renders the Why:, Overrides: and Unproven: blocks shared by
 // verify and inspect: each reason with its code, check and message, the
 // test ids it names one per line (capped), and after a check's last reason
-// what its runs printed and the causes runmill recognises (engine.Explain).
-func writeWhy(w io.Writer, d *evidence.Delivery, xs []engine.Explanation, runID string) {
-	byCheck := map[string][]engine.Explanation{}
+// what its runs printed and the causes runmill recognises (explain.Checks).
+func writeWhy(w io.Writer, d *evidence.Delivery, xs []explain.Explanation, runID string) {
+	byCheck := map[string][]explain.Explanation{}
 	for _, x := range xs {
 		byCheck[x.Check] = append(byCheck[x.Check], x)
 	}
@@ -116,7 +117,7 @@ func writeWhy(w io.Writer, d *evidence.Delivery, xs []engine.Explanation, runID 
 
 // writeReason renders one reason: code, check, file, message, the ids it
 // lists (xs are its check's explanations) and its fix.
-func writeReason(w io.Writer, f verdict.Finding, xs []engine.Explanation, runID string) {
+func writeReason(w io.Writer, f verdict.Finding, xs []explain.Explanation, runID string) {
 	code := string(f.Code)
 	if code == "" {
 		code = f.Rule
@@ -162,7 +163,7 @@ func writeReason(w io.Writer, f verdict.Finding, xs []engine.Explanation, runID 
 
 // failedTests lists the candidate's failed tests, each with its message,
 // and how many more the record holds.
-func failedTests(xs []engine.Explanation, runID string) []string {
+func failedTests(xs []explain.Explanation, runID string) []string {
 	var listed []string
 	for _, x := range xs {
 		if x.Phase != verdict.Candidate {
@@ -202,8 +203,8 @@ func writeOverrides(w io.Writer, conflicts []discovery.Conflict) {
 
 // writeUnproven lists the checks whose coverage is unproven, and says when
 // the policy lets that through.
-func writeUnproven(w io.Writer, xs []engine.Explanation, failOnSkipped bool) {
-	var unproven []engine.Explanation
+func writeUnproven(w io.Writer, xs []explain.Explanation, failOnSkipped bool) {
+	var unproven []explain.Explanation
 	for _, x := range xs {
 		if x.Unproven != "" {
 			unproven = append(unproven, x)
@@ -224,7 +225,7 @@ func writeUnproven(w io.Writer, xs []engine.Explanation, failOnSkipped bool) {
 
 // writeCauses prints what a failing run printed and the causes runmill
 // recognised in it.
-func writeCauses(w io.Writer, x engine.Explanation, indent string) {
+func writeCauses(w io.Writer, x explain.Explanation, indent string) {
 	phase := ""
 	if x.Phase == verdict.Baseline {
 		phase = " at the baseline"

@@ -163,9 +163,8 @@ func TestReportBudgetUnderMemoryLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			state := t.TempDir()
-			cmd := exec.Command(os.Args[0], "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", state,
+			cmd := exec.Command(runmillCLI(t), "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", state,
 				"--containerd-address", containerdAddress, "--signing-key", keyFile, "--no-github")
-			cmd.Env = append(os.Environ(), "RUNMILL_TEST_AS_CLI=1")
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {

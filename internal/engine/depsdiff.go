@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 
 	"github.com/runmill/verify/internal/deps"
@@ -65,8 +63,7 @@ func expectLockfiles(ctx context.Context, repo *git.Repo, commits ...string) (ma
 			if err != nil {
 				return nil, err
 			}
-			sum := sha256.Sum256(b)
-			files[name] = "sha256:" + hex.EncodeToString(sum[:])
+			files[name] = "sha256:" + sha256Hex(b)
 		}
 		out[c] = files
 	}

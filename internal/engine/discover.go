@@ -42,6 +42,12 @@ func discover(ctx context.Context, o DiscoverOptions) (*discovery.Manifest, *dis
 	if err != nil {
 		return nil, nil, err
 	}
+	return discoverIn(ctx, repo, o)
+}
+
+// discoverIn is discover in a repository already open: a run opens it once
+// and passes it down.
+func discoverIn(ctx context.Context, repo *git.Repo, o DiscoverOptions) (_ *discovery.Manifest, _ *discovery.OperatorPolicy, err error) {
 	in := discovery.Input{GitHub: discovery.GitHub{Consulted: o.GitHubConsulted, Contexts: o.GitHubContexts,
 		Unknown: o.GitHubUnknown, Excluded: o.GitHubExcluded}}
 	if in.Base, err = repo.ResolveCommit(ctx, o.Base, "--base"); err != nil {

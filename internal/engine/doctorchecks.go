@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/evidence"
@@ -35,8 +36,8 @@ type CheckDiagnosis struct {
 	Tests *TestCounts `json:"tests,omitempty"`
 	// Findings are why it did not pass, as verify would say.
 	Findings []verdict.Finding `json:"findings"`
-	// Why is engine.Explain's explanation; nil when it passed proven.
-	Why *Explanation `json:"why,omitempty"`
+	// Why is explain.Checks' explanation; nil when it passed proven.
+	Why *explain.Explanation `json:"why,omitempty"`
 }
 
 // BaseChecks is CheckBase's answer.
@@ -75,7 +76,11 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	// The base against itself: the manifest verification would resolve
 	// for a change that touches nothing (path-triggered checks are listed
 	// as not triggered and not run).
-	m, op, err := discover(ctx, DiscoverOptions{RepoDir: o.RepoDir, Base: o.Base, Candidate: o.Base, PolicyFile: o.PolicyFile})
+	repo, err := git.Open(ctx, o.RepoDir)
+	if err != nil {
+		return nil, err
+	}
+	m, op, err := discoverIn(ctx, repo, DiscoverOptions{RepoDir: o.RepoDir, Base: o.Base, Candidate: o.Base, PolicyFile: o.PolicyFile})
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +89,6 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	if op != nil {
 		hostPaths = op.Doc.Sandbox.HostPaths
 		e.maxOutput, e.defaultTimeout, e.hostPaths = op.Doc.Budgets.MaxOutputBytes, op.Doc.Budgets.CheckTimeout.D(), hostPaths
-	}
-	repo, err := git.Open(ctx, o.RepoDir)
-	if err != nil {
-		return nil, err
 	}
 	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
@@ -113,11 +114,7 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	if shared, _ := sb.SeesHostMounts(); shared {
 		_ = checkouts.EnableLayers() // a full checkout per run otherwise
 	}
-	e.depsReady = make(chan struct{})
-	go func() {
-		defer close(e.depsReady)
-		e.deps = prepareDeps(ctx, repo, m, op, o.StateDir, checkouts.Dir(), logf, e.event)
-	}()
+	e.prepareDepsAsync(ctx, repo, m, op, o.StateDir)
 	e.gate = make(chan struct{})
 	if _, err := e.probe(ctx, o.StateDir, hostPaths, imagesOf(m)); err != nil {
 		<-e.depsReady
@@ -135,7 +132,14 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 		evidence.Judge(m, &rec)
 		d.Checks = append(d.Checks, rec)
 	}
-	xs := Explain(dir, d)
+	return &BaseChecks{Base: m.Base, FailOnSkippedCheck: m.FailOnSkippedCheck, Checks: diagnoses(dir, d)}, nil
+}
+
+// diagnoses says what each check run of d did: its status, its tests by
+// status, its findings and why (explain.Checks; dir is the run directory
+// holding the stored outputs).
+func diagnoses(dir string, d *evidence.Delivery) []CheckDiagnosis {
+	xs := explain.Checks(dir, d)
 	out := make([]CheckDiagnosis, 0, len(d.Checks))
 	for _, r := range d.Checks {
 		cd := CheckDiagnosis{Check: r.CheckID, Status: r.Status, Coverage: r.Coverage, Findings: r.Findings}
@@ -150,5 +154,5 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 		}
 		out = append(out, cd)
 	}
-	return &BaseChecks{Base: m.Base, FailOnSkippedCheck: m.FailOnSkippedCheck, Checks: out}, nil
+	return out
 }

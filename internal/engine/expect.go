@@ -71,7 +71,7 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 	if err != nil {
 		return nil, err
 	}
-	m, _, err := discover(ctx, o.Discover)
+	m, _, err := discoverIn(ctx, repo, o.Discover)
 	if err != nil {
 		return nil, err
 	}

@@ -4,17 +4,15 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/internal/github"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
-	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -261,46 +259,13 @@ func failedTestAnnotations(runDir string, d *evidence.Delivery) []github.Annotat
 		if c.Phase != verdict.Candidate || rep == nil || rep.Inventory == nil || len(rep.Inventory.Failed) == 0 {
 			continue
 		}
-		for _, t := range StoredFailedTests(runDir, rep) {
+		for _, t := range explain.StoredFailedTests(runDir, rep) {
 			if t.File == "" || len(out) >= maxTestAnnotations {
 				continue
 			}
 			line := max(t.Line, 1)
 			out = append(out, github.Annotation{Path: t.File, StartLine: line, EndLine: line, Level: "failure",
 				Title: fmt.Sprintf("%s: %s failed", c.CheckID, t.ID), Message: cmp.Or(t.Message, "the test failed")})
-		}
-	}
-	return out
-}
-
-// StoredFailedTests re-reads the stored report of rep from the run
-// directory runDir and returns its failed tests with what the report says
-// of them (file, line, message), in report order: the statement keeps ids
-// only. It is the one failed-test reader of the check run's annotations and
-// the Actions annotations. A report that cannot be read again (no run
-// directory, an address the store never writes, a missing or unparsable
-// file) yields nil: the ids in the statement still stand, unlocated.
-func StoredFailedTests(runDir string, rep *evidence.ReportRecord) []report.Test {
-	if runDir == "" {
-		return nil
-	}
-	p, ok := evidence.ArtifactPath(filepath.Join(runDir, "artifacts"), rep.Artifact)
-	if !ok {
-		return nil
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	inv, err := report.Parse(f, rep.Format, report.Options{Identity: rep.Identity})
-	if err != nil {
-		return nil
-	}
-	var out []report.Test
-	for _, t := range inv.Tests {
-		if t.Status == report.Failed {
-			out = append(out, t)
 		}
 	}
 	return out

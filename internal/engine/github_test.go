@@ -14,13 +14,14 @@ import (
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/github"
 	"github.com/runmill/verify/internal/githubtest"
+	"github.com/runmill/verify/internal/verifytest"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
 
 // The fixtures' fixed head SHA; Replace swaps in the test's real commit.
-const fixtureHead = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
+const fixtureHead = verifytest.FixtureHead
 
 func githubOptions(t *testing.T, f *githubtest.Server, pr int64) *engine.GitHubOptions {
 	t.Helper()
@@ -31,17 +32,9 @@ func githubOptions(t *testing.T, f *githubtest.Server, pr int64) *engine.GitHubO
 	return &engine.GitHubOptions{Client: c, Owner: "acme", Repo: "widget", PullRequest: pr, Exclude: []string{"runmill"}}
 }
 
-// observePR registers what Verify and Expect each read first: the pull
-// request, its reviews, and the base branch's required contexts (build and
-// runmill from protection; rulesets: none).
-func observePR(f *githubtest.Server) {
-	f.Expect("/repos/acme/widget/pulls/42", "", 200, "pull_request.json")
-	f.Expect("/repos/acme/widget/pulls/42/reviews", "per_page=100", 200, "pull_reviews_page1.json",
-		"Link", `<{base}/repos/acme/widget/pulls/42/reviews?per_page=100&page=2>; rel="next"`)
-	f.Expect("/repos/acme/widget/pulls/42/reviews", "per_page=100&page=2", 200, "pull_reviews_page2.json")
-	f.Expect("/repos/acme/widget/branches/main", "", 200, "branch_protected_runmill.json")
-	f.Expect("/repos/acme/widget/rules/branches/main", "per_page=100&page=1", 200, "rules_empty.json")
-}
+// observePR registers what Verify and Expect each read first
+// (verifytest.ObservePR).
+func observePR(f *githubtest.Server) { verifytest.ObservePR(f) }
 
 // TestGitHubVerifyAndExpectAgree: a verify run that consults the (fake) API
 // and an expect run that consults it again, independently, produce bindings

@@ -8,12 +8,12 @@ import (
 	"sync"
 
 	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/treehash"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // harnesses computes each check run's harness (issue 19: the scripts and
@@ -125,51 +125,11 @@ func (h *harnesses) finish(ctx context.Context, rec *evidence.CheckRun, hr *harn
 		hr.CommitTree = t
 	}
 	rec.Harness = hr
-	for _, n := range HarnessNotes(rec.Phase, hr) {
+	for _, n := range explain.HarnessNotes(rec.Phase, hr) {
 		rec.Notes = append(rec.Notes, n)
 		logf("%s (%s): %s", rec.CheckID, rec.Phase, n)
 	}
 	return nil
-}
-
-// HarnessNotes are the human lines of one run's harness, for the statement
-// (a run's notes), the console and the job summary.
-func HarnessNotes(phase verdict.Phase, hr *harness.Record) []string {
-	if hr == nil {
-		return nil
-	}
-	var out []string
-	if !hr.Pinned && len(hr.Files) > 0 {
-		out = append(out, "harness not pinned: "+hr.Reason)
-	}
-	if ps := hr.ChangedPaths(); len(ps) > 0 {
-		if phase == verdict.Baseline {
-			out = append(out, "harness differs at the baseline commit: ran the base's version of "+strings.Join(ps, ", "))
-		} else {
-			out = append(out, "harness changed in this change: ran the base's version of "+strings.Join(ps, ", "))
-		}
-	}
-	if ps := hr.NewPaths(); len(ps) > 0 && hr.Pinned {
-		out = append(out, "harness new in the change (not at the base): ran the candidate's version of "+strings.Join(ps, ", "))
-	}
-	return out
-}
-
-// HarnessLines are the harness lines of a delivery, one per candidate run
-// whose harness the change edited or added, for the console's and the job
-// summary's per-check blocks ("check: note"). The lead calls it where those
-// are rendered.
-func HarnessLines(d *evidence.Delivery) []string {
-	var out []string
-	for _, r := range d.Checks {
-		if r.Phase != verdict.Candidate {
-			continue
-		}
-		for _, n := range HarnessNotes(r.Phase, r.Harness) {
-			out = append(out, r.CheckID+": "+n)
-		}
-	}
-	return out
 }
 
 // pinKey names what a checkout laid over its commit, so that "every fresh
@@ -181,7 +141,7 @@ func pinKey(commit string, pins []harness.Pin) string {
 	var b strings.Builder
 	b.WriteString(commit + " with the base's harness")
 	for _, p := range pins {
-		fmt.Fprintf(&b, " %s@%s", p.Path, p.Blob[:min(12, len(p.Blob))])
+		fmt.Fprintf(&b, " %s@%s", p.Path, short12(p.Blob))
 	}
 	return b.String()
 }

@@ -1,16 +1,15 @@
 package engine_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/runmill/verify/internal/cli"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/internal/verifytest"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -20,7 +19,7 @@ import (
 // the rules with the test that proves each one.
 
 // files is one commit's edits: files to write (content "" removes the path).
-type files map[string]string
+type files = verifytest.Files
 
 // outcomeCase is a repository at base, a candidate change, and what the
 // verdict must say.
@@ -69,15 +68,7 @@ func runOutcome(t *testing.T, c outcomeCase) *engine.Run {
 	return run
 }
 
-func apply(r *gittest.Repo, c files) {
-	for path, content := range c {
-		if content == "" {
-			r.Remove(path)
-		} else {
-			r.Write(path, content)
-		}
-	}
-}
+func apply(r *gittest.Repo, c files) { verifytest.Apply(r, c) }
 
 // rejudge holds the recorded statuses to their facts, as evidence verify
 // does: each run's status, coverage and findings, and the verdict.
@@ -110,34 +101,12 @@ test('adds', () => assert.strictEqual(1 + 1, 2));
 test('subtracts', () => assert.strictEqual(3 - 1, 2));
 `
 
-// tapScript prints a TAP point per line of tests/list ("name" passes,
-// "name FAIL" fails, "name SKIP" skips, "BAIL" bails out) and exits with
-// tests/exit's content (0 when absent): the report and the exit code are
-// independent, as a masked runner makes them.
-const tapScript = `#!/bin/sh
-i=0
-echo "TAP version 13"
-while read -r name how; do
-  [ -n "$name" ] || continue
-  if [ "$name" = BAIL ]; then echo "Bail out! $how"; break; fi
-  i=$((i+1))
-  case "$how" in
-    FAIL) echo "not ok $i $name" ;;
-    SKIP) echo "ok $i $name # SKIP" ;;
-    *) echo "ok $i $name" ;;
-  esac
-done < tests/list
-[ "$1" = plan ] && echo "1..$i"
-echo "$(cat tests/say 2>/dev/null)" >&2
-exit "$(cat tests/exit 2>/dev/null || echo 0)"
-`
-
-const tapListPolicy = `checks:
-  - id: unit
-    run: sh tests/tap.sh plan > reports/unit.tap
-    report: {path: reports/unit.tap, format: tap}
-    timeout: 60s
-`
+// tapScript prints a TAP point per line of tests/list (verifytest.TAPScript);
+// tapListPolicy runs it.
+const (
+	tapScript     = verifytest.TAPScript
+	tapListPolicy = verifytest.TAPListPolicy
+)
 
 func TestMaskedFailures(t *testing.T) {
 	goReports := goJSONReports(t)
@@ -414,28 +383,5 @@ func TestHostileNamesAreEscaped(t *testing.T) {
 	}
 	if !strings.Contains(out, `x\n::error::INJ\n\x1b[2K`) {
 		t.Errorf("the file name is not shown escaped:\n%s", out)
-	}
-}
-
-// TestRelativeStateDir: `--out relstate` works (it used to end with exit 3
-// and an RM-SANDBOX error).
-func TestRelativeStateDir(t *testing.T) {
-	if containerdAddress == "" {
-		t.Skip(noSandbox)
-	}
-	r := gittest.New(t)
-	apply(r, files{".runmill/checks.yaml": tapListPolicy, "tests/tap.sh": tapScript, "tests/list": "total\n"})
-	base := r.Commit("base")
-	r.Write("README.md", "docs\n")
-	cand := r.Commit("docs")
-	t.Chdir(t.TempDir())
-	var stdout, stderr strings.Builder
-	code := cli.Run(context.Background(), []string{"verify", "--repo", r.Dir, "--base", base, "--candidate", cand,
-		"--out", "relstate", "--containerd-address", containerdAddress}, cli.IO{In: strings.NewReader(""), Out: &stdout, Err: &stderr})
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
-	if runs, err := os.ReadDir(filepath.Join("relstate", "runs")); err != nil || len(runs) != 1 {
-		t.Fatalf("relstate/runs: %v %v", runs, err)
 	}
 }

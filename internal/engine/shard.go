@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
-	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -122,23 +119,11 @@ func Merge(ctx context.Context, o MergeOptions) (*Run, error) {
 		return nil, rmerr.New(rmerr.Usage, "merging shards needs a signing key").
 			WithHint("pass --signing-key FILE or set RUNMILL_SIGNING_KEY: an unsigned merge would vouch for nothing")
 	}
-	progress := o.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(progress, "runmill: %s\n", printable.Text(fmt.Sprintf(format, args...), 0))
-	}
+	logf := progressLogger(o.Progress)
 	now := o.Now()
-	var shards []*evidence.VerifiedShard
-	for _, b := range o.Shards {
-		s, err := evidence.VerifyShard(b.Bytes, o.Trust, now)
-		if err != nil {
-			return nil, fmt.Errorf("verifying shard bundle %s: %w", b.Name, err)
-		}
-		p := &s.Statement.Predicate
-		logf("shard %d/%d (%s): signed by %s, %d checks, %d runs", p.Index, p.Count, b.Name, s.KeyID, len(p.Assigned), len(p.Checks))
-		shards = append(shards, s)
+	shards, err := verifyShards(o, now, logf)
+	if err != nil {
+		return nil, err
 	}
 	run := &Run{ID: newRunID(now)}
 	d, err := evidence.MergeShards(shards, evidence.MergeOptions{RunmillVersion: o.Version, RunID: run.ID, JobResults: o.JobResults})
@@ -146,13 +131,7 @@ func Merge(ctx context.Context, o MergeOptions) (*Run, error) {
 		return nil, err
 	}
 	run.Dir = filepath.Join(absolute(o.StateDir), "runs", run.ID)
-	st := store{dir: filepath.Join(run.Dir, "artifacts")}
-	for _, s := range shards {
-		if _, err := st.put(s.Bundle); err != nil {
-			return nil, err
-		}
-	}
-	if err := copyArtifacts(st, d, o.ArtifactDirs); err != nil {
+	if err := storeShards(store{dir: filepath.Join(run.Dir, "artifacts")}, shards, d, o.ArtifactDirs); err != nil {
 		return nil, err
 	}
 	if o.GitHub != nil {
@@ -180,10 +159,7 @@ func Merge(ctx context.Context, o MergeOptions) (*Run, error) {
 	// The merge is a run like any other and ends with its terminal
 	// statement; it created no checkout, container or mount, so its
 	// cleanup observation is empty and complete.
-	outcome := "not-merge-ready"
-	if v.MergeReady {
-		outcome = "merge-ready"
-	}
+	outcome := outcomeOf(v.MergeReady)
 	vo := VerifyOptions{Version: o.Version, SigningKey: o.SigningKey, GitHub: o.GitHub, Now: o.Now}
 	cand := evidence.TerminalCandidate{Repository: c.Repository, PullRequest: c.PullRequest, Head: c.Head, Base: c.Base}
 	if err := writeTerminal(ctx, run, vo, &chain, &ledger{}, nil, nil, outcome, digest, cand); err != nil {
@@ -199,6 +175,32 @@ func Merge(ctx context.Context, o MergeOptions) (*Run, error) {
 	}
 	logf("merged %d of %d shards: %s", len(shards), count, verdictWord)
 	return run, nil
+}
+
+// verifyShards verifies every shard bundle against the trust document.
+func verifyShards(o MergeOptions, now time.Time, logf func(string, ...any)) ([]*evidence.VerifiedShard, error) {
+	var shards []*evidence.VerifiedShard
+	for _, b := range o.Shards {
+		s, err := evidence.VerifyShard(b.Bytes, o.Trust, now)
+		if err != nil {
+			return nil, fmt.Errorf("verifying shard bundle %s: %w", b.Name, err)
+		}
+		p := &s.Statement.Predicate
+		logf("shard %d/%d (%s): signed by %s, %d checks, %d runs", p.Index, p.Count, b.Name, s.KeyID, len(p.Assigned), len(p.Checks))
+		shards = append(shards, s)
+	}
+	return shards, nil
+}
+
+// storeShards stores the shard bundles as artifacts of the merged run, and
+// the artifacts their check runs reference (copyArtifacts).
+func storeShards(st store, shards []*evidence.VerifiedShard, d *evidence.Delivery, dirs []string) error {
+	for _, s := range shards {
+		if _, err := st.put(s.Bundle); err != nil {
+			return err
+		}
+	}
+	return copyArtifacts(st, d, dirs)
 }
 
 // copyArtifacts copies each artifact the check runs of d reference from the
@@ -221,8 +223,7 @@ func copyArtifacts(st store, d *evidence.Delivery, dirs []string) error {
 			}
 			// A store holding other bytes under this name is skipped:
 			// nothing is copied under a name it does not deserve.
-			sum := sha256.Sum256(b)
-			if evidence.ArtifactAddress(hex.EncodeToString(sum[:])) != a {
+			if evidence.ArtifactAddress(sha256Hex(b)) != a {
 				continue
 			}
 			if _, err := st.put(b); err != nil {

@@ -72,14 +72,13 @@ func newShardKeys(t *testing.T) shardKeys {
 	return shardKeys{keyFile: f, key: key, trust: trust, stranger: other}
 }
 
-// runShard runs `runmill verify --shard K/N` as its own process (this test
-// binary re-executed as the CLI) and returns the shard bundle's path.
+// runShard runs `runmill verify --shard K/N` as its own process (the real
+// binary, runmillCLI) and returns the shard bundle's path.
 func runShard(t *testing.T, out string, r *gittest.Repo, base, cand string, k, n int, keyFile string) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", out,
+	cmd := exec.Command(runmillCLI(t), "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", out,
 		"--signing-key", keyFile, "--containerd-address", containerdAddress, "--no-github", "--json",
 		"--shard", strconv.Itoa(k)+"/"+strconv.Itoa(n))
-	cmd.Env = append(os.Environ(), "RUNMILL_TEST_AS_CLI=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -87,66 +87,16 @@ func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *eviden
 		Cleanup: evidence.Cleanup{Complete: true, Resources: []evidence.CleanupResource{}},
 		Budget:  []evidence.BudgetEntry{}, SideEffects: []evidence.SideEffect{},
 	}
-	seen := map[[2]string]bool{}
-	observe := func(kind, id string, gone bool, detail string) {
-		if seen[[2]string{kind, id}] {
-			return
-		}
-		seen[[2]string{kind, id}] = true
-		t.Cleanup.Resources = append(t.Cleanup.Resources, evidence.CleanupResource{Kind: kind, ID: id, Gone: gone, Detail: detail})
-		t.Cleanup.Complete = t.Cleanup.Complete && gone
-	}
+	obs := &cleanupObserver{t: &t, seen: map[[2]string]bool{}}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	mounts, mountsErr := mountPoints()
-	for _, r := range l.runs {
-		if r.checkoutDir != "" {
-			_, err := os.Lstat(r.checkoutDir)
-			observe("checkout", r.checkoutDir, os.IsNotExist(err), "")
-			t.SideEffects = append(t.SideEffects, evidence.SideEffect{Kind: "file", Target: r.checkoutDir, Detail: "fresh checkout, removed after its run"})
-		}
-		if r.mounted {
-			detail := "overlay mount of the checkout, looked for in /proc/self/mountinfo"
-			if mountsErr != nil {
-				detail = "reading /proc/self/mountinfo: " + mountsErr.Error()
-			}
-			observe("mount", r.checkoutDir, mountsErr == nil && !mounts[r.checkoutDir], detail)
-		}
-		if r.containerID != "" && sb != nil {
-			gone, err := sb.Gone(ctx, r.containerID)
-			detail := "check run"
-			if err != nil {
-				detail += ": " + err.Error()
-			}
-			observe("container", r.containerID, gone, detail)
-		}
-		add := func(resource string, limit, consumed int64) {
-			if limit > 0 {
-				t.Budget = append(t.Budget, evidence.BudgetEntry{CheckID: r.check, Phase: r.phase, Resource: resource,
-					Limit: limit, Consumed: consumed, Exceeded: consumed > limit})
-			}
-		}
-		add("wall-time-ms", r.timeout.Milliseconds(), r.duration.Milliseconds())
-		add("cpu-ms", r.cpuLimit.Milliseconds(), r.cpu.Milliseconds())
-		add("memory-bytes", r.memLimit, r.memPeak)
-		add("stdout-bytes", r.maxOutput, r.stdout)
-		add("stderr-bytes", r.maxOutput, r.stderr)
-	}
+	obs.runs(ctx, l.runs, sb)
 	if afterContainers != nil {
 		for _, r := range afterContainers() {
-			observe(r.Kind, r.ID, r.Gone, r.Detail)
+			obs.observe(r.Kind, r.ID, r.Gone, r.Detail)
 		}
 	}
-	for _, d := range l.checkoutRoots {
-		_, err := os.Lstat(d)
-		observe("checkout", d, os.IsNotExist(err), "this run's checkout session: the commits' written trees and what remained of its checkouts")
-		t.SideEffects = append(t.SideEffects, evidence.SideEffect{Kind: "file", Target: d, Detail: "checkout session, removed at the end of the run"})
-	}
-	for _, d := range l.tempdirs {
-		_, err := os.Lstat(d)
-		observe("tempdir", d, os.IsNotExist(err), "")
-		t.SideEffects = append(t.SideEffects, evidence.SideEffect{Kind: "file", Target: d, Detail: "sandbox probe directory"})
-	}
+	obs.dirs(l.checkoutRoots, l.tempdirs)
 	// Artifacts are observed in the store, not taken from a list.
 	stored, _ := filepath.Glob(filepath.Join(run.Dir, "artifacts", "sha256", "*"))
 	for _, p := range stored {
@@ -157,6 +107,89 @@ func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *eviden
 		t.SideEffects = append(t.SideEffects, apiCalls(o.GitHub.Client.Calls())...)
 	}
 	sortSideEffects(t.SideEffects)
+	return signTerminal(run, o.SigningKey, t)
+}
+
+// cleanupObserver builds the terminal statement's cleanup observation: each
+// resource once, complete only when every one is gone.
+type cleanupObserver struct {
+	t    *evidence.Terminal
+	seen map[[2]string]bool
+}
+
+func (c *cleanupObserver) observe(kind, id string, gone bool, detail string) {
+	if c.seen[[2]string{kind, id}] {
+		return
+	}
+	c.seen[[2]string{kind, id}] = true
+	c.t.Cleanup.Resources = append(c.t.Cleanup.Resources, evidence.CleanupResource{Kind: kind, ID: id, Gone: gone, Detail: detail})
+	c.t.Cleanup.Complete = c.t.Cleanup.Complete && gone
+}
+
+// runs looks again for what each check run created — its checkout, its
+// overlay mount, its container — and enters what it consumed against its
+// limits in the budget ledger.
+func (c *cleanupObserver) runs(ctx context.Context, runs []ledgerRun, sb goneChecker) {
+	mounts, mountsErr := mountPoints()
+	for _, r := range runs {
+		if r.checkoutDir != "" {
+			_, err := os.Lstat(r.checkoutDir)
+			c.observe("checkout", r.checkoutDir, os.IsNotExist(err), "")
+			c.t.SideEffects = append(c.t.SideEffects, evidence.SideEffect{Kind: "file", Target: r.checkoutDir, Detail: "fresh checkout, removed after its run"})
+		}
+		if r.mounted {
+			detail := "overlay mount of the checkout, looked for in /proc/self/mountinfo"
+			if mountsErr != nil {
+				detail = "reading /proc/self/mountinfo: " + mountsErr.Error()
+			}
+			c.observe("mount", r.checkoutDir, mountsErr == nil && !mounts[r.checkoutDir], detail)
+		}
+		if r.containerID != "" && sb != nil {
+			gone, err := sb.Gone(ctx, r.containerID)
+			detail := "check run"
+			if err != nil {
+				detail += ": " + err.Error()
+			}
+			c.observe("container", r.containerID, gone, detail)
+		}
+		c.t.Budget = append(c.t.Budget, budgetEntries(r)...)
+	}
+}
+
+// budgetEntries are one run's consumption against each limit it had.
+func budgetEntries(r ledgerRun) []evidence.BudgetEntry {
+	var out []evidence.BudgetEntry
+	add := func(resource string, limit, consumed int64) {
+		if limit > 0 {
+			out = append(out, evidence.BudgetEntry{CheckID: r.check, Phase: r.phase, Resource: resource,
+				Limit: limit, Consumed: consumed, Exceeded: consumed > limit})
+		}
+	}
+	add("wall-time-ms", r.timeout.Milliseconds(), r.duration.Milliseconds())
+	add("cpu-ms", r.cpuLimit.Milliseconds(), r.cpu.Milliseconds())
+	add("memory-bytes", r.memLimit, r.memPeak)
+	add("stdout-bytes", r.maxOutput, r.stdout)
+	add("stderr-bytes", r.maxOutput, r.stderr)
+	return out
+}
+
+// dirs looks again for the run's checkout sessions and probe directories.
+func (c *cleanupObserver) dirs(checkoutRoots, tempdirs []string) {
+	for _, d := range checkoutRoots {
+		_, err := os.Lstat(d)
+		c.observe("checkout", d, os.IsNotExist(err), "this run's checkout session: the commits' written trees and what remained of its checkouts")
+		c.t.SideEffects = append(c.t.SideEffects, evidence.SideEffect{Kind: "file", Target: d, Detail: "checkout session, removed at the end of the run"})
+	}
+	for _, d := range tempdirs {
+		_, err := os.Lstat(d)
+		c.observe("tempdir", d, os.IsNotExist(err), "")
+		c.t.SideEffects = append(c.t.SideEffects, evidence.SideEffect{Kind: "file", Target: d, Detail: "sandbox probe directory"})
+	}
+}
+
+// signTerminal writes terminal-statement.json and, with a key, the signed
+// terminal.json.
+func signTerminal(run *Run, key *evidence.SigningKey, t evidence.Terminal) error {
 	st := evidence.NewTerminalStatement(t)
 	payload, err := evidence.Marshal(st)
 	if err != nil {
@@ -165,10 +198,10 @@ func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *eviden
 	if err := os.WriteFile(filepath.Join(run.Dir, "terminal-statement.json"), payload, 0o644); err != nil {
 		return err
 	}
-	if o.SigningKey == nil {
+	if key == nil {
 		return nil
 	}
-	b, _, err := evidence.Sign(st, o.SigningKey)
+	b, _, err := evidence.Sign(st, key)
 	if err != nil {
 		return fmt.Errorf("signing the terminal statement: %w", err)
 	}

@@ -1,24 +1,20 @@
 package engine_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/runmill/verify/internal/cli"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
-	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/internal/sandbox/sandboxtest"
+	"github.com/runmill/verify/internal/verifytest"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
@@ -32,49 +28,23 @@ var (
 	noSandbox         string
 )
 
-func TestMain(m *testing.M) {
-	// The kill -9 test re-executes this binary as the runmill CLI.
-	if os.Getenv("RUNMILL_TEST_AS_CLI") == "1" {
-		os.Exit(cli.Run(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
-	}
-	os.Exit(testMain(m))
-}
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
 	defer removeSharedGoToolCache()
+	defer removeCLIBinary()
 	return sandboxtest.Main(m, "the engine integration tests", &containerdAddress, &noSandbox)
 }
 
-const tapRunner = `#!/bin/sh
-# Prints one TAP point per tests/*.t file; a file containing SKIP is skipped.
-set -e
-n=$(ls tests/*.t 2>/dev/null | wc -l)
-echo "1..$n"
-i=0
-for f in tests/*.t; do
-  [ -e "$f" ] || continue
-  i=$((i+1)); name=$(basename "$f" .t)
-  if grep -q SKIP "$f"; then echo "ok $i $name # SKIP"; else echo "ok $i $name"; fi
-done
-`
-
-const tapPolicy = `checks:
-  - id: unit
-    run: sh tests/run.sh > reports/unit.tap
-    report: {path: reports/unit.tap, format: tap}
-    timeout: 60s
-`
+// The fixtures these tests share with internal/cli's (internal/verifytest).
+const (
+	tapRunner = verifytest.TAPRunner
+	tapPolicy = verifytest.TAPPolicy
+)
 
 func shopRepo(t testing.TB, policy string) (*gittest.Repo, string) {
 	t.Helper()
-	r := gittest.New(t)
-	r.Write(".runmill/checks.yaml", policy)
-	r.Write("tests/run.sh", tapRunner)
-	r.Write("tests/total.t", "x\n")
-	r.Write("tests/zero_qty.t", "x\n")
-	r.Write("tests/fixture.t", "x\n")
-	r.Write("fixtures/prices.txt", "a 250\n")
-	return r, r.Commit("base")
+	return verifytest.ShopRepo(t, policy)
 }
 
 func verify(t *testing.T, r *gittest.Repo, base, cand string, mod func(*engine.VerifyOptions)) *engine.Run {
@@ -275,89 +245,6 @@ func TestSigningKeyNeverEntersSandbox(t *testing.T) {
 	}
 	if !found || run.BundlePath == "" {
 		t.Fatalf("steal check ran: %v; bundle %q", found, run.BundlePath)
-	}
-}
-
-// TestKilledRunIsSwept: runmill killed with SIGKILL in the middle of a check
-// leaves a container, a checkout and state behind; the next run sweeps them
-// and says what it removed, and no task of the killed run survives.
-func TestKilledRunIsSwept(t *testing.T) {
-	if containerdAddress == "" {
-		t.Skip(noSandbox)
-	}
-	// A duration no other process on the machine is likely to sleep, so the
-	// pgrep below finds only this test's task.
-	hang := fmt.Sprintf("sleep %d.%03d", 300+os.Getpid()%100, time.Now().Nanosecond()%1000)
-	pol := "checks:\n  - id: hang\n    run: " + hang + "\n"
-	r, base := shopRepo(t, pol)
-	state := t.TempDir()
-	args := []string{"verify", "--repo", r.Dir, "--base", base, "--candidate", base, "--out", state, "--containerd-address", containerdAddress}
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "RUNMILL_TEST_AS_CLI=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	started := false
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), "hang (candidate): starting") {
-			started = true
-			break
-		}
-	}
-	if !started {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("the check never started")
-	}
-	// The task is running (the control for the pgrep at the end).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if ps, _ := exec.Command("pgrep", "-f", hang).Output(); len(strings.TrimSpace(string(ps))) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("the check's %q never ran", hang)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-	leftovers, _ := os.ReadDir(filepath.Join(state, "checkouts"))
-	if len(leftovers) == 0 {
-		t.Log("note: no checkout directory left behind by the killed run")
-	}
-	// As root the checkouts are overlay mounts: the killed run left one.
-	if m := mountsBelow(t, state); len(m) == 0 {
-		t.Errorf("the killed run left no overlay mount under %s", state)
-	}
-
-	// The next run: a quick check, same state directory.
-	r.Write(".runmill/checks.yaml", "checks:\n  - id: ok\n    run: \"true\"\n")
-	cand := r.Commit("quick")
-	cmd = exec.Command(os.Args[0], "verify", "--repo", r.Dir, "--base", cand, "--candidate", cand, "--out", state, "--containerd-address", containerdAddress)
-	cmd.Env = append(os.Environ(), "RUNMILL_TEST_AS_CLI=1")
-	out, _ := cmd.CombinedOutput()
-	text := string(out)
-	if !strings.Contains(text, "swept a leftover of an earlier run") {
-		t.Fatalf("the next run did not report a sweep:\n%s", text)
-	}
-	for _, want := range []string{"container", "checkout", "overlay mount"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("sweep report does not mention a %s:\n%s", want, text)
-		}
-	}
-	if m := mountsBelow(t, state); len(m) != 0 {
-		t.Errorf("mounts survive the next run: %q", m)
-	}
-	if ps, _ := exec.Command("pgrep", "-f", hang).Output(); len(strings.TrimSpace(string(ps))) > 0 {
-		t.Errorf("the killed run's task survives: pids %s", ps)
 	}
 }
 
@@ -637,16 +524,6 @@ func TestDiscoveryFailureEndsWithTerminalStatement(t *testing.T) {
 		!strings.Contains(string(p.Events[1].Detail), string(rmerr.VerifyManifest)) || !p.Cleanup.Complete {
 		t.Fatalf("terminal statement of a run whose Discovery failed: %s", b)
 	}
-}
-
-// mountsBelow lists this namespace's mount points below dir.
-func mountsBelow(t *testing.T, dir string) []string {
-	t.Helper()
-	out, err := mountinfo.Under(dir + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestBaseMovedOn: the base branch gained a test after the change forked.

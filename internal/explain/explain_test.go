@@ -1,4 +1,4 @@
-package engine_test
+package explain_test
 
 import (
 	"crypto/sha256"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/policy"
@@ -26,27 +26,27 @@ func TestDiagnose(t *testing.T) {
 		name, text string
 		want       []string // causes, in order; nil: none
 	}{
-		{"go test mkdir in checkout", "    deadcode_test.go:41: mkdir test_deadcode: read-only file system\n", []string{engine.CauseReadOnly}},
-		{"go test open in checkout", "--- FAIL: TestDeadcode (0.00s)\n    deadcode_test.go:44: open test_deadcode/main.go: no such file or directory\n", []string{engine.CauseReadOnly}},
-		{"python EROFS", "E   OSError: [Errno 30] Read-only file system: '/runmill/checkout/.hypothesis'\n", []string{engine.CauseReadOnly}},
-		{"node EACCES", "Error: EACCES: permission denied, open '/runmill/checkout/coverage/lcov.info'\n", []string{engine.CauseReadOnly}},
-		{"go offline", "main.go:4:2: github.com/spf13/cobra@v1.8.0: module lookup disabled by GOPROXY=off\n", []string{engine.CauseOffline}},
-		{"go missing sum", "go: updates to go.mod needed; to update it:\n\tgo mod tidy\nmissing go.sum entry for module providing package golang.org/x/sys/unix\n", []string{engine.CauseOffline}},
-		{"npm offline", "npm error code ENOTCACHED\nnpm error request to https://registry.npmjs.org/left-pad failed: cache mode is 'only-if-cached' but no cached response is available.\n", []string{engine.CauseOffline}},
-		{"node missing module", "Error: Cannot find module 'commander'\nRequire stack:\n- /runmill/checkout/index.js\n", []string{engine.CauseOffline}},
-		{"pip", "ERROR: Could not find a version that satisfies the requirement requests (from versions: none)\nERROR: No matching distribution found for requests\n", []string{engine.CauseOffline}},
-		{"python import", "E   ModuleNotFoundError: No module named 'attr'\n", []string{engine.CauseOffline}},
-		{"dns", "curl: (6) Could not resolve host: example.com\n", []string{engine.CauseNoNetwork}},
-		{"node dns", "Error: getaddrinfo EAI_AGAIN registry.npmjs.org\n", []string{engine.CauseNoNetwork}},
-		{"go dial", "dial tcp: lookup proxy.golang.org on 127.0.0.53:53: dial udp 127.0.0.53:53: connect: network is unreachable\n", []string{engine.CauseNoNetwork}},
-		{"sh not found", "sh: 1: cargo: not found\n", []string{engine.CauseNoCommand}},
-		{"bash not found", "bash: line 1: pytest: command not found\n", []string{engine.CauseNoCommand}},
-		{"env not found", "/usr/bin/env: 'node': No such file or directory\n", []string{engine.CauseNoCommand}},
-		{"cargo locked", "error: cannot create the lock file /runmill/checkout/Cargo.lock because --locked was passed to prevent this\nhelp: to generate the lock file without accessing the network, remove the --locked flag and use --offline instead.\n", []string{engine.CauseLockfile}},
-		{"cargo needs update", "error: the lock file /runmill/checkout/Cargo.lock needs to be updated but --locked was passed to prevent this\n", []string{engine.CauseLockfile}},
-		{"commander unknown option", "error: unknown option '--ci'\n", []string{engine.CauseUnknownFlag}},
-		{"argparse", "usage: cli.py [-h] [--verbose]\ncli.py: error: unrecognized arguments: --junitxml=reports/pytest.xml\n", []string{engine.CauseUnknownFlag}},
-		{"two causes", "sh: 1: node: not found\nmkdir reports/x: read-only file system\n", []string{engine.CauseReadOnly, engine.CauseNoCommand}},
+		{"go test mkdir in checkout", "    deadcode_test.go:41: mkdir test_deadcode: read-only file system\n", []string{explain.CauseReadOnly}},
+		{"go test open in checkout", "--- FAIL: TestDeadcode (0.00s)\n    deadcode_test.go:44: open test_deadcode/main.go: no such file or directory\n", []string{explain.CauseReadOnly}},
+		{"python EROFS", "E   OSError: [Errno 30] Read-only file system: '/runmill/checkout/.hypothesis'\n", []string{explain.CauseReadOnly}},
+		{"node EACCES", "Error: EACCES: permission denied, open '/runmill/checkout/coverage/lcov.info'\n", []string{explain.CauseReadOnly}},
+		{"go offline", "main.go:4:2: github.com/spf13/cobra@v1.8.0: module lookup disabled by GOPROXY=off\n", []string{explain.CauseOffline}},
+		{"go missing sum", "go: updates to go.mod needed; to update it:\n\tgo mod tidy\nmissing go.sum entry for module providing package golang.org/x/sys/unix\n", []string{explain.CauseOffline}},
+		{"npm offline", "npm error code ENOTCACHED\nnpm error request to https://registry.npmjs.org/left-pad failed: cache mode is 'only-if-cached' but no cached response is available.\n", []string{explain.CauseOffline}},
+		{"node missing module", "Error: Cannot find module 'commander'\nRequire stack:\n- /runmill/checkout/index.js\n", []string{explain.CauseOffline}},
+		{"pip", "ERROR: Could not find a version that satisfies the requirement requests (from versions: none)\nERROR: No matching distribution found for requests\n", []string{explain.CauseOffline}},
+		{"python import", "E   ModuleNotFoundError: No module named 'attr'\n", []string{explain.CauseOffline}},
+		{"dns", "curl: (6) Could not resolve host: example.com\n", []string{explain.CauseNoNetwork}},
+		{"node dns", "Error: getaddrinfo EAI_AGAIN registry.npmjs.org\n", []string{explain.CauseNoNetwork}},
+		{"go dial", "dial tcp: lookup proxy.golang.org on 127.0.0.53:53: dial udp 127.0.0.53:53: connect: network is unreachable\n", []string{explain.CauseNoNetwork}},
+		{"sh not found", "sh: 1: cargo: not found\n", []string{explain.CauseNoCommand}},
+		{"bash not found", "bash: line 1: pytest: command not found\n", []string{explain.CauseNoCommand}},
+		{"env not found", "/usr/bin/env: 'node': No such file or directory\n", []string{explain.CauseNoCommand}},
+		{"cargo locked", "error: cannot create the lock file /runmill/checkout/Cargo.lock because --locked was passed to prevent this\nhelp: to generate the lock file without accessing the network, remove the --locked flag and use --offline instead.\n", []string{explain.CauseLockfile}},
+		{"cargo needs update", "error: the lock file /runmill/checkout/Cargo.lock needs to be updated but --locked was passed to prevent this\n", []string{explain.CauseLockfile}},
+		{"commander unknown option", "error: unknown option '--ci'\n", []string{explain.CauseUnknownFlag}},
+		{"argparse", "usage: cli.py [-h] [--verbose]\ncli.py: error: unrecognized arguments: --junitxml=reports/pytest.xml\n", []string{explain.CauseUnknownFlag}},
+		{"two causes", "sh: 1: node: not found\nmkdir reports/x: read-only file system\n", []string{explain.CauseReadOnly, explain.CauseNoCommand}},
 
 		// Honest failures: no hint.
 		{"assertion", "--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\nFAIL\n", nil},
@@ -58,7 +58,7 @@ func TestDiagnose(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, h := range engine.Diagnose(tc.text) {
+			for _, h := range explain.Diagnose(tc.text) {
 				got = append(got, h.Cause)
 				if h.Fix == "" || h.Line == "" {
 					t.Errorf("hint %+v: no line or fix", h)
@@ -75,7 +75,7 @@ func TestDiagnose(t *testing.T) {
 }
 
 func TestDiagnoseEscapes(t *testing.T) {
-	hs := engine.Diagnose("::error::x read-only file system \x1b[2K\x1b[1A")
+	hs := explain.Diagnose("::error::x read-only file system \x1b[2K\x1b[1A")
 	if len(hs) != 1 || strings.HasPrefix(hs[0].Line, "::") || strings.Contains(hs[0].Line, "\x1b") {
 		t.Fatalf("hints %+v: the quoted line must be escaped", hs)
 	}
@@ -90,7 +90,7 @@ func TestReporterAdvice(t *testing.T) {
 		"make check":             "docs/reports.md",
 		"cargo test --workspace": "cargo template",
 	} {
-		if got := engine.ReporterAdvice(cmd); !strings.Contains(got, want) {
+		if got := explain.ReporterAdvice(cmd); !strings.Contains(got, want) {
 			t.Errorf("ReporterAdvice(%q) = %q, want it to mention %q", cmd, got, want)
 		}
 	}
@@ -129,7 +129,7 @@ func TestExplainVagueFailure(t *testing.T) {
 			Report: &evidence.ReportRecord{Inventory: &evidence.Inventory{Passed: []report.TestID{"a"}, Failed: []report.TestID{id}},
 				FailedTests: []verdict.FailedTest{{ID: id, Message: "test failed"}}}}},
 	}
-	xs := engine.Explain(dir, d)
+	xs := explain.Checks(dir, d)
 	if len(xs) != 1 || !strings.Contains(strings.Join(xs[0].StdoutTail, "\n"), "Cannot find module './web-platform-tests/mime-types.json'") {
 		t.Fatalf("the error is not quoted: %+v", xs)
 	}
@@ -138,7 +138,7 @@ func TestExplainVagueFailure(t *testing.T) {
 	}
 	// An informative message needs no output.
 	d.Checks[0].Report.FailedTests[0].Message = "expected 2, got 3"
-	if xs := engine.Explain(dir, d); len(xs) != 1 || len(xs[0].StdoutTail) != 0 {
+	if xs := explain.Checks(dir, d); len(xs) != 1 || len(xs[0].StdoutTail) != 0 {
 		t.Errorf("output quoted beside an informative failure: %+v", xs)
 	}
 }

@@ -1,4 +1,9 @@
-package engine
+// Package explain says why a check run did not pass, in words: the causes
+// runmill recognises in what it printed and in its report's failure
+// messages, and the lines of its harness. The console, the job summary, the
+// annotations, inspect and the doctor all read it from here, so they never
+// disagree.
+package explain
 
 import (
 	"fmt"
@@ -19,7 +24,7 @@ import (
 // Issue 14: every refusal names its cause where a person looks first. The
 // verdict's findings say which rule a run broke ("the check exited with code
 // 1"); the cause is usually in what the check printed, or in the failure
-// messages of its report. Explain gathers both for the console's Why: block,
+// messages of its report. Checks gathers both for the console's Why: block,
 // the job summary, the annotations and inspect alike — one place, so the
 // four never disagree — and Diagnose names the causes runmill recognises.
 
@@ -121,11 +126,11 @@ func Diagnose(text string) []Hint {
 	return out
 }
 
-// Explain explains every check run of d that did not pass, and every
+// Checks explains every check run of d that did not pass, and every
 // required candidate run whose coverage is unproven, reading the stored
 // outputs from the run directory dir ("" when there is none: the tails are
 // then left out). The order is d.Checks'.
-func Explain(dir string, d *evidence.Delivery) []Explanation {
+func Checks(dir string, d *evidence.Delivery) []Explanation {
 	var out []Explanation
 	conflicts := map[string][]string{}
 	for _, c := range d.Manifest.Conflicts {

@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/runmill/verify/internal/deps"
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/discovery"
+)
+
+// prepareDepsAsync starts preparing the run's dependencies (prepareDeps);
+// e.deps is set when e.depsReady closes. Check runs that declare
+// dependencies wait for it; the others, and the probe, do not.
+func (e *executor) prepareDepsAsync(ctx context.Context, repo *git.Repo, m *discovery.Manifest, op *discovery.OperatorPolicy, stateDir string) {
+	e.depsReady = make(chan struct{})
+	go func() {
+		defer close(e.depsReady)
+		e.deps = prepareDeps(ctx, repo, m, op, stateDir, e.checkouts.Dir(), e.logf, e.event)
+	}()
+}
+
+// prepareDeps runs deps.Prepare for the strategies the manifest's runnable
+// checks declare. A refusal is not a run error: each check of that strategy
+// records it (RM-VERIFY-005) and fails without running.
+func prepareDeps(ctx context.Context, repo *git.Repo, m *discovery.Manifest, op *discovery.OperatorPolicy, stateDir, scratchDir string, logf func(string, ...any), event func(string, any)) *deps.Prepared {
+	var strategies []string
+	for _, c := range m.Checks {
+		if c.Runnable() && c.Dependencies != "" {
+			strategies = append(strategies, c.Dependencies)
+		}
+	}
+	if len(strategies) == 0 {
+		return nil
+	}
+	do := deps.Options{SourceDir: repo.Dir, StateDir: stateDir, ScratchDir: scratchDir, Base: m.Base, Candidate: m.Candidate}
+	if op != nil {
+		g := op.Doc.Dependencies.GoModules
+		do.Go = deps.GoOptions{ModuleCache: g.ModuleCache, BuildCache: g.BuildCache, AllowAdditions: g.AllowAdditions}
+	}
+	start := time.Now()
+	p, err := deps.Prepare(ctx, repo, do, strategies)
+	if err != nil {
+		logf("prepared dependencies refused: %v", err)
+	}
+	for _, r := range p.Receipts() {
+		logf("%s (%s)", r.Note(), time.Since(start).Round(time.Millisecond))
+		event("dependencies.prepared", map[string]any{"strategy": r.Strategy, "key": r.Key, "fingerprint": r.Fingerprint, "reused": r.Reused})
+	}
+	return p
+}

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/runmill/verify/internal/checkout"
+	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/evidence"
+)
+
+// prepare is the second stage: what every check run needs — the run's
+// directory and event chain, the checkout manager and the sandbox (each
+// having swept the leftovers of killed runs), and the executor. From here
+// on, a run that cannot reach a verdict still ends with a terminal
+// statement (outcome no-verdict): spec — signed at the end of every run.
+func (v *verification) prepare(ctx context.Context) error {
+	if err := v.openRun(); err != nil {
+		return err
+	}
+	if err := v.openCheckoutsAndSandbox(ctx); err != nil {
+		return err
+	}
+	v.newExecutor()
+	v.onExit(func() {
+		if v.failed {
+			v.checkouts.Wait(context.Background())
+			if terr := writeTerminal(context.Background(), v.run, v.o, &v.chain, v.e.ledger, v.sb, v.closeSandbox, "no-verdict", "", v.cand); terr != nil {
+				v.logf("writing the terminal statement: %v", terr)
+			}
+		}
+	})
+	return nil
+}
+
+// openRun makes the run's directory (pruning old runs' when the run ends)
+// and starts its event chain.
+func (v *verification) openRun() error {
+	run := &Run{ID: newRunID(v.o.Now())}
+	run.Dir = filepath.Join(v.o.StateDir, "runs", run.ID)
+	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
+		return fmt.Errorf("creating the run directory: %w", err)
+	}
+	v.run = run
+	v.onExit(pruneAtStart(v.o.StateDir, run.ID, v.o.Now(), v.logf))
+	v.event("run.started", map[string]any{"base": v.m.Base, "candidate": v.m.Candidate})
+	v.logf("run %s: %d checks in the manifest (policy read from %s)", run.ID, len(v.m.Checks), v.m.ReadFrom)
+	return nil
+}
+
+// openCheckoutsAndSandbox makes the checkout manager, takes the containerd
+// connection Discovery overlapped, sweeps what killed runs left in both and
+// chooses how checkouts are made.
+func (v *verification) openCheckoutsAndSandbox(ctx context.Context) error {
+	checkouts, err := checkout.NewManager(ctx, v.repo.Dir, v.o.StateDir)
+	if err != nil {
+		return err
+	}
+	v.checkouts = checkouts
+	v.onExit(func() { checkouts.Close(context.Background()) })
+	swept, err := checkouts.Sweep(ctx)
+	if err != nil {
+		return err
+	}
+	conn := v.claim()
+	if conn.err != nil {
+		return conn.err
+	}
+	sb := conn.sb
+	v.sb = sb
+	v.onExit(func() { sb.Close() })
+	sbSwept, err := sb.Sweep(ctx)
+	if err != nil {
+		return err
+	}
+	v.run.Cleanup = append(swept, sbSwept...)
+	v.chooseCheckouts()
+	for _, s := range v.run.Cleanup {
+		v.logf("swept a leftover of an earlier run: %s", s)
+	}
+	v.event("sweep.done", map[string]any{"removed": len(v.run.Cleanup)})
+	return nil
+}
+
+// chooseCheckouts: layered checkouts (one written tree per commit, an
+// overlay mount per check run) need a containerd that sees this process's
+// mounts; otherwise a full checkout per check run.
+func (v *verification) chooseCheckouts() {
+	if shared, err := v.sb.SeesHostMounts(); !shared {
+		if err == nil {
+			err = errors.New("containerd runs in another mount namespace")
+		}
+		v.logf("checkouts: a full checkout per check run (%v)", err)
+	} else if err := v.checkouts.EnableLayers(); err != nil {
+		v.logf("checkouts: a full checkout per check run (%v)", err)
+	} else {
+		v.logf("checkouts: each commit written once, an overlay mount per check run")
+	}
+}
+
+// newExecutor makes the run's executor, with the operator's budgets and
+// host paths, and names the run's candidate for the terminal statement.
+func (v *verification) newExecutor() {
+	o, m := &v.o, v.m
+	budgets, hostPaths := v.limits()
+	e := &executor{manifest: m, sb: v.sb, checkouts: v.checkouts, store: newStore(filepath.Join(v.run.Dir, "artifacts")), logf: v.logf,
+		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: v.event,
+		ledger: &ledger{}, reuse: newReuser(*o, v.logf), goCaches: &goToolCaches{dir: cmp.Or(o.GoToolCacheDir, filepath.Join(o.StateDir, "toolcache", "go"))},
+		harness: newHarnesses(v.repo, v.checkouts, m)}
+	e.harness.ledger = e.ledger
+	v.e = e
+	repository := evidence.Repository{Name: repoName(o.Repository, v.repo.Dir)}
+	if v.gh != nil {
+		repository = v.gh.repo
+	}
+	v.cand = evidence.TerminalCandidate{Repository: repository, PullRequest: o.PullRequest, Head: m.Candidate, Base: m.Base}
+}
+
+// closeSandbox closes the sandbox once the terminal statement has looked
+// for every container, and says what it observed.
+func (v *verification) closeSandbox() []evidence.CleanupResource { return closeAndObserve(v.sb) }
+
+// connectSandbox reaches containerd (or starts a private one, a few hundred
+// ms) and starts the shared shim: it needs nothing from Discovery, so it
+// runs while Discovery does.
+func connectSandbox(ctx context.Context, o VerifyOptions) *pending[connection] {
+	return async(func() connection {
+		sb, err := sandbox.Connect(ctx, sandbox.Options{Address: o.ContainerdAddress, StateDir: filepath.Join(o.StateDir, "sandbox")})
+		if err == nil {
+			sb.Warm(ctx)
+		}
+		return connection{sb, err}
+	})
+}
+
+// connection is the outcome of sandbox.Connect.
+type connection struct {
+	sb  *sandbox.Sandbox
+	err error
+}

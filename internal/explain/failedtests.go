@@ -1,0 +1,42 @@
+package explain
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/report"
+)
+
+// StoredFailedTests re-reads the stored report of rep from the run
+// directory runDir and returns its failed tests with what the report says
+// of them (file, line, message), in report order: the statement keeps ids
+// only. It is the one failed-test reader of the check run's annotations and
+// the Actions annotations. A report that cannot be read again (no run
+// directory, an address the store never writes, a missing or unparsable
+// file) yields nil: the ids in the statement still stand, unlocated.
+func StoredFailedTests(runDir string, rep *evidence.ReportRecord) []report.Test {
+	if runDir == "" {
+		return nil
+	}
+	p, ok := evidence.ArtifactPath(filepath.Join(runDir, "artifacts"), rep.Artifact)
+	if !ok {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	inv, err := report.Parse(f, rep.Format, report.Options{Identity: rep.Identity})
+	if err != nil {
+		return nil
+	}
+	var out []report.Test
+	for _, t := range inv.Tests {
+		if t.Status == report.Failed {
+			out = append(out, t)
+		}
+	}
+	return out
+}
