@@ -16,8 +16,8 @@ const module = "github.com/runmill/verify"
 // plumbing are the packages that know how to do a thing (run git, mount,
 // hash a tree, bound a read) and nothing of what runmill decides with it.
 var plumbing = []string{
-	"internal/git", "internal/checkout", "internal/sandbox", "internal/mountinfo", "internal/unzip", "internal/jsonnum",
-	"internal/bounded", "internal/fsname",
+	"internal/git", "internal/checkout", "internal/sandbox", "internal/mountinfo", "internal/unzip", "internal/bounded",
+	"internal/fsname", "internal/rmtree", "pkg/jsonnum",
 	"pkg/treehash", "pkg/printable", "pkg/budget", "pkg/rmerr", "pkg/pathglob", "pkg/objectid", "pkg/digest",
 }
 
@@ -25,16 +25,13 @@ var plumbing = []string{
 // glue.
 var domain = []string{
 	"pkg/discovery", "pkg/policy", "pkg/verdict", "pkg/evidence", "pkg/outcome", "pkg/report",
-	"internal/engine", "internal/cli", "internal/actions",
+	"internal/engine", "internal/cli", "internal/actions", "internal/explain", "internal/doctor", "internal/download",
 }
 
-// allowedInternal are the pkg → internal imports tolerated for now.
-// TODO(issue 18): h-parsers moves internal/jsonnum below pkg/; remove this
-// exception once that lands (the test then holds the rule with none).
-var allowedInternal = map[[2]string]bool{
-	{"pkg/report", "internal/jsonnum"}:   true,
-	{"pkg/evidence", "internal/jsonnum"}: true,
-}
+// beside are the domain packages the engine's callers use beside it: they
+// read its records, and depending on the engine would make them part of
+// one run (the Actions runtime once imported it for Explain).
+var beside = []string{"internal/actions", "internal/explain", "internal/download"}
 
 // pkgInfo is what the rules read of `go list -json`: a package, what it
 // imports and every package it depends on, not counting its tests (a test
@@ -54,10 +51,9 @@ func check(pkgs []pkgInfo) []violation {
 	var out []violation
 	for _, p := range pkgs {
 		// Direct imports: every package of pkg/ is checked, so none
-		// reaches internal/ except through an allowed import.
+		// imports internal/ (the one that does is named, not what depends on it).
 		for _, d := range p.Imports {
-			if rel, ok := strings.CutPrefix(d, module+"/"); ok && under(p.ImportPath, "pkg") && under(rel, "internal") &&
-				!allowedInternal[[2]string{p.ImportPath, rel}] {
+			if rel, ok := strings.CutPrefix(d, module+"/"); ok && under(p.ImportPath, "pkg") && under(rel, "internal") {
 				out = append(out, violation{p.ImportPath, rel, "pkg/ never imports internal/"})
 			}
 		}
@@ -67,6 +63,9 @@ func check(pkgs []pkgInfo) []violation {
 		for _, d := range p.Deps {
 			if rel, ok := strings.CutPrefix(d, module+"/"); ok && inList(p.ImportPath, plumbing) && inList(rel, domain) {
 				out = append(out, violation{p.ImportPath, rel, "plumbing does not import the domain"})
+			}
+			if rel, ok := strings.CutPrefix(d, module+"/"); ok && inList(p.ImportPath, beside) && rel == "internal/engine" {
+				out = append(out, violation{p.ImportPath, rel, "the engine's readers do not depend on the engine"})
 			}
 		}
 	}
@@ -162,15 +161,12 @@ func TestCheckFindsViolations(t *testing.T) {
 		"pkg imports its own internal package": {
 			pkgs: []pkgInfo{{"pkg/report", []string{dep("pkg/report/internal/xmlscan")}, []string{dep("pkg/report/internal/xmlscan")}}},
 		},
-		"the jsonnum exception, and what depends on it": {
-			pkgs: []pkgInfo{
-				{"pkg/evidence", []string{dep("internal/jsonnum")}, []string{dep("internal/jsonnum")}},
-				{"pkg/verdict", []string{dep("pkg/report")}, []string{dep("pkg/report"), dep("internal/jsonnum")}},
-			},
+		"a pkg package that depends on internal/ only through another's import": {
+			pkgs: []pkgInfo{{"pkg/verdict", []string{dep("pkg/report")}, []string{dep("pkg/report"), dep("internal/bounded")}}},
 		},
-		"the exception is for its two packages only": {
-			pkgs: []pkgInfo{{"pkg/outcome", []string{dep("internal/jsonnum")}, []string{dep("internal/jsonnum")}}},
-			want: []violation{{"pkg/outcome", "internal/jsonnum", "pkg/ never imports internal/"}},
+		"the Actions runtime depends on the engine": {
+			pkgs: []pkgInfo{{"internal/actions", []string{dep("internal/explain")}, []string{dep("internal/explain"), dep("internal/engine")}}},
+			want: []violation{{"internal/actions", "internal/engine", "the engine's readers do not depend on the engine"}},
 		},
 		"domain imports plumbing and internal": {
 			pkgs: []pkgInfo{{"internal/engine", []string{dep("internal/git"), dep("pkg/evidence")}, []string{dep("internal/git"), dep("pkg/evidence")}}},
