@@ -100,6 +100,9 @@ type Manager struct {
 	seq     int
 	closed  bool
 	closeMu sync.Mutex
+
+	// layersInRAM: <session>/layers is a tmpfs (overlay.go).
+	layersInRAM bool
 }
 
 // Checkout is one fresh, detached checkout of one commit.
@@ -632,7 +635,11 @@ func (m *Manager) Sweep(ctx context.Context) ([]string, error) {
 		// first, so the deletion never walks into a mount.
 		unmounted, err := unmountAll(dir)
 		for _, p := range unmounted {
-			removed = append(removed, "overlay mount "+p)
+			what := "overlay mount "
+			if p == filepath.Join(dir, "layers") {
+				what = "layers tmpfs " // overlay.go: mountLayerTmpfs
+			}
+			removed = append(removed, what+p)
 		}
 		if err != nil {
 			errs = append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "unmounting leftover checkouts under %s", dir).

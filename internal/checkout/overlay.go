@@ -84,8 +84,28 @@ func (m *Manager) EnableLayers() error {
 	}
 	m.mu.Lock()
 	m.layered = true
+	m.layersInRAM = mountLayerTmpfs(filepath.Join(m.session, "layers"))
 	m.mu.Unlock()
 	return nil
+}
+
+// layerTmpfsSize caps the memory the commits' layers may take; a layer that
+// does not fit is written on disk instead (layerOnce).
+var layerTmpfsSize = "size=25%"
+
+// mountLayerTmpfs puts the session's layers on a private tmpfs: measured on
+// this project's machine (docs/benchmarks.md), writing a 1 000-file commit
+// with git takes 1.0–1.3 s on an ext4 that has recently deleted many inodes
+// (ext4's inode allocator skips and re-reads recently freed inodes) and
+// 0.11–0.16 s on tmpfs, and a layer on tmpfs is freed by one unmount at
+// Close instead of an unlink per file. Nothing else changes: git writes the
+// same tree, every checkout is an overlay over it and is hashed before and
+// after its run. false: the layers stay on the state dir's filesystem.
+func mountLayerTmpfs(dir string) bool {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false
+	}
+	return syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755,"+layerTmpfsSize) == nil
 }
 
 // Layered reports whether checkouts are overlay mounts over shared layers.
@@ -122,7 +142,15 @@ func (m *Manager) layerOnce(ctx context.Context, key, what string, fill func(dir
 	}
 	m.mu.Unlock()
 	if !ok {
-		if err := fill(l.dir); err != nil {
+		err := fill(l.dir)
+		if err != nil && m.layersInRAM && ctx.Err() == nil {
+			// The tmpfs is full (or refused the tree): the disk, as
+			// without it.
+			m.rm.Tree(l.dir)
+			l.dir = filepath.Join(m.session, "layers-disk", key)
+			err = fill(l.dir)
+		}
+		if err != nil {
 			m.rm.Tree(l.dir)
 			m.mu.Lock()
 			delete(m.layers, key)

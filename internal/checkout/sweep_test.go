@@ -108,9 +108,11 @@ func testSweep(t *testing.T, mode string) {
 	}
 	want := []string{leftover, halfDeleted}
 	if mode == "layered" {
-		// The crash left an overlay mount and the commit's written layer.
+		// The crash left an overlay mount, the commit's written layer and
+		// the tmpfs the layers live on.
 		session := filepath.Dir(leftover)
-		want = append(want, "overlay mount "+leftover, filepath.Join(session, "layers"), filepath.Join(session, "ovl"))
+		want = append(want, "overlay mount "+leftover, "layers tmpfs "+filepath.Join(session, "layers"),
+			filepath.Join(session, "layers"), filepath.Join(session, "ovl"))
 		if m := mountsUnder(t, state); len(m) != 0 {
 			t.Errorf("mounts survived the sweep: %q", m)
 		}
