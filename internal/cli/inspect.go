@@ -80,6 +80,7 @@ func runInspect(_ context.Context, s IO, o *inspectOptions) error {
 	if err := printInspect(s.Out, d, src); err != nil {
 		return err
 	}
+	writeReused(s.Out, d)
 	writeWhy(s.Out, d, why, d.RunID)
 	return nil
 }

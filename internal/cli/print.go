@@ -62,9 +62,13 @@ func printRun(w io.Writer, r *engine.Run) {
 		if !c.Started {
 			exit, dur = "not run", "–" // refused before it ran (issue 15)
 		}
+		if c.ReusedFrom != nil {
+			dur = "reused" // not executed: the Reused: block says from where
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable.Text(c.CheckID, maxIDBytes), c.Phase, c.Status, c.Coverage, exit, tests, tree, dur)
 	}
 	tw.Flush()
+	writeReused(w, d)
 	writeWhy(w, d, explain.Checks(r.Dir, d), r.ID)
 	if ls := explain.HarnessLines(d); len(ls) > 0 {
 		// Issue 19: a harness the change edited ran in the base's version.
@@ -77,6 +81,25 @@ func printRun(w io.Writer, r *engine.Run) {
 	fmt.Fprintf(w, "Evidence: %s\n", r.Dir)
 	if r.BundlePath == "" {
 		fmt.Fprintln(w, "(unsigned: pass --signing-key to sign it)")
+	}
+}
+
+// writeReused lists the runs that were not executed but reused from a
+// signed earlier verification (issue 16), with their source, for verify
+// and inspect alike.
+func writeReused(w io.Writer, d *evidence.Delivery) {
+	first := true
+	for _, c := range d.Checks {
+		if c.ReusedFrom == nil {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "\nReused (not executed: an equal input key passed in a signed earlier run; `evidence verify --artifacts-dir` re-verifies its bundle):")
+			first = false
+		}
+		ref := c.ReusedFrom
+		fmt.Fprintf(w, "  %s (%s) at %s: run %s, check run %d of bundle %s\n", printable.Text(c.CheckID, maxIDBytes), c.Phase,
+			short(c.Commit), printable.Text(ref.RunID, maxIDBytes), ref.Index, printable.Text(shortDigest(strings.Replace(ref.Bundle, "/", ":", 1)), maxIDBytes))
 	}
 }
 
