@@ -10,6 +10,7 @@ import (
 	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -76,7 +77,7 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 	} else {
 		head = append(head, "## ❌ runmill: not merge-ready", "")
 	}
-	line := fmt.Sprintf("Candidate %s · base %s", code(short(d.Candidate.Head)), code(short(d.Candidate.Base)))
+	line := fmt.Sprintf("Candidate %s · base %s", code(objectid.Short(d.Candidate.Head)), code(objectid.Short(d.Candidate.Base)))
 	if d.Candidate.Repository.Name != "" {
 		line += " · " + code(d.Candidate.Repository.Name)
 	}
@@ -239,7 +240,7 @@ func answer(q string, run *Run, fs []verdict.Finding) string {
 	case qCoverage:
 		return fmt.Sprintf("every required check produced a result (%s by runmill)", plural(len(d.Checks), "run", "runs"))
 	case qFreshness:
-		return fmt.Sprintf("every run used a fresh checkout of its commit and left the tree unchanged (candidate tree %s)", code(short(strings.TrimPrefix(d.Candidate.Tree, "sha256:"))))
+		return fmt.Sprintf("every run used a fresh checkout of its commit and left the tree unchanged (candidate tree %s)", code(objectid.Short(strings.TrimPrefix(d.Candidate.Tree, "sha256:"))))
 	}
 	return "no failed, focused, zero-test, timed-out, missing or skipped test"
 }
@@ -452,13 +453,6 @@ func notesOf(d *evidence.Delivery) []string {
 	}
 	out = append(out, d.Verdict.Notes...)
 	return out
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 func plural(n int, one, many string) string {

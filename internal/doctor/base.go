@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -35,7 +36,7 @@ func checkBase(ctx context.Context, o Options) Result {
 		}
 	}
 	r := Result{Name: BaseChecks, Checks: bc.Checks,
-		Detail: fmt.Sprintf("%s run once at the base %s: %d passed, %d failed, %d unproven", plural(len(bc.Checks), "check", "checks"), short(bc.Base),
+		Detail: fmt.Sprintf("%s run once at the base %s: %d passed, %d failed, %d unproven", plural(len(bc.Checks), "check", "checks"), objectid.Short(bc.Base),
 			len(bc.Checks)-failedN, failedN, unprovenN)}
 	blocked := unprovenN > 0 && bc.FailOnSkippedCheck
 	r.OK = failedN == 0 && !blocked && len(bc.Checks) > 0

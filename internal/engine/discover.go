@@ -12,6 +12,7 @@ import (
 
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -194,7 +195,7 @@ func LoadPolicies(ctx context.Context, repoDir, base, policyFile string) (*Polic
 		return p, err
 	}
 	if p.Repository == nil {
-		return p, rmerr.New(rmerr.VerifyManifest, "no %s at %s", policy.RepoPolicyPath, p.Base[:min(12, len(p.Base))]).At(r.Dir, 0).
+		return p, rmerr.New(rmerr.VerifyManifest, "no %s at %s", policy.RepoPolicyPath, objectid.Short(p.Base)).At(r.Dir, 0).
 			WithHint("run 'runmill init', review and commit %s", policy.RepoPolicyPath)
 	}
 	return p, nil

@@ -21,6 +21,3 @@ func repoName(flag, dir string) string {
 	}
 	return filepath.Base(dir)
 }
-
-// short12 is a commit's (or blob's) first 12 hex digits, for messages.
-func short12(commit string) string { return commit[:min(12, len(commit))] }
