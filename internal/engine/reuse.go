@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/budget"
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/policy"
@@ -170,7 +169,7 @@ func (r *reuser) load(dirs []string, trust []byte, now time.Time, logf func(stri
 func resolveChained(s *evidence.CheckRun, arts string, trust []byte, now time.Time) *source {
 	ref := s.ReusedFrom
 	b, err := readCapped(filepath.Join(arts, filepath.FromSlash(ref.Bundle)), budget.BundleBytes)
-	if err != nil || evidence.ArtifactAddress(sha256Hex(b)) != ref.Bundle {
+	if err != nil || evidence.ArtifactAddress(digest.Hex(b)) != ref.Bundle {
 		return nil
 	}
 	st, err := evidence.VerifySource(b, trust, now)
@@ -236,7 +235,7 @@ type keyInputs struct {
 
 func (k keyInputs) digest() string {
 	b, _ := json.Marshal(k) // strings, slices and a plain struct: cannot fail
-	return sha256Hex(b)
+	return digest.Hex(b)
 }
 
 // program identifies the command's first word as found on the task's PATH
@@ -364,9 +363,4 @@ func readCapped(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", path, max)
 	}
 	return os.ReadFile(path)
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }

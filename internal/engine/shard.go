@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -223,7 +224,7 @@ func copyArtifacts(st store, d *evidence.Delivery, dirs []string) error {
 			}
 			// A store holding other bytes under this name is skipped:
 			// nothing is copied under a name it does not deserve.
-			if evidence.ArtifactAddress(sha256Hex(b)) != a {
+			if evidence.ArtifactAddress(digest.Hex(b)) != a {
 				continue
 			}
 			if _, err := st.put(b); err != nil {
