@@ -218,7 +218,11 @@ func copyArtifacts(st store, d *evidence.Delivery, dirs []string) error {
 	slices.Sort(addrs)
 	for _, a := range slices.Compact(addrs) {
 		for _, dir := range dirs {
-			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(a)))
+			p, ok := evidence.ArtifactPath(dir, a)
+			if !ok {
+				continue
+			}
+			b, err := os.ReadFile(p)
 			if err != nil {
 				continue
 			}
