@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/objectid"
@@ -91,7 +92,7 @@ func LoadOperatorPolicy(file, repoDir string) (*discovery.OperatorPolicy, error)
 		return nil, bad(err, "reading operator policy").(*rmerr.Error).WithHint("pass --policy the path of the operator's policy.yaml")
 	}
 	if repoDir != "" {
-		if rr, err := filepath.EvalSymlinks(repoDir); err == nil && within(real, rr) {
+		if rr, err := filepath.EvalSymlinks(repoDir); err == nil && fsname.Within(real, rr) {
 			return nil, rmerr.New(rmerr.PolicyInvalid, "operator policy lives inside the repository under test (%s)", rr).At(file, 0).
 				WithHint("keep the operator policy outside the repository, where a pull request cannot edit it")
 		}
@@ -137,11 +138,6 @@ func readProposals(file string, stdin io.Reader) ([]string, error) {
 		return nil, rmerr.New(rmerr.PolicyProposals, "agent proposals is a %s, not a regular file", kindName(st.Mode())).At(file, 0)
 	}
 	return discovery.ParseProposals(f, file)
-}
-
-func within(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
 
 func kindName(m os.FileMode) string {
