@@ -238,7 +238,7 @@ func writeCauses(w io.Writer, x explain.Explanation, indent string) {
 		if len(s.lines) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "%s%s%s, last %s:\n", indent, s.name, phase, plural(len(s.lines), "line", "lines"))
+		fmt.Fprintf(w, "%s%s%s, last %s:\n", indent, s.name, phase, printable.Plural(len(s.lines), "line", "lines"))
 		for _, l := range s.lines {
 			fmt.Fprintf(w, "%s  | %s\n", indent, l)
 		}
@@ -276,13 +276,6 @@ func applyHint(fields []string) string {
 		return " (copy them into the operator's definition: runmill init --operator-policy-out FILE writes them)"
 	}
 	return ""
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // githubLine says what the GitHub sources contributed, and plainly when
