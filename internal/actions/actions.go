@@ -12,8 +12,6 @@
 package actions
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +20,7 @@ import (
 
 	githubactions "github.com/sethvargo/go-githubactions"
 
+	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -63,9 +62,7 @@ func New(stdout, log io.Writer, getenv func(string) string) *Runtime {
 // "::error::" or "::add-mask::" lines the runner would obey. The token is
 // random, so the printed text cannot end the pause itself.
 func (rt *Runtime) StopCommands() (resume func()) {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	token := "runmill-" + hex.EncodeToString(b)
+	token := "runmill-" + fsname.Random(16)
 	if err := rt.issue(&githubactions.Command{Name: "stop-commands", Message: token}); err != nil {
 		fmt.Fprintln(rt.log, "runmill:", err)
 		return func() {}

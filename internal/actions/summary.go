@@ -10,6 +10,8 @@ import (
 	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/objectid"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -76,7 +78,7 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 	} else {
 		head = append(head, "## ❌ runmill: not merge-ready", "")
 	}
-	line := fmt.Sprintf("Candidate %s · base %s", code(short(d.Candidate.Head)), code(short(d.Candidate.Base)))
+	line := fmt.Sprintf("Candidate %s · base %s", code(objectid.Short(d.Candidate.Head)), code(objectid.Short(d.Candidate.Base)))
 	if d.Candidate.Repository.Name != "" {
 		line += " · " + code(d.Candidate.Repository.Name)
 	}
@@ -86,7 +88,7 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 	line += fmt.Sprintf(" · run %s · runmill %s", code(d.RunID), code(d.RunmillVersion))
 	head = append(head, line, "")
 	if len(reasons) > 0 {
-		head = append(head, fmt.Sprintf("%s kept this change from being merge-ready; each is listed under **Findings** with its fix.", plural(len(reasons), "reason", "reasons")), "")
+		head = append(head, fmt.Sprintf("%s kept this change from being merge-ready; each is listed under **Findings** with its fix.", printable.Plural(len(reasons), "reason", "reasons")), "")
 	}
 
 	// The four questions.
@@ -163,7 +165,7 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 	}
 	if errs+warns > 0 {
 		tail = append(tail, "", fmt.Sprintf("Annotations: %d of %s and %d of %s shown; GitHub keeps at most %d of each per step, and every reason is listed above.",
-			min(errs, MaxErrors), plural(errs, "error", "errors"), min(warns, MaxWarnings), plural(warns, "warning", "warnings"), MaxErrors))
+			min(errs, MaxErrors), printable.Plural(errs, "error", "errors"), min(warns, MaxWarnings), printable.Plural(warns, "warning", "warnings"), MaxErrors))
 	}
 	tail = append(tail, "")
 	return fit(head, tail, limit)
@@ -215,7 +217,7 @@ func answer(q string, run *Run, fs []verdict.Finding) string {
 		for i, c := range codes {
 			codes[i] = code(c)
 		}
-		return fmt.Sprintf("%s: %s", plural(len(fs), "finding", "findings"), strings.Join(codes, ", "))
+		return fmt.Sprintf("%s: %s", printable.Plural(len(fs), "finding", "findings"), strings.Join(codes, ", "))
 	}
 	switch q {
 	case qDiscovery:
@@ -225,7 +227,7 @@ func answer(q string, run *Run, fs []verdict.Finding) string {
 				required++
 			}
 		}
-		s := fmt.Sprintf("%s required; repository policy %s", plural(required, "check", "checks"), readFrom(d.Manifest.ReadFrom))
+		s := fmt.Sprintf("%s required; repository policy %s", printable.Plural(required, "check", "checks"), readFrom(d.Manifest.ReadFrom))
 		if d.Manifest.Policies.Operator != nil {
 			s += "; operator policy applied"
 		}
@@ -233,13 +235,13 @@ func answer(q string, run *Run, fs []verdict.Finding) string {
 			s += "; GitHub required contexts not consulted"
 		}
 		if n := len(d.Manifest.IgnoredProposals); n > 0 {
-			s += fmt.Sprintf("; %s ignored", plural(n, "agent proposal", "agent proposals"))
+			s += fmt.Sprintf("; %s ignored", printable.Plural(n, "agent proposal", "agent proposals"))
 		}
 		return s
 	case qCoverage:
-		return fmt.Sprintf("every required check produced a result (%s by runmill)", plural(len(d.Checks), "run", "runs"))
+		return fmt.Sprintf("every required check produced a result (%s by runmill)", printable.Plural(len(d.Checks), "run", "runs"))
 	case qFreshness:
-		return fmt.Sprintf("every run used a fresh checkout of its commit and left the tree unchanged (candidate tree %s)", code(short(strings.TrimPrefix(d.Candidate.Tree, "sha256:"))))
+		return fmt.Sprintf("every run used a fresh checkout of its commit and left the tree unchanged (candidate tree %s)", code(objectid.Short(strings.TrimPrefix(d.Candidate.Tree, "sha256:"))))
 	}
 	return "no failed, focused, zero-test, timed-out, missing or skipped test"
 }
@@ -454,20 +456,6 @@ func notesOf(d *evidence.Delivery) []string {
 	return out
 }
 
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 // whySection says in words why each check run did not pass — its failing
 // tests with their messages, the last lines it printed when no report names
 // a failed test, the causes runmill recognises (explain.Checks, the same
@@ -488,7 +476,7 @@ func whySection(run *Run, reasons []verdict.Finding) []string {
 		}
 		var lines []string
 		if x.FailedCount > 0 {
-			lines = append(lines, fmt.Sprintf("- %s failed:", plural(x.FailedCount, "test", "tests")))
+			lines = append(lines, fmt.Sprintf("- %s failed:", printable.Plural(x.FailedCount, "test", "tests")))
 			for _, t := range x.FailedTests {
 				l := "  - " + code(string(t.ID))
 				if t.Message != "" {
@@ -510,7 +498,7 @@ func whySection(run *Run, reasons []verdict.Finding) []string {
 			if len(tl.lines) == 0 {
 				continue
 			}
-			lines = append(lines, fmt.Sprintf("- Last %s of %s%s:", plural(len(tl.lines), "line", "lines"), tl.name, phase), "")
+			lines = append(lines, fmt.Sprintf("- Last %s of %s%s:", printable.Plural(len(tl.lines), "line", "lines"), tl.name, phase), "")
 			lines = append(lines, fenced(tl.lines)...)
 			lines = append(lines, "")
 		}

@@ -363,7 +363,7 @@ func (m *Manager) CreatePinned(ctx context.Context, commit string, pins []harnes
 		return nil, rmerr.New(rmerr.CheckoutCreate, "creating a checkout of %s: the manager is closed", id)
 	}
 	m.seq++
-	name := fmt.Sprintf("%s-%d", id[:12], m.seq)
+	name := fmt.Sprintf("%s-%d", objectid.Short(id), m.seq)
 	dir := filepath.Join(m.session, name)
 	c := &Checkout{Dir: dir, GitDir: filepath.Join(dir, ".git"), Commit: id, ObjectDirs: m.objectDirs, m: m}
 	layered := m.layered

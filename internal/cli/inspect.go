@@ -13,6 +13,7 @@ import (
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -101,9 +102,9 @@ func printInspect(w io.Writer, d *evidence.Delivery, src string) error {
 		// The command is one line here, escaped: a multi-line script
 		// would otherwise break the table (and could print anything).
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", printable.Text(r.CheckID, maxIDBytes),
-			printable.Text(string(r.Phase), maxIDBytes), printable.Text(r.Executor, maxIDBytes), printable.Text(short(r.Commit), maxIDBytes),
+			printable.Text(string(r.Phase), maxIDBytes), printable.Text(r.Executor, maxIDBytes), printable.Text(objectid.Short(r.Commit), maxIDBytes),
 			printable.Text(string(r.Status), maxIDBytes), r.ExitCode, r.DurationMS, printable.Text(shortDigest(r.TreeBefore), maxIDBytes),
-			printable.Text(shortDigest(r.TreeAfter), maxIDBytes), printable.Text(short(r.Stdout.SHA256), maxIDBytes), printable.Text(r.Command, maxMessageBytes))
+			printable.Text(shortDigest(r.TreeAfter), maxIDBytes), printable.Text(objectid.Short(r.Stdout.SHA256), maxIDBytes), printable.Text(r.Command, maxMessageBytes))
 	}
 	return tw.Flush()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -39,7 +40,7 @@ func printRun(w io.Writer, r *engine.Run) {
 	if d.Verdict.MergeReady {
 		verdictWord = "MERGE-READY"
 	}
-	fmt.Fprintf(w, "%s  %s  (candidate %s, base %s)\n\n", verdictWord, r.ID, short(d.Candidate.Head), short(d.Candidate.Base))
+	fmt.Fprintf(w, "%s  %s  (candidate %s, base %s)\n\n", verdictWord, r.ID, objectid.Short(d.Candidate.Head), objectid.Short(d.Candidate.Base))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tPHASE\tSTATUS\tCOVERAGE\tEXIT\tTESTS p/f/s\tTREE\tDURATION")
 	for _, c := range d.Checks {
@@ -260,7 +261,7 @@ func writeCauses(w io.Writer, x explain.Explanation, indent string) {
 		if len(s.lines) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "%s%s%s, last %s:\n", indent, s.name, phase, plural(len(s.lines), "line", "lines"))
+		fmt.Fprintf(w, "%s%s%s, last %s:\n", indent, s.name, phase, printable.Plural(len(s.lines), "line", "lines"))
 		for _, l := range s.lines {
 			fmt.Fprintf(w, "%s  | %s\n", indent, l)
 		}
@@ -298,20 +299,6 @@ func applyHint(fields []string) string {
 		return " (copy them into the operator's definition: runmill init --operator-policy-out FILE writes them)"
 	}
 	return ""
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 // githubLine says what the GitHub sources contributed, and plainly when

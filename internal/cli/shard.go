@@ -11,6 +11,7 @@ import (
 
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -78,7 +79,7 @@ func finishShard(s IO, run *engine.Run, asJSON bool) error {
 			Checks    []evidence.CheckRun `json:"checks"`
 		}{run.ID, run.Dir, run.StatementPath, run.BundlePath, d.Checks})
 	}
-	fmt.Fprintf(s.Out, "SHARD  %s  (candidate %s, base %s): %d check runs, no verdict of its own\n", run.ID, short(d.Candidate.Head), short(d.Candidate.Base), len(d.Checks))
+	fmt.Fprintf(s.Out, "SHARD  %s  (candidate %s, base %s): %d check runs, no verdict of its own\n", run.ID, objectid.Short(d.Candidate.Head), objectid.Short(d.Candidate.Base), len(d.Checks))
 	for _, c := range d.Checks {
 		fmt.Fprintf(s.Out, "  %s\t%s\t%s\t%s\n", c.CheckID, c.Phase, c.Status, c.Coverage)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/pkg/objectid"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -35,7 +37,7 @@ func checkBase(ctx context.Context, o Options) Result {
 		}
 	}
 	r := Result{Name: BaseChecks, Checks: bc.Checks,
-		Detail: fmt.Sprintf("%s run once at the base %s: %d passed, %d failed, %d unproven", plural(len(bc.Checks), "check", "checks"), short(bc.Base),
+		Detail: fmt.Sprintf("%s run once at the base %s: %d passed, %d failed, %d unproven", printable.Plural(len(bc.Checks), "check", "checks"), objectid.Short(bc.Base),
 			len(bc.Checks)-failedN, failedN, unprovenN)}
 	blocked := unprovenN > 0 && bc.FailOnSkippedCheck
 	r.OK = failedN == 0 && !blocked && len(bc.Checks) > 0
@@ -48,13 +50,6 @@ func checkBase(ctx context.Context, o Options) Result {
 		r.Code, r.Fix = rmerr.InitChecks, "verification.fail_on_skipped_check is true: declare a report for each unproven check (as said above)"
 	}
 	return r
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // checkState reports the state directory's disk use and the retention

@@ -9,6 +9,7 @@ import (
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/policy"
 )
 
@@ -18,7 +19,7 @@ func describe(p *engine.Policies) string {
 	for i, c := range p.Repository.Doc.Checks {
 		ids[i] = c.ID
 	}
-	s := fmt.Sprintf("%s@%s: %d checks (%s)", policy.RepoPolicyPath, short(p.Base), len(ids), strings.Join(ids, ", "))
+	s := fmt.Sprintf("%s@%s: %d checks (%s)", policy.RepoPolicyPath, objectid.Short(p.Base), len(ids), strings.Join(ids, ", "))
 	if p.Operator == nil {
 		return s + "; no operator policy given (--policy)"
 	}
@@ -106,12 +107,4 @@ func checkDependencies(ctx context.Context, dc DependencyChecker, pol *engine.Po
 		details = append(details, fmt.Sprintf("%s (%s): %s", s, strings.Join(ids, ", "), d))
 	}
 	return Result{Name: Dependencies, OK: true, Detail: strings.Join(details, "; ")}
-}
-
-// short is a commit's first 12 hex digits, as the console shows commits.
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strings"
 	"syscall"
 
 	"github.com/runmill/verify/internal/sandbox"
@@ -27,7 +26,7 @@ func (e *executor) output(c sandbox.Capture) (evidence.Output, error) {
 	}
 	sha := c.SHA256
 	if sha == "" { // never ran: the empty stream
-		sha = strings.TrimPrefix(addr, "sha256/")
+		sha, _ = evidence.ArtifactHex(addr)
 	}
 	return evidence.Output{SHA256: sha, Size: c.Size, Artifact: addr, ArtifactSize: int64(len(c.Kept))}, nil
 }
@@ -63,9 +62,10 @@ func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path st
 		finding("report.unreadable", "", "storing the report: %v", err)
 		return nil
 	}
+	sha, _ := evidence.ArtifactHex(addr)
 	rec.Report = &evidence.ReportRecord{
 		Path: c.Report.Path, Format: report.Format(c.Report.Format), Identity: report.Identity(c.Report.Identity),
-		SHA256: strings.TrimPrefix(addr, "sha256/"), Size: n, Artifact: addr,
+		SHA256: sha, Size: n, Artifact: addr,
 	}
 	inv := e.parseStoredReport(rec, c, addr, finding)
 	if inv == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 )
@@ -63,7 +64,7 @@ func expectLockfiles(ctx context.Context, repo *git.Repo, commits ...string) (ma
 			if err != nil {
 				return nil, err
 			}
-			files[name] = "sha256:" + sha256Hex(b)
+			files[name] = "sha256:" + digest.Hex(b)
 		}
 		out[c] = files
 	}

@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -90,7 +92,7 @@ func LoadOperatorPolicy(file, repoDir string) (*discovery.OperatorPolicy, error)
 		return nil, bad(err, "reading operator policy").(*rmerr.Error).WithHint("pass --policy the path of the operator's policy.yaml")
 	}
 	if repoDir != "" {
-		if rr, err := filepath.EvalSymlinks(repoDir); err == nil && within(real, rr) {
+		if rr, err := filepath.EvalSymlinks(repoDir); err == nil && fsname.Within(real, rr) {
 			return nil, rmerr.New(rmerr.PolicyInvalid, "operator policy lives inside the repository under test (%s)", rr).At(file, 0).
 				WithHint("keep the operator policy outside the repository, where a pull request cannot edit it")
 		}
@@ -136,11 +138,6 @@ func readProposals(file string, stdin io.Reader) ([]string, error) {
 		return nil, rmerr.New(rmerr.PolicyProposals, "agent proposals is a %s, not a regular file", kindName(st.Mode())).At(file, 0)
 	}
 	return discovery.ParseProposals(f, file)
-}
-
-func within(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
 
 func kindName(m os.FileMode) string {
@@ -194,7 +191,7 @@ func LoadPolicies(ctx context.Context, repoDir, base, policyFile string) (*Polic
 		return p, err
 	}
 	if p.Repository == nil {
-		return p, rmerr.New(rmerr.VerifyManifest, "no %s at %s", policy.RepoPolicyPath, p.Base[:min(12, len(p.Base))]).At(r.Dir, 0).
+		return p, rmerr.New(rmerr.VerifyManifest, "no %s at %s", policy.RepoPolicyPath, objectid.Short(p.Base)).At(r.Dir, 0).
 			WithHint("run 'runmill init', review and commit %s", policy.RepoPolicyPath)
 	}
 	return p, nil

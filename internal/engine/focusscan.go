@@ -7,6 +7,7 @@ import (
 
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/outcome"
 	"github.com/runmill/verify/pkg/treehash"
 	"github.com/runmill/verify/pkg/verdict"
@@ -39,7 +40,7 @@ func (v *verification) startScans(ctx context.Context) focusScans {
 			sc := e.focusScan(ctx, v.repo, v.mergeBase, false)
 			for i := range sc.findings {
 				f := &sc.findings[i]
-				f.Message = "at the baseline commit " + short12(v.mergeBase) + ": " + f.Message
+				f.Message = "at the baseline commit " + objectid.Short(v.mergeBase) + ": " + f.Message
 				f.Hint = "the baseline is focused, so its inventory does not say what passed; remove the marker at the base first (a change that only removes it still fails closed)"
 			}
 			return sc

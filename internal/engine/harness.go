@@ -13,6 +13,7 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/harness"
+	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/treehash"
 )
 
@@ -141,7 +142,7 @@ func pinKey(commit string, pins []harness.Pin) string {
 	var b strings.Builder
 	b.WriteString(commit + " with the base's harness")
 	for _, p := range pins {
-		fmt.Fprintf(&b, " %s@%s", p.Path, short12(p.Blob))
+		fmt.Fprintf(&b, " %s@%s", p.Path, objectid.Short(p.Blob))
 	}
 	return b.String()
 }

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/budget"
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/policy"
@@ -134,7 +134,7 @@ func runDirs(dirs []string) []string {
 // never evidence, and never a reason to fail the verification.
 func (r *reuser) load(dirs []string, trust []byte, now time.Time, logf func(string, ...any)) {
 	for _, dir := range dirs {
-		b, err := readCapped(filepath.Join(dir, "evidence.json"), budget.BundleBytes)
+		b, err := bounded.ReadFile(filepath.Join(dir, "evidence.json"), budget.BundleBytes)
 		if err != nil {
 			continue
 		}
@@ -169,8 +169,12 @@ func (r *reuser) load(dirs []string, trust []byte, now time.Time, logf func(stri
 // an artifact of the reusing run, and checks that it verifies and holds it.
 func resolveChained(s *evidence.CheckRun, arts string, trust []byte, now time.Time) *source {
 	ref := s.ReusedFrom
-	b, err := readCapped(filepath.Join(arts, filepath.FromSlash(ref.Bundle)), budget.BundleBytes)
-	if err != nil || evidence.ArtifactAddress(sha256Hex(b)) != ref.Bundle {
+	p, ok := evidence.ArtifactPath(arts, ref.Bundle)
+	if !ok {
+		return nil
+	}
+	b, err := bounded.ReadFile(p, budget.BundleBytes)
+	if err != nil || evidence.ArtifactAddress(digest.Hex(b)) != ref.Bundle {
 		return nil
 	}
 	st, err := evidence.VerifySource(b, trust, now)
@@ -236,7 +240,7 @@ type keyInputs struct {
 
 func (k keyInputs) digest() string {
 	b, _ := json.Marshal(k) // strings, slices and a plain struct: cannot fail
-	return sha256Hex(b)
+	return digest.Hex(b)
 }
 
 // program identifies the command's first word as found on the task's PATH
@@ -343,7 +347,12 @@ func (e *executor) adopt(src *source) (evidence.CheckRun, error) {
 // copyArtifact stores the body of addr from dir, refusing one that is not
 // exactly size bytes hashing to addr.
 func (e *executor) copyArtifact(dir, addr string, size int64) error {
-	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(addr)))
+	p, ok := evidence.ArtifactPath(dir, addr)
+	if !ok {
+		// Unreachable for a verified source: its addresses are grammar-checked.
+		return fmt.Errorf("the source's artifact %s is not the recorded %d bytes", addr, size)
+	}
+	f, err := os.Open(p)
 	if err != nil {
 		return fmt.Errorf("the source's artifact %s: %w", addr, err)
 	}
@@ -353,20 +362,4 @@ func (e *executor) copyArtifact(dir, addr string, size int64) error {
 		return fmt.Errorf("the source's artifact %s is not the recorded %d bytes", addr, size)
 	}
 	return nil
-}
-
-func readCapped(path string, max int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > max {
-		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", path, max)
-	}
-	return os.ReadFile(path)
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }

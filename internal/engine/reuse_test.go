@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -115,8 +114,8 @@ func TestBaselineReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := b2.ReusedFrom
-	if ref.RunID != first.ID || ref.Bundle != evidence.ArtifactAddress(sha256Hex(bundle1)) || ref.BundleSize != int64(len(bundle1)) || b2.InputKey != b1.InputKey {
-		t.Fatalf("reused_from %+v does not name the first run %s (bundle sha256/%s)", ref, first.ID, sha256Hex(bundle1))
+	if ref.RunID != first.ID || ref.Bundle != evidence.ArtifactAddress(digest.Hex(bundle1)) || ref.BundleSize != int64(len(bundle1)) || b2.InputKey != b1.InputKey {
+		t.Fatalf("reused_from %+v does not name the first run %s (bundle sha256/%s)", ref, first.ID, digest.Hex(bundle1))
 	}
 	// Facts copied, status decided again by Judge from them.
 	if b2.TreeBefore != b1.TreeBefore || b2.Stdout != b1.Stdout || b2.DurationMS != b1.DurationMS || b2.Status != verdict.Passed {
@@ -372,9 +371,4 @@ func copyTree(t *testing.T, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }

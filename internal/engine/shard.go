@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -217,13 +218,17 @@ func copyArtifacts(st store, d *evidence.Delivery, dirs []string) error {
 	slices.Sort(addrs)
 	for _, a := range slices.Compact(addrs) {
 		for _, dir := range dirs {
-			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(a)))
+			p, ok := evidence.ArtifactPath(dir, a)
+			if !ok {
+				continue
+			}
+			b, err := os.ReadFile(p)
 			if err != nil {
 				continue
 			}
 			// A store holding other bytes under this name is skipped:
 			// nothing is copied under a name it does not deserve.
-			if evidence.ArtifactAddress(sha256Hex(b)) != a {
+			if evidence.ArtifactAddress(digest.Hex(b)) != a {
 				continue
 			}
 			if _, err := st.put(b); err != nil {

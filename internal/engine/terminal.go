@@ -12,6 +12,7 @@ import (
 
 	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -101,7 +102,7 @@ func writeTerminal(ctx context.Context, run *Run, o VerifyOptions, chain *eviden
 	stored, _ := filepath.Glob(filepath.Join(run.Dir, "artifacts", "sha256", "*"))
 	for _, p := range stored {
 		hexd := filepath.Base(p)
-		t.SideEffects = append(t.SideEffects, evidence.SideEffect{Kind: "artifact", Target: "sha256/" + hexd, Digest: "sha256:" + hexd})
+		t.SideEffects = append(t.SideEffects, evidence.SideEffect{Kind: "artifact", Target: evidence.ArtifactAddress(hexd), Digest: digest.Prefix + hexd})
 	}
 	if o.GitHub != nil && o.GitHub.Client != nil {
 		t.SideEffects = append(t.SideEffects, apiCalls(o.GitHub.Client.Calls())...)

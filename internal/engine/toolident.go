@@ -12,6 +12,8 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+
+	"github.com/runmill/verify/internal/bounded"
 )
 
 // Toolchain identity by content (issue 16). A runner that extracts its
@@ -65,7 +67,7 @@ func (d *fileDigests) load() {
 	if d.path == "" {
 		return
 	}
-	b, err := readCapped(d.path, 1<<20)
+	b, err := bounded.ReadFile(d.path, 1<<20)
 	if err != nil {
 		return
 	}

@@ -237,10 +237,11 @@ func ReporterAdvice(command string) string {
 // tail returns the last lines of a stored stream, unescaped; nil when it
 // cannot be read (no run directory, an address the store never writes).
 func tail(dir string, o evidence.Output) []string {
-	if dir == "" || !artifactAddr.MatchString(o.Artifact) || o.ArtifactSize == 0 {
+	p, ok := evidence.ArtifactPath(filepath.Join(dir, "artifacts"), o.Artifact)
+	if dir == "" || !ok || o.ArtifactSize == 0 {
 		return nil
 	}
-	f, err := os.Open(filepath.Join(dir, "artifacts", filepath.FromSlash(o.Artifact)))
+	f, err := os.Open(p)
 	if err != nil {
 		return nil
 	}
@@ -268,8 +269,6 @@ func tail(dir string, o evidence.Output) []string {
 	}
 	return lines
 }
-
-var artifactAddr = regexp.MustCompile(`^sha256/[0-9a-f]{64}$`)
 
 // informative: a failed test whose message says more than that it failed.
 func informative(t verdict.FailedTest) bool {

@@ -143,5 +143,6 @@ func (v *verification) checkArtifacts() *failure {
 
 // hashMatches reports whether the digest of what h saw is the address's.
 func hashMatches(sum []byte, addr string) bool {
-	return hex.EncodeToString(sum) == addr[len(ArtifactPrefix):]
+	h, _ := ArtifactHex(addr)
+	return hex.EncodeToString(sum) == h
 }

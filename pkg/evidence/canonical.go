@@ -2,8 +2,6 @@ package evidence
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/evidence/internal/strictjson"
 )
 
@@ -38,10 +37,7 @@ func Marshal(v any) ([]byte, error) {
 }
 
 // Digest returns the canonical digest of payload bytes: "sha256:<hex>".
-func Digest(payload []byte) string {
-	sum := sha256.Sum256(payload)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func Digest(payload []byte) string { return digest.Of(payload) }
 
 // canonicalError says where and why bytes are not RFC 8785 canonical JSON.
 type canonicalError struct {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/outcome"
@@ -328,7 +329,7 @@ func checkRunGrammar(i int, r *CheckRun) *failure {
 		name string
 		out  Output
 	}{{"stdout", r.Stdout}, {"stderr", r.Stderr}} {
-		if !isLowerHex(o.out.SHA256, 64) || !isArtifact(o.out.Artifact) || o.out.Size < 0 || o.out.ArtifactSize < 0 {
+		if !digest.LowerHex(o.out.SHA256, 64) || !isArtifact(o.out.Artifact) || o.out.Size < 0 || o.out.ArtifactSize < 0 {
 			return bad("%s needs a hex sha256, sizes ≥ 0 and an artifact address sha256/<hex>", o.name)
 		}
 	}
@@ -348,7 +349,7 @@ func checkRunGrammar(i int, r *CheckRun) *failure {
 			(rep.Identity != report.IdentityDefault && rep.Identity != report.IdentitySuitePath) {
 			return bad("report needs a path, a format of %v and a known identity", report.Formats)
 		}
-		if !isLowerHex(rep.SHA256, 64) || !isArtifact(rep.Artifact) || rep.Size < 0 {
+		if !digest.LowerHex(rep.SHA256, 64) || !isArtifact(rep.Artifact) || rep.Size < 0 {
 			return bad("report needs a hex sha256, a size ≥ 0 and an artifact address sha256/<hex>")
 		}
 		if inv := rep.Inventory; inv != nil {

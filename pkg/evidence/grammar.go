@@ -13,16 +13,13 @@ import (
 // Value grammars of the evidence formats. Every digest, commit and content
 // address has exactly one spelling: lower-case hex of a fixed length.
 
-// isLowerHex reports whether s is n lower-case hex digits.
-func isLowerHex(s string, n int) bool { return digest.LowerHex(s, n) }
-
 // isCommit: a git object id, SHA-1 (40) or SHA-256 (64) repositories.
 func isCommit(s string) bool { return objectid.Valid(s) }
 
 // isDigest: "sha256:<64 lower-case hex>" (tree, policy and canonical digests).
 func isDigest(s string) bool {
-	h, ok := strings.CutPrefix(s, "sha256:")
-	return ok && isLowerHex(h, 64)
+	h, ok := strings.CutPrefix(s, digest.Prefix)
+	return ok && digest.LowerHex(h, 64)
 }
 
 // The content-addressed store: the one place that knows its layout. An
@@ -54,7 +51,7 @@ func ArtifactAddress(hexSum string) string { return ArtifactPrefix + hexSum }
 // anything that is not an address.
 func ArtifactHex(addr string) (string, bool) {
 	h, ok := strings.CutPrefix(addr, ArtifactPrefix)
-	return h, ok && isLowerHex(h, 64)
+	return h, ok && digest.LowerHex(h, 64)
 }
 
 // ArtifactPath is where the body of addr lives below the artifacts

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
@@ -21,7 +22,7 @@ import (
 // checkReuseGrammar is the form of input_key and reused_from, checked
 // whether or not the source bundle is at hand.
 func checkReuseGrammar(r *CheckRun) string {
-	if r.InputKey != "" && !isLowerHex(r.InputKey, 64) {
+	if r.InputKey != "" && !digest.LowerHex(r.InputKey, 64) {
 		return "input_key must be a lower-case hex SHA-256"
 	}
 	ref := r.ReusedFrom

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/ed25519"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
@@ -379,7 +378,7 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 		}
 		probes = append(probes, p.Sandbox)
 		d.Shards = append(d.Shards, ShardRef{Index: k, Digest: s.Digest, KeyID: s.KeyID,
-			Bundle: ArtifactAddress(sha256Hex(s.Bundle)), BundleSize: int64(len(s.Bundle))})
+			Bundle: ArtifactAddress(digest.Hex(s.Bundle)), BundleSize: int64(len(s.Bundle))})
 	}
 	// The check runs in manifest order, each check's runs as its shard
 	// recorded them: the order an unsharded run records.
@@ -436,11 +435,6 @@ func findingEqual(a, b verdict.Finding) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }
 
 func ed25519Verify(k trustedKey, msg, sig []byte) bool { return ed25519.Verify(k.pub, msg, sig) }

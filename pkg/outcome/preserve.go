@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
@@ -53,11 +54,11 @@ func Compare(base, candidate *report.Inventory, declared []policy.DeclaredSkip) 
 
 	missing, skipped := exceptions(base, candStatus, decl)
 	if len(missing) > 0 {
-		add(RuleMissing, fmt.Sprintf("%s that passed at the base %s missing at the candidate and not declared", plural(len(missing), "test", "tests"), isAre(len(missing))),
+		add(RuleMissing, fmt.Sprintf("%s that passed at the base %s missing at the candidate and not declared", printable.Plural(len(missing), "test", "tests"), isAre(len(missing))),
 			"restore the tests; if removing them is intended, declare each exact id under declared_skips with its cause", missing)
 	}
 	if len(skipped) > 0 {
-		add(RuleSkipped, fmt.Sprintf("%s that passed at the base %s skipped at the candidate and not declared", plural(len(skipped), "test", "tests"), isAre(len(skipped))),
+		add(RuleSkipped, fmt.Sprintf("%s that passed at the base %s skipped at the candidate and not declared", printable.Plural(len(skipped), "test", "tests"), isAre(len(skipped))),
 			"make the tests run again; if skipping is intended, declare each exact id under declared_skips with its cause", skipped)
 	}
 
@@ -74,7 +75,7 @@ func Compare(base, candidate *report.Inventory, declared []policy.DeclaredSkip) 
 		}
 	}
 	if len(stale) > 0 {
-		add(RuleStaleDeclaration, fmt.Sprintf("%s %s stale: the test passes at the candidate", plural(len(stale), "declared skip", "declared skips"), isAre(len(stale))),
+		add(RuleStaleDeclaration, fmt.Sprintf("%s %s stale: the test passes at the candidate", printable.Plural(len(stale), "declared skip", "declared skips"), isAre(len(stale))),
 			"remove the declarations: the observed exception set must equal the declaration set", stale)
 	}
 	return verdict.Normalize(out)
@@ -106,13 +107,13 @@ func declarations(declared []policy.DeclaredSkip) (map[report.TestID]bool, []ver
 	var out []verdict.Finding
 	if empty > 0 {
 		out = append(out, verdict.Finding{Code: rmerr.VerifySkipped, Rule: RuleInvalidDeclaration,
-			Message: fmt.Sprintf("%s an empty test_id", plural(empty, "declared skip has", "declared skips have")),
+			Message: fmt.Sprintf("%s an empty test_id", printable.Plural(empty, "declared skip has", "declared skips have")),
 			Hint:    "write the exact canonical test id of each declared skip"})
 	}
 	if len(dups) > 0 {
 		slices.Sort(dups)
 		out = append(out, verdict.Finding{Code: rmerr.VerifySkipped, Rule: RuleInvalidDeclaration,
-			Message: fmt.Sprintf("%s declared more than once", plural(len(dups), "test id is", "test ids are")),
+			Message: fmt.Sprintf("%s declared more than once", printable.Plural(len(dups), "test id is", "test ids are")),
 			IDs:     dups, Hint: "declare each test id once"})
 	}
 	return set, out
@@ -151,13 +152,6 @@ func identityName(id report.Identity) string {
 	return string(id)
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 func isAre(n int) string {
 	if n == 1 {
 		return "is"
@@ -193,7 +187,7 @@ func incomparable(base, candidate *report.Inventory) []verdict.Finding {
 		}{{"baseline", dupBase}, {"candidate", dupCand}} {
 			if len(d.ids) > 0 {
 				out = append(out, verdict.Finding{Code: rmerr.ReportIdentity, Rule: RuleIncomparable,
-					Message: fmt.Sprintf("the %s inventory repeats %s: an id that is not unique identifies no test", d.which, plural(len(d.ids), "test id", "test ids")),
+					Message: fmt.Sprintf("the %s inventory repeats %s: an id that is not unique identifies no test", d.which, printable.Plural(len(d.ids), "test id", "test ids")),
 					IDs:     d.ids, Hint: "make test names unique, or declare report.identity: suite-path"})
 			}
 		}

@@ -2,8 +2,6 @@ package policy
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/pathglob"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -41,10 +40,7 @@ type Document[T any] struct {
 }
 
 // Digest returns "sha256:<hex>" of b.
-func Digest(b []byte) string {
-	s := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(s[:])
-}
+func Digest(b []byte) string { return digest.Of(b) }
 
 // ReadCapped reads at most MaxBytes from r and fails, rather than truncating,
 // when there is more.

@@ -80,3 +80,13 @@ func FirstLine(s string, max int) string {
 	}
 	return ""
 }
+
+// Plural counts n things for a message: "1 check", "0 checks", "3 checks".
+// The caller names both forms because English plurals are not regular
+// enough to derive ("1 entry", "2 entries").
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

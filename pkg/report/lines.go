@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/report/internal/quote"
 	"github.com/runmill/verify/pkg/report/internal/textcap"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -164,9 +165,8 @@ func newTextKeeper(lim Limits) *textKeeper {
 func (k *textKeeper) text(b []byte, what func() string) (string, error) {
 	s := validUTF8(b, &k.invalid)
 	if len(s) > k.maxField {
-		sum := sha256.Sum256([]byte(s))
 		k.notes = append(k.notes, fmt.Sprintf("%s cut to %d of %d bytes; sha256 of the full text: %s",
-			what(), k.maxField, len(s), hex.EncodeToString(sum[:])))
+			what(), k.maxField, len(s), digest.Hex([]byte(s))))
 		s = cutUTF8(s, k.maxField)
 	}
 	return s, k.spend(len(s))
@@ -184,9 +184,8 @@ func (k *textKeeper) id(b []byte) (TestID, error) {
 		return "", invalidID(b)
 	}
 	if len(b) > k.maxField {
-		sum := sha256.Sum256(b)
 		full := len(b)
-		s := cutUTF8(string(b), k.maxField) + "…sha256:" + hex.EncodeToString(sum[:])
+		s := cutUTF8(string(b), k.maxField) + "…" + digest.Of(b)
 		k.notes = append(k.notes, fmt.Sprintf("test id of %d bytes cut to %d bytes plus its sha256: %s", full, k.maxField, quote.String(s)))
 		b = []byte(s)
 	}

@@ -11,6 +11,8 @@ import (
 	"encoding/hex"
 	"hash"
 	"unicode/utf8"
+
+	"github.com/runmill/verify/pkg/digest"
 )
 
 // Field keeps the first Max bytes of one text (an attribute value, an
@@ -71,8 +73,7 @@ func (f *Field) Text() []byte {
 // Sum is the SHA-256 of the whole text, in hex.
 func (f *Field) Sum() string {
 	if f.H == nil {
-		s := sha256.Sum256(f.Buf)
-		return hex.EncodeToString(s[:])
+		return digest.Hex(f.Buf)
 	}
 	return hex.EncodeToString(f.H.Sum(nil))
 }
