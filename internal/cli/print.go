@@ -100,7 +100,7 @@ func writeReused(w io.Writer, d *evidence.Delivery) {
 		}
 		ref := c.ReusedFrom
 		fmt.Fprintf(w, "  %s (%s) at %s: run %s, check run %d of bundle %s\n", printable.Text(c.CheckID, maxIDBytes), c.Phase,
-			short(c.Commit), printable.Text(ref.RunID, maxIDBytes), ref.Index, printable.Text(shortDigest(strings.Replace(ref.Bundle, "/", ":", 1)), maxIDBytes))
+			objectid.Short(c.Commit), printable.Text(ref.RunID, maxIDBytes), ref.Index, printable.Text(shortDigest(strings.Replace(ref.Bundle, "/", ":", 1)), maxIDBytes))
 	}
 }
 
