@@ -15,6 +15,7 @@ import (
 	"github.com/runmill/verify/internal/actions/actionstest"
 	"github.com/runmill/verify/internal/golden"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
@@ -232,7 +233,7 @@ func TestHostileText(t *testing.T) {
 		ID     string `json:"id"`
 		Reason string `json:"reason"`
 	}{hostile, hostile})
-	d.Verdict.Failures = append(d.Verdict.Failures, verdict.Finding{Rule: "outcome.focused", Check: "unit", File: "web/cart.test.js", Line: 2, Message: hostile, Hint: hostile, IDs: []report.TestID{hostile}})
+	d.Verdict.Failures = append(d.Verdict.Failures, record.Finding{Rule: "outcome.focused", Check: "unit", File: "web/cart.test.js", Line: 2, Message: hostile, Hint: hostile, IDs: []report.TestID{hostile}})
 	d.Verdict.Notes = append(d.Verdict.Notes, hostile)
 	for i := range d.Checks {
 		if inv := d.Checks[i].Report.Inventory; inv != nil && len(inv.Failed) > 0 {
@@ -323,7 +324,7 @@ func TestAnnotationLimits(t *testing.T) {
 	run, _ := loadRun(t, "shop-bad")
 	d := &run.Delivery
 	for i := range 25 {
-		d.Verdict.Failures = append(d.Verdict.Failures, verdict.Finding{Rule: "outcome.focused", File: "web/cart.test.js", Line: i + 1, Message: fmt.Sprint("focus ", i)})
+		d.Verdict.Failures = append(d.Verdict.Failures, record.Finding{Rule: "outcome.focused", File: "web/cart.test.js", Line: i + 1, Message: fmt.Sprint("focus ", i)})
 		d.Verdict.Notes = append(d.Verdict.Notes, fmt.Sprint("note ", i))
 	}
 	s := newStep(t)
@@ -416,19 +417,19 @@ func TestOutputGrammar(t *testing.T) {
 func TestQuestions(t *testing.T) {
 	run, _ := loadRun(t, "shop-good")
 	for _, tc := range []struct {
-		f verdict.Finding
+		f record.Finding
 		q string
 	}{
-		{verdict.Finding{Rule: verdict.RuleEmptyManifest, Message: "m"}, "Discovery"},
-		{verdict.Finding{Rule: verdict.RuleNoResult, Check: "unit", Message: "m"}, "Coverage"},
-		{verdict.Finding{Rule: "ci.never-scheduled", Code: rmerr.CINeverScheduled, Message: "m"}, "Coverage"},
-		{verdict.Finding{Rule: verdict.RuleTreeMoved, Code: rmerr.VerifyTreeMoved, Message: "m"}, "Freshness"},
-		{verdict.Finding{Rule: "outcome.zero-tests", Message: "m"}, "Outcome"},
-		{verdict.Finding{Rule: "report.invalid", Message: "m"}, "Outcome"},
+		{record.Finding{Rule: verdict.RuleEmptyManifest, Message: "m"}, "Discovery"},
+		{record.Finding{Rule: verdict.RuleNoResult, Check: "unit", Message: "m"}, "Coverage"},
+		{record.Finding{Rule: "ci.never-scheduled", Code: rmerr.CINeverScheduled, Message: "m"}, "Coverage"},
+		{record.Finding{Rule: verdict.RuleTreeMoved, Code: rmerr.VerifyTreeMoved, Message: "m"}, "Freshness"},
+		{record.Finding{Rule: "outcome.zero-tests", Message: "m"}, "Outcome"},
+		{record.Finding{Rule: "report.invalid", Message: "m"}, "Outcome"},
 	} {
 		t.Run(tc.f.Rule, func(t *testing.T) {
 			r := *run
-			r.Delivery.Verdict = verdict.Verdict{Failures: []verdict.Finding{tc.f}}
+			r.Delivery.Verdict = verdict.Verdict{Failures: []record.Finding{tc.f}}
 			s := newStep(t)
 			if err := s.runtime().Publish(&r); err != nil {
 				t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/runmill/verify/internal/explain"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // Annotation is one workflow-command annotation:
@@ -56,7 +56,7 @@ func failingTests(run *Run, files *fileIndex) []failingTest {
 	located, reread := 0, 0
 	for _, c := range run.Delivery.Checks {
 		rep := c.Report
-		if c.Phase != verdict.Candidate || c.Executor != verdict.Orchestrator || rep == nil || rep.Inventory == nil || len(rep.Inventory.Failed) == 0 {
+		if c.Phase != record.Candidate || c.Executor != record.Orchestrator || rep == nil || rep.Inventory == nil || len(rep.Inventory.Failed) == 0 {
 			continue
 		}
 		found := map[report.TestID]report.Test{}
@@ -260,7 +260,7 @@ func limit(all []Annotation) (kept []Annotation, errs, warns int) {
 }
 
 // findingTitle is the short name of a finding: its code or rule, and check.
-func findingTitle(f verdict.Finding) string {
+func findingTitle(f record.Finding) string {
 	name := string(f.Code)
 	if name == "" {
 		name = f.Rule
@@ -272,7 +272,7 @@ func findingTitle(f verdict.Finding) string {
 }
 
 // findingText is a finding's message, its test ids (at most 20) and its fix.
-func findingText(f verdict.Finding) string {
+func findingText(f record.Finding) string {
 	var b strings.Builder
 	b.WriteString(f.Message)
 	if len(f.IDs) > 0 {
@@ -300,7 +300,7 @@ func findingText(f verdict.Finding) string {
 func causeText(x explain.Explanation) string {
 	var b strings.Builder
 	phase := ""
-	if x.Phase == verdict.Baseline {
+	if x.Phase == record.Baseline {
 		phase = " at the baseline"
 	}
 	for _, h := range x.Hints {

@@ -12,6 +12,7 @@ import (
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/printable"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -53,7 +54,7 @@ var questions = []struct{ name, ask string }{
 }
 
 // question says which of the four questions a finding answers no to.
-func question(f verdict.Finding) string {
+func question(f record.Finding) string {
 	switch {
 	case f.Rule == verdict.RuleEmptyManifest || f.Code == rmerr.VerifyManifest || strings.HasPrefix(f.Rule, "discovery."):
 		return qDiscovery
@@ -92,7 +93,7 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 	}
 
 	// The four questions.
-	byQ := map[string][]verdict.Finding{}
+	byQ := map[string][]record.Finding{}
 	for _, f := range reasons {
 		byQ[question(f)] = append(byQ[question(f)], f)
 	}
@@ -201,7 +202,7 @@ func fit(head, tail []string, limit int) string {
 }
 
 // answer is one question's answer cell.
-func answer(q string, run *Run, fs []verdict.Finding) string {
+func answer(q string, run *Run, fs []record.Finding) string {
 	d := &run.Delivery
 	if len(fs) > 0 {
 		var codes []string
@@ -258,14 +259,14 @@ func readFrom(r discovery.ReadFrom) string {
 
 // checkRows renders one row per manifest check (and per recorded check the
 // manifest does not list, which the verdict already fails).
-func checkRows(run *Run, reasons []verdict.Finding) []string {
+func checkRows(run *Run, reasons []record.Finding) []string {
 	d := &run.Delivery
-	type runs struct{ base, cand *evidence.CheckRun }
+	type runs struct{ base, cand *record.CheckRun }
 	byID := map[string]*runs{}
 	var order []string
 	for i := range d.Checks {
 		c := &d.Checks[i]
-		if c.Executor != verdict.Orchestrator {
+		if c.Executor != record.Orchestrator {
 			continue
 		}
 		r := byID[c.CheckID]
@@ -273,7 +274,7 @@ func checkRows(run *Run, reasons []verdict.Finding) []string {
 			r = &runs{}
 			byID[c.CheckID] = r
 		}
-		if c.Phase == verdict.Candidate {
+		if c.Phase == record.Candidate {
 			r.cand = c
 		} else {
 			r.base = c
@@ -285,7 +286,7 @@ func checkRows(run *Run, reasons []verdict.Finding) []string {
 			missing[f.Check] += len(f.IDs)
 		}
 	}
-	remote := map[string]verdict.Conclusion{}
+	remote := map[string]record.Conclusion{}
 	for _, r := range d.Remote {
 		remote[r.Context] = r.Conclusion
 	}
@@ -336,7 +337,7 @@ func checkRows(run *Run, reasons []verdict.Finding) []string {
 		case listed && !spec.Runnable() && spec.HasSource(discovery.SourceGitHub):
 			if c, ok := remote[id]; ok {
 				status = "remote: " + string(c)
-				if c == verdict.Success {
+				if c == record.Success {
 					status = "✅ " + status
 				} else {
 					status = "❌ " + status
@@ -364,7 +365,7 @@ func checkRows(run *Run, reasons []verdict.Finding) []string {
 
 // runStatus is a candidate run's status cell: failed whenever the verdict
 // would not count it as passed.
-func runStatus(c *evidence.CheckRun) string {
+func runStatus(c *record.CheckRun) string {
 	switch {
 	case !c.Started:
 		return "❌ refused (not run)"
@@ -372,13 +373,13 @@ func runStatus(c *evidence.CheckRun) string {
 		return "❌ timed out"
 	case c.TreeBefore != c.TreeAfter:
 		return "❌ tree moved"
-	case c.Status != verdict.Passed || len(c.Findings) > 0:
+	case c.Status != record.Passed || len(c.Findings) > 0:
 		return fmt.Sprintf("❌ failed (exit %d)", c.ExitCode)
 	}
 	return "✅ passed"
 }
 
-func counts(c *evidence.CheckRun) string {
+func counts(c *record.CheckRun) string {
 	if c.Report == nil || c.Report.Inventory == nil {
 		return "–"
 	}
@@ -386,7 +387,7 @@ func counts(c *evidence.CheckRun) string {
 	return fmt.Sprintf("%d / %d / %d", len(inv.Passed), len(inv.Failed), len(inv.Skipped))
 }
 
-func runDuration(c *evidence.CheckRun) string {
+func runDuration(c *record.CheckRun) string {
 	if !c.Started {
 		return "–" // refused before it ran (issue 15)
 	}
@@ -402,7 +403,7 @@ func duration(ms int64) string {
 }
 
 // findingRow is one row of the findings table.
-func findingRow(f verdict.Finding) string {
+func findingRow(f record.Finding) string {
 	name := code(f.Rule)
 	if f.Code != "" {
 		name = fmt.Sprintf("[%s](%s#%s)", f.Code, errorsDoc, strings.ToLower(string(f.Code)))
@@ -461,17 +462,17 @@ func notesOf(d *evidence.Delivery) []string {
 // a failed test, the causes runmill recognises (explain.Checks, the same
 // as the console's Why: block) — then which repository fields an operator
 // definition replaced, and what an unproven required check cannot detect.
-func whySection(run *Run, reasons []verdict.Finding) []string {
+func whySection(run *Run, reasons []record.Finding) []string {
 	d := &run.Delivery
 	xs := explain.Checks(run.Dir, d)
 	var out []string
 	var causes []string
 	for _, x := range xs {
-		if x.Status == verdict.Passed {
+		if x.Status == record.Passed {
 			continue
 		}
 		phase := ""
-		if x.Phase == verdict.Baseline {
+		if x.Phase == record.Baseline {
 			phase = " at the baseline"
 		}
 		var lines []string

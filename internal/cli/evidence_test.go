@@ -16,8 +16,8 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 func run(t *testing.T, args ...string) (int, string, string) {
@@ -40,18 +40,18 @@ func signedDelivery(t *testing.T, keyPath string, issued time.Time) (bundle, exp
 		os.WriteFile(filepath.Join(artifacts, "sha256", h), b, 0o644)
 		return h, evidence.ArtifactAddress(h)
 	}
-	out := func(b []byte) evidence.Output {
+	out := func(b []byte) record.Output {
 		h, a := put(b)
-		return evidence.Output{SHA256: h, Size: int64(len(b)), Artifact: a, ArtifactSize: int64(len(b))}
+		return record.Output{SHA256: h, Size: int64(len(b)), Artifact: a, ArtifactSize: int64(len(b))}
 	}
 	head, base := strings.Repeat("c", 40), strings.Repeat("b", 40)
 	tree := "sha256:" + strings.Repeat("7", 64)
 	spec := &policy.ReportSpec{Path: "r.tap", Format: "tap"}
 	cmd := "prove > r.tap"
-	rep := func(b []byte) *evidence.ReportRecord {
+	rep := func(b []byte) *record.ReportRecord {
 		h, a := put(b)
-		return &evidence.ReportRecord{Path: "r.tap", Format: report.TAP, SHA256: h, Size: int64(len(b)), Artifact: a,
-			Inventory: &evidence.Inventory{Passed: []report.TestID{"adds"}}}
+		return &record.ReportRecord{Path: "r.tap", Format: report.TAP, SHA256: h, Size: int64(len(b)), Artifact: a,
+			Inventory: &record.Inventory{Passed: []report.TestID{"adds"}}}
 	}
 	tap := []byte("1..1\nok 1 - adds\n")
 	p := evidence.Delivery{
@@ -62,11 +62,11 @@ func signedDelivery(t *testing.T, keyPath string, issued time.Time) (bundle, exp
 			Autonomy: policy.PROnly, FailOnSkippedCheck: true,
 			Checks: []discovery.Check{{ID: "unit", Command: cmd, Report: spec, Required: true,
 				Sources: []discovery.Source{discovery.SourceRepository}, Reasons: []string{"policy"}}}},
-		Checks: []evidence.CheckRun{
-			{CheckID: "unit", Phase: verdict.Baseline, Command: cmd, Commit: base, TreeBefore: tree, TreeAfter: tree,
-				Executor: verdict.Orchestrator, Started: true, Status: verdict.Passed, Coverage: verdict.Proven, Stdout: out(nil), Stderr: out(nil), Report: rep(tap)},
-			{CheckID: "unit", Phase: verdict.Candidate, Command: cmd, Commit: head, TreeBefore: tree, TreeAfter: tree,
-				Executor: verdict.Orchestrator, Started: true, Status: verdict.Passed, Coverage: verdict.Proven, Stdout: out([]byte("ok\n")), Stderr: out(nil), Report: rep(tap)},
+		Checks: []record.CheckRun{
+			{CheckID: "unit", Phase: record.Baseline, Command: cmd, Commit: base, TreeBefore: tree, TreeAfter: tree,
+				Executor: record.Orchestrator, Started: true, Status: record.Passed, Coverage: record.Proven, Stdout: out(nil), Stderr: out(nil), Report: rep(tap)},
+			{CheckID: "unit", Phase: record.Candidate, Command: cmd, Commit: head, TreeBefore: tree, TreeAfter: tree,
+				Executor: record.Orchestrator, Started: true, Status: record.Passed, Coverage: record.Proven, Stdout: out([]byte("ok\n")), Stderr: out(nil), Report: rep(tap)},
 		},
 	}
 	evidence.Decide(&p)

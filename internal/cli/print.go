@@ -14,6 +14,7 @@ import (
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/printable"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/verdict"
 )
 
@@ -141,7 +142,7 @@ func writeWhy(w io.Writer, d *evidence.Delivery, xs []explain.Explanation, runID
 
 // writeReason renders one reason: code, check, file, message, the ids it
 // lists (xs are its check's explanations) and its fix.
-func writeReason(w io.Writer, f verdict.Finding, xs []explain.Explanation, runID string) {
+func writeReason(w io.Writer, f record.Finding, xs []explain.Explanation, runID string) {
 	code := string(f.Code)
 	if code == "" {
 		code = f.Rule
@@ -190,7 +191,7 @@ func writeReason(w io.Writer, f verdict.Finding, xs []explain.Explanation, runID
 func failedTests(xs []explain.Explanation, runID string) []string {
 	var listed []string
 	for _, x := range xs {
-		if x.Phase != verdict.Candidate {
+		if x.Phase != record.Candidate {
 			continue
 		}
 		for _, t := range x.FailedTests {
@@ -251,7 +252,7 @@ func writeUnproven(w io.Writer, xs []explain.Explanation, failOnSkipped bool) {
 // recognised in it.
 func writeCauses(w io.Writer, x explain.Explanation, indent string) {
 	phase := ""
-	if x.Phase == verdict.Baseline {
+	if x.Phase == record.Baseline {
 		phase = " at the baseline"
 	}
 	for _, s := range []struct {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/runmill/verify/pkg/evidence"
-	"github.com/runmill/verify/pkg/verdict"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // TestWriteReused: a run reused from a signed earlier verification is named
@@ -16,17 +16,17 @@ func TestWriteReused(t *testing.T) {
 	bundle := "sha256/" + strings.Repeat("a", 64)
 	for _, tc := range []struct {
 		name   string
-		checks []evidence.CheckRun
+		checks []record.CheckRun
 		want   string
 	}{
-		{"nothing reused", []evidence.CheckRun{{CheckID: "unit", Phase: verdict.Baseline, Commit: base}}, ""},
-		{"a reused baseline", []evidence.CheckRun{
-			{CheckID: "unit", Phase: verdict.Baseline, Commit: base, ReusedFrom: &evidence.ReuseRef{Bundle: bundle, RunID: "20261201T120000Z-1a2b", Index: 2}},
-			{CheckID: "unit", Phase: verdict.Candidate, Commit: strings.Repeat("c", 40)},
+		{"nothing reused", []record.CheckRun{{CheckID: "unit", Phase: record.Baseline, Commit: base}}, ""},
+		{"a reused baseline", []record.CheckRun{
+			{CheckID: "unit", Phase: record.Baseline, Commit: base, ReusedFrom: &record.ReuseRef{Bundle: bundle, RunID: "20261201T120000Z-1a2b", Index: 2}},
+			{CheckID: "unit", Phase: record.Candidate, Commit: strings.Repeat("c", 40)},
 		}, "\nReused (not executed: an equal input key passed in a signed earlier run; `evidence verify --artifacts-dir` re-verifies its bundle):\n" +
 			"  unit (baseline) at bbbbbbbbbbbb: run 20261201T120000Z-1a2b, check run 2 of bundle sha256:aaaaaaaaaaaa\n"},
-		{"an id that moves the cursor", []evidence.CheckRun{
-			{CheckID: "u\x1b[2Knit", Phase: verdict.Baseline, Commit: base, ReusedFrom: &evidence.ReuseRef{Bundle: bundle, RunID: "r", Index: 0}},
+		{"an id that moves the cursor", []record.CheckRun{
+			{CheckID: "u\x1b[2Knit", Phase: record.Baseline, Commit: base, ReusedFrom: &record.ReuseRef{Bundle: bundle, RunID: "r", Index: 0}},
 		}, "\nReused (not executed: an equal input key passed in a signed earlier run; `evidence verify --artifacts-dir` re-verifies its bundle):\n" +
 			"  u\\x1b[2Knit (baseline) at bbbbbbbbbbbb: run r, check run 0 of bundle sha256:aaaaaaaaaaaa\n"},
 	} {

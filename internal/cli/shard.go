@@ -12,6 +12,7 @@ import (
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/objectid"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -53,7 +54,7 @@ func (f *shardFlags) apply(o *engine.VerifyOptions) error {
 	}
 	var st struct {
 		Predicate struct {
-			Checks []evidence.CheckRun `json:"checks"`
+			Checks []record.CheckRun `json:"checks"`
 		} `json:"predicate"`
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
@@ -72,11 +73,11 @@ func finishShard(s IO, run *engine.Run, asJSON bool) error {
 		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			RunID     string              `json:"run_id"`
-			Dir       string              `json:"dir"`
-			Statement string              `json:"statement"`
-			Bundle    string              `json:"bundle,omitempty"`
-			Checks    []evidence.CheckRun `json:"checks"`
+			RunID     string            `json:"run_id"`
+			Dir       string            `json:"dir"`
+			Statement string            `json:"statement"`
+			Bundle    string            `json:"bundle,omitempty"`
+			Checks    []record.CheckRun `json:"checks"`
 		}{run.ID, run.Dir, run.StatementPath, run.BundlePath, d.Checks})
 	}
 	fmt.Fprintf(s.Out, "SHARD  %s  (candidate %s, base %s): %d check runs, no verdict of its own\n", run.ID, objectid.Short(d.Candidate.Head), objectid.Short(d.Candidate.Base), len(d.Checks))

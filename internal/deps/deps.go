@@ -35,7 +35,7 @@ import (
 	"strings"
 
 	"github.com/runmill/verify/internal/git"
-	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -219,7 +219,7 @@ type View struct {
 	// Notes summarise the receipts for the check run's record.
 	Notes []string
 	// Use is the evidence record of the install (nil without one).
-	Use *evidence.DependencyUse
+	Use *record.DependencyUse
 	// made is what Close removes: the view's own directory.
 	made string
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/digest"
-	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/objectid"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -340,6 +340,6 @@ func Import(ctx context.Context, repo *git.Repo, o ImportOptions) (Imported, err
 }
 
 // use is the evidence record of a check run's install.
-func (r Receipt) use(commit string) *evidence.DependencyUse {
-	return &evidence.DependencyUse{Strategy: r.Strategy, PreparedFor: commit, Key: r.Key, Fingerprint: r.Fingerprint, Inputs: r.Inputs}
+func (r Receipt) use(commit string) *record.DependencyUse {
+	return &record.DependencyUse{Strategy: r.Strategy, PreparedFor: commit, Key: r.Key, Fingerprint: r.Fingerprint, Inputs: r.Inputs}
 }

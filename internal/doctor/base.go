@@ -7,8 +7,8 @@ import (
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/printable"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // checkBase runs the base's checks once (engine.CheckBase). It fails when
@@ -30,9 +30,9 @@ func checkBase(ctx context.Context, o Options) Result {
 	}
 	var failedN, unprovenN int
 	for _, c := range bc.Checks {
-		if c.Status != verdict.Passed {
+		if c.Status != record.Passed {
 			failedN++
-		} else if c.Coverage != verdict.Proven {
+		} else if c.Coverage != record.Proven {
 			unprovenN++
 		}
 	}

@@ -4,14 +4,13 @@ import (
 	"context"
 
 	"github.com/runmill/verify/pkg/discovery"
-	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // sideResult is one finished, judged check run.
 type sideResult struct {
-	rec evidence.CheckRun
+	rec record.CheckRun
 	inv *report.Inventory
 	err error
 }
@@ -32,7 +31,7 @@ func (e *executor) baselineAsync(ctx context.Context, sem chan struct{}, c disco
 			return
 		}
 		sem <- struct{}{}
-		rec, inv, err := e.runKeyed(ctx, c, verdict.Baseline, baseline)
+		rec, inv, err := e.runKeyed(ctx, c, record.Baseline, baseline)
 		<-sem
 		if err == nil {
 			e.judged(&rec)

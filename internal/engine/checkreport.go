@@ -13,22 +13,22 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/printable"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // output stores a captured stream's kept bytes.
-func (e *executor) output(c sandbox.Capture) (evidence.Output, error) {
+func (e *executor) output(c sandbox.Capture) (record.Output, error) {
 	addr, err := e.store.put(c.Kept)
 	if err != nil {
-		return evidence.Output{}, err
+		return record.Output{}, err
 	}
 	sha := c.SHA256
 	if sha == "" { // never ran: the empty stream
 		sha, _ = evidence.ArtifactHex(addr)
 	}
-	return evidence.Output{SHA256: sha, Size: c.Size, Artifact: addr, ArtifactSize: int64(len(c.Kept))}, nil
+	return record.Output{SHA256: sha, Size: c.Size, Artifact: addr, ArtifactSize: int64(len(c.Kept))}, nil
 }
 
 // readReport measures, stores and parses the declared report, in that
@@ -39,14 +39,14 @@ func (e *executor) output(c sandbox.Capture) (evidence.Output, error) {
 // the run's budget before the inventory is built, so a report that would
 // break the budget fails its check with RM-REPORT-003 and leaves nothing in
 // the statement.
-func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path string, finding func(rule, code, format string, args ...any)) *report.Inventory {
+func (e *executor) readReport(rec *record.CheckRun, c discovery.Check, path string, finding func(rule, code, format string, args ...any)) *report.Inventory {
 	limit := func(err error) {
 		re, _ := err.(*rmerr.Error)
 		msg, hint := err.Error(), ""
 		if re != nil {
 			msg, hint = re.Msg, re.Hint
 		}
-		rec.Observations = append(rec.Observations, verdict.Finding{Code: rmerr.ReportLimit, Check: c.ID, Rule: ruleReportLimit, Message: msg, Hint: hint})
+		rec.Observations = append(rec.Observations, record.Finding{Code: rmerr.ReportLimit, Check: c.ID, Rule: ruleReportLimit, Message: msg, Hint: hint})
 	}
 	f := openReport(c, path, finding, limit)
 	if f == nil {
@@ -63,7 +63,7 @@ func (e *executor) readReport(rec *evidence.CheckRun, c discovery.Check, path st
 		return nil
 	}
 	sha, _ := evidence.ArtifactHex(addr)
-	rec.Report = &evidence.ReportRecord{
+	rec.Report = &record.ReportRecord{
 		Path: c.Report.Path, Format: report.Format(c.Report.Format), Identity: report.Identity(c.Report.Identity),
 		SHA256: sha, Size: n, Artifact: addr,
 	}
@@ -143,7 +143,7 @@ func openReport(c discovery.Check, path string, finding func(rule, code, format 
 // baseline's repeated ids carry no authority but do not void the rest of
 // its report (the change that renames them can land); the candidate's ids
 // must be unique (spec § 4).
-func (e *executor) parseStoredReport(rec *evidence.CheckRun, c discovery.Check, addr string, finding func(rule, code, format string, args ...any)) *report.Inventory {
+func (e *executor) parseStoredReport(rec *record.CheckRun, c discovery.Check, addr string, finding func(rule, code, format string, args ...any)) *report.Inventory {
 	sf, err := os.Open(e.store.path(addr))
 	if err != nil {
 		finding("report.unreadable", "", "reading the stored report: %v", err)
@@ -151,7 +151,7 @@ func (e *executor) parseStoredReport(rec *evidence.CheckRun, c discovery.Check, 
 	}
 	defer sf.Close()
 	inv, perr := report.Parse(bufio.NewReaderSize(sf, 1<<16), report.Format(c.Report.Format), report.Options{
-		Identity: report.Identity(c.Report.Identity), AllowDuplicateIDs: rec.Phase == verdict.Baseline,
+		Identity: report.Identity(c.Report.Identity), AllowDuplicateIDs: rec.Phase == record.Baseline,
 		Limits: report.DefaultLimits})
 	if perr != nil {
 		finding("report.invalid", string(rmerr.CodeOf(perr)), "the report %s is invalid: %v", c.Report.Path, perr)

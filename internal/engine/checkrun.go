@@ -11,6 +11,7 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/outcome"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
@@ -57,7 +58,7 @@ type executor struct {
 // in this run. They differ only if something changed a checkout's source —
 // in layered mode, the commit's shared layer — and then no result at that
 // commit describes it (RM-VERIFY-002).
-func (e *executor) sameTree(rec *evidence.CheckRun, commit string, finding func(rule, code, format string, args ...any)) {
+func (e *executor) sameTree(rec *record.CheckRun, commit string, finding func(rule, code, format string, args ...any)) {
 	e.treesMu.Lock()
 	defer e.treesMu.Unlock()
 	first, ok := e.trees[commit]
@@ -84,15 +85,15 @@ func (e *executor) sameTree(rec *evidence.CheckRun, commit string, finding func(
 // the base itself whenever the candidate contains it. A base branch that
 // moved on since the change forked would otherwise count the tests it gained
 // as removed by the change. The policy is still read from the base.
-func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Check, m *discovery.Manifest, baseline string) ([]evidence.CheckRun, error) {
-	var recs []evidence.CheckRun
+func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Check, m *discovery.Manifest, baseline string) ([]record.CheckRun, error) {
+	var recs []record.CheckRun
 	var baseInv *report.Inventory
 	// Both sides at once when --parallel allows (issue 16): the baseline
 	// takes its own slot; the candidate waits for its result only to
 	// compare inventories.
 	baseC := e.baselineAsync(ctx, sem, c, baseline)
 	sem <- struct{}{}
-	rec, inv, err := e.runKeyed(ctx, c, verdict.Candidate, m.Candidate)
+	rec, inv, err := e.runKeyed(ctx, c, record.Candidate, m.Candidate)
 	<-sem
 	if c.Report != nil {
 		b := <-baseC
@@ -111,7 +112,7 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 				fs[i].Check = c.ID
 			}
 		}
-		rec.Observations = verdict.Normalize(append(rec.Observations, fs...))
+		rec.Observations = record.Normalize(append(rec.Observations, fs...))
 	}
 	e.judged(&rec)
 	return append(recs, rec), nil
@@ -119,7 +120,7 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 
 // judged decides rec's status through the one decision function and says
 // what it decided: the progress line, the event and the record agree.
-func (e *executor) judged(rec *evidence.CheckRun) {
+func (e *executor) judged(rec *record.CheckRun) {
 	j := evidence.Judge(e.manifest, rec)
 	e.event("check.finished", map[string]any{"check": rec.CheckID, "phase": string(rec.Phase), "status": string(j.Status), "exit_code": rec.ExitCode})
 	how := fmt.Sprintf("exit %d", rec.ExitCode)

@@ -10,7 +10,7 @@ import (
 	"github.com/runmill/verify/internal/deps/depstest"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
-	"github.com/runmill/verify/pkg/verdict"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // The prepared-dependency tests run real projects: mocha installed with npm
@@ -86,7 +86,7 @@ func TestVerifyNPM(t *testing.T) {
 		t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))
 	}
 	for _, c := range run.Delivery.Checks {
-		if c.Coverage != verdict.Proven || c.Report == nil || c.Report.Inventory == nil || len(c.Report.Inventory.Passed) == 0 {
+		if c.Coverage != record.Proven || c.Report == nil || c.Report.Inventory == nil || len(c.Report.Inventory.Passed) == 0 {
 			t.Errorf("%s (%s): coverage %s, report %+v", c.CheckID, c.Phase, c.Coverage, c.Report)
 		}
 		if c.CheckID == "readonly" && c.Report != nil && c.Report.Inventory != nil &&
@@ -165,7 +165,7 @@ func TestVerifyNPMVitest(t *testing.T) {
 		t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))
 	}
 	for _, c := range run.Delivery.Checks {
-		if c.Coverage != verdict.Proven || c.Report == nil || c.Report.Inventory == nil || len(c.Report.Inventory.Passed) < 2 {
+		if c.Coverage != record.Proven || c.Report == nil || c.Report.Inventory == nil || len(c.Report.Inventory.Passed) < 2 {
 			t.Errorf("%s (%s): coverage %s, report %+v", c.CheckID, c.Phase, c.Coverage, c.Report)
 		}
 	}
@@ -215,7 +215,7 @@ func TestVerifyGoModules(t *testing.T) {
 			}
 			var checkMS []int64
 			for _, c := range run.Delivery.Checks {
-				if c.Coverage != verdict.Proven {
+				if c.Coverage != record.Proven {
 					t.Errorf("%s: coverage %s", c.Phase, c.Coverage)
 				}
 				checkMS = append(checkMS, c.DurationMS)

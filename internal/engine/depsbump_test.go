@@ -14,7 +14,7 @@ import (
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/evidence"
-	"github.com/runmill/verify/pkg/verdict"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // Issue 15: a change that updates dependencies is verifiable when each
@@ -98,7 +98,7 @@ func TestVerifyDependencyBump(t *testing.T) {
 		}
 		for _, c := range run.Delivery.Checks {
 			switch c.Phase {
-			case verdict.Baseline:
+			case record.Baseline:
 				if !c.Started || c.Dependencies == nil || c.Dependencies.PreparedFor != base {
 					t.Errorf("%s baseline: started %v, dependencies %+v", c.CheckID, c.Started, c.Dependencies)
 				}
@@ -164,7 +164,7 @@ func TestVerifyDependencyBump(t *testing.T) {
 		if res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now()}); res.Valid || !strings.Contains(res.Message, "keyed by package-lock.json") {
 			t.Fatalf("verified against another lockfile: %s %s", res.Reason, res.Message)
 		}
-		keys := map[string]map[verdict.Phase]string{}
+		keys := map[string]map[record.Phase]string{}
 		for _, c := range run.Delivery.Checks {
 			u := c.Dependencies
 			if u == nil || u.Key != evidence.DependencyKey(u.Strategy, u.Inputs) || u.Fingerprint == "" {
@@ -174,12 +174,12 @@ func TestVerifyDependencyBump(t *testing.T) {
 				t.Errorf("%s %s ran at %s on an install prepared for %s", c.CheckID, c.Phase, c.Commit, u.PreparedFor)
 			}
 			if keys[c.CheckID] == nil {
-				keys[c.CheckID] = map[verdict.Phase]string{}
+				keys[c.CheckID] = map[record.Phase]string{}
 			}
 			keys[c.CheckID][c.Phase] = u.Key
 		}
 		for id, k := range keys {
-			if len(k) != 2 || k[verdict.Baseline] == k[verdict.Candidate] {
+			if len(k) != 2 || k[record.Baseline] == k[record.Candidate] {
 				t.Errorf("%s: the baseline and the candidate ran on the same install %v", id, k)
 			}
 		}

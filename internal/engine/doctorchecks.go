@@ -12,7 +12,7 @@ import (
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/evidence"
-	"github.com/runmill/verify/pkg/verdict"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // DoctorChecksOptions configure CheckBase.
@@ -28,14 +28,14 @@ type DoctorChecksOptions struct {
 
 // CheckDiagnosis is what one check did at the base.
 type CheckDiagnosis struct {
-	Check    string           `json:"check"`
-	Status   verdict.Status   `json:"status"`
-	Coverage verdict.Coverage `json:"coverage"`
+	Check    string          `json:"check"`
+	Status   record.Status   `json:"status"`
+	Coverage record.Coverage `json:"coverage"`
 	// Tests counts the tests its report shows (passed, failed, skipped);
 	// nil without a parsed report.
 	Tests *TestCounts `json:"tests,omitempty"`
 	// Findings are why it did not pass, as verify would say.
-	Findings []verdict.Finding `json:"findings"`
+	Findings []record.Finding `json:"findings"`
 	// Why is explain.Checks' explanation; nil when it passed proven.
 	Why *explain.Explanation `json:"why,omitempty"`
 }
@@ -125,7 +125,7 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 		if !c.Runnable() {
 			continue
 		}
-		rec, _, err := e.runOne(ctx, c, verdict.Candidate, m.Base)
+		rec, _, err := e.runOne(ctx, c, record.Candidate, m.Base)
 		if err != nil {
 			return nil, err
 		}

@@ -9,14 +9,14 @@ import (
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/outcome"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/treehash"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // scan is one focus scan's outcome; a candidate's also measures its tree.
 type scan struct {
 	tree     string
-	findings []verdict.Finding
+	findings []record.Finding
 	err      error
 }
 
@@ -81,7 +81,7 @@ func needsBaselineScan(m *discovery.Manifest) bool {
 
 // scanCommit scans one fresh checkout of commit for focus markers, and
 // measures its tree when measure is set.
-func (e *executor) scanCommit(ctx context.Context, commit string, tracked []string, measure bool) (string, []verdict.Finding, error) {
+func (e *executor) scanCommit(ctx context.Context, commit string, tracked []string, measure bool) (string, []record.Finding, error) {
 	co, err := e.checkouts.Create(ctx, commit)
 	if err != nil {
 		return "", nil, err

@@ -13,8 +13,8 @@ import (
 	"github.com/runmill/verify/internal/github"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // GitHubOptions say how a run consults GitHub. A nil *GitHubOptions means
@@ -40,7 +40,7 @@ type GitHubOptions struct {
 	CheckRun string
 }
 
-// Rules of the findings this file adds (verdict.Finding.Rule).
+// Rules of the findings this file adds (record.Finding.Rule).
 const (
 	RuleGitHubNotConsulted = "github.not-consulted"
 	RuleGitHubUnknown      = "github.contexts-unknown"
@@ -139,22 +139,22 @@ func (f *githubFacts) approvals() []evidence.Approval {
 // reconciliation: not consulted although the operator requires them, some
 // required contexts unknown, and a pull request whose head is not the
 // candidate.
-func githubFindings(m *discovery.Manifest, required bool, f *githubFacts) []verdict.Finding {
-	var out []verdict.Finding
+func githubFindings(m *discovery.Manifest, required bool, f *githubFacts) []record.Finding {
+	var out []record.Finding
 	switch {
 	case required && !m.GitHub.Consulted:
-		out = append(out, verdict.Finding{Code: rmerr.GitHubNotConsulted, Rule: RuleGitHubNotConsulted,
+		out = append(out, record.Finding{Code: rmerr.GitHubNotConsulted, Rule: RuleGitHubNotConsulted,
 			Message: "the operator policy requires the GitHub sources, but this run did not consult them (no token, or --no-github)",
 			Hint:    "pass --github-token (or GITHUB_TOKEN) with contents: read, checks: read and statuses: read, or drop github.required from the operator policy"})
 	case required && len(m.GitHub.Unknown) > 0:
 		for _, u := range m.GitHub.Unknown {
-			out = append(out, verdict.Finding{Code: rmerr.GitHubNotConsulted, Rule: RuleGitHubUnknown, Check: u.Name,
+			out = append(out, record.Finding{Code: rmerr.GitHubNotConsulted, Rule: RuleGitHubUnknown, Check: u.Name,
 				Message: fmt.Sprintf("the required contexts of %s are unknown: %s", u.Name, u.Reason),
 				Hint:    "give the token read access to the branch's protection and rulesets (contents: read), or drop github.required from the operator policy"})
 		}
 	}
 	if f != nil && f.pr != nil && f.pr.Head != m.Candidate {
-		out = append(out, verdict.Finding{Rule: RuleGitHubHeadMoved,
+		out = append(out, record.Finding{Rule: RuleGitHubHeadMoved,
 			Message: fmt.Sprintf("pull request #%d's head is %s, not the candidate %s", f.pr.Number, f.pr.Head, m.Candidate),
 			Hint:    "verify the pull request's current head; a run on an older head says nothing about the one that would merge"})
 	}
@@ -256,7 +256,7 @@ func failedTestAnnotations(runDir string, d *evidence.Delivery) []github.Annotat
 	var out []github.Annotation
 	for _, c := range d.Checks {
 		rep := c.Report
-		if c.Phase != verdict.Candidate || rep == nil || rep.Inventory == nil || len(rep.Inventory.Failed) == 0 {
+		if c.Phase != record.Candidate || rep == nil || rep.Inventory == nil || len(rep.Inventory.Failed) == 0 {
 			continue
 		}
 		for _, t := range explain.StoredFailedTests(runDir, rep) {

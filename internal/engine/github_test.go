@@ -16,8 +16,8 @@ import (
 	"github.com/runmill/verify/internal/githubtest"
 	"github.com/runmill/verify/internal/verifytest"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // The fixtures' fixed head SHA; Replace swaps in the test's real commit.
@@ -94,7 +94,7 @@ func TestGitHubVerifyAndExpectAgree(t *testing.T) {
 	if c, ok := d.Manifest.Check("build"); !ok || c.Command != "" || !c.Required {
 		t.Fatalf("build is not a github-sourced required check: %+v", c)
 	}
-	if !slices.Equal(d.Remote, []verdict.RemoteResult{{Context: "build", Conclusion: verdict.Success}}) || len(d.PendingContexts) != 0 {
+	if !slices.Equal(d.Remote, []record.RemoteResult{{Context: "build", Conclusion: record.Success}}) || len(d.PendingContexts) != 0 {
 		t.Fatalf("remote %+v pending %v", d.Remote, d.PendingContexts)
 	}
 	if len(d.Reviews) != 4 {

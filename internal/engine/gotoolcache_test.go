@@ -8,8 +8,7 @@ import (
 
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
-	"github.com/runmill/verify/pkg/evidence"
-	"github.com/runmill/verify/pkg/verdict"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // sharedGoToolCache is one prepared-toolchain-cache directory for every
@@ -53,7 +52,7 @@ func goToolRepo(t *testing.T) (*gittest.Repo, string, string) {
 	return r, base, r.Commit("adds a test")
 }
 
-func toolCacheNote(c evidence.CheckRun) string {
+func toolCacheNote(c record.CheckRun) string {
 	for _, n := range c.Notes {
 		if strings.HasPrefix(n, "prepared Go toolchain cache") || strings.HasPrefix(n, "no prepared Go toolchain cache") {
 			return n
@@ -84,7 +83,7 @@ func TestGoToolchainCache(t *testing.T) {
 		}
 		var notes []string
 		for _, c := range run.Delivery.Checks {
-			if c.Coverage != verdict.Proven {
+			if c.Coverage != record.Proven {
 				t.Errorf("%s: coverage %s", c.Phase, c.Coverage)
 			}
 			n := toolCacheNote(c)

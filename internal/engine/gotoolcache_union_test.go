@@ -15,7 +15,7 @@ import (
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/sandbox"
-	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // unionPolicy: "mk" makes, in the sandbox, a build cache holding only the
@@ -78,7 +78,7 @@ func TestGoToolchainCacheWithOperatorCache(t *testing.T) {
 		}
 		return func(o *engine.VerifyOptions) { o.Discover.PolicyFile = pol }
 	}
-	stdout := func(run *engine.Run, id string) (evidence.CheckRun, string) {
+	stdout := func(run *engine.Run, id string) (record.CheckRun, string) {
 		t.Helper()
 		for _, c := range run.Delivery.Checks {
 			if c.CheckID == id {
@@ -93,7 +93,7 @@ func TestGoToolchainCacheWithOperatorCache(t *testing.T) {
 			}
 		}
 		t.Fatalf("no run of %s:\n%s", id, outputs(run))
-		return evidence.CheckRun{}, ""
+		return record.CheckRun{}, ""
 	}
 
 	first := verify(t, r, base, cand, policy(""))
@@ -131,7 +131,7 @@ func TestGoToolchainCacheWithOperatorCache(t *testing.T) {
 	}
 }
 
-func hasNote(c evidence.CheckRun, substr string) bool {
+func hasNote(c record.CheckRun, substr string) bool {
 	for _, n := range c.Notes {
 		if strings.Contains(n, substr) {
 			return true

@@ -14,6 +14,7 @@ import (
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/objectid"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/treehash"
 )
 
@@ -116,7 +117,7 @@ func (h *harnesses) commitTree(ctx context.Context, commit string) (string, erro
 // finish completes a run's record once its tree as run is measured, and
 // says in the run's notes what it ran: the spec's "harness changed in this
 // change: ran the base's version".
-func (h *harnesses) finish(ctx context.Context, rec *evidence.CheckRun, hr *harness.Record, logf func(string, ...any)) error {
+func (h *harnesses) finish(ctx context.Context, rec *record.CheckRun, hr *harness.Record, logf func(string, ...any)) error {
 	hr.CommitTree = rec.TreeBefore
 	if len(hr.Overlay()) > 0 {
 		t, err := h.commitTree(ctx, rec.Commit)

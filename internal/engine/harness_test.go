@@ -15,6 +15,7 @@ import (
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/outcome"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/verdict"
 )
 
@@ -175,7 +176,7 @@ func runHarnessCase(t *testing.T, c harnessCase) {
 		if rec.Harness == nil {
 			t.Fatalf("%s (%s) records no harness", rec.CheckID, rec.Phase)
 		}
-		if rec.Phase != verdict.Candidate {
+		if rec.Phase != record.Candidate {
 			continue
 		}
 		notes = append(notes, rec.Notes...)
@@ -256,7 +257,7 @@ func runHarnessCase(t *testing.T, c harnessCase) {
 	for i := range st.Predicate.Checks {
 		h := st.Predicate.Checks[i].Harness
 		for j := range h.Files {
-			if h.Pinned && h.Files[j].Base != nil && st.Predicate.Checks[i].Phase == verdict.Candidate {
+			if h.Pinned && h.Files[j].Base != nil && st.Predicate.Checks[i].Phase == record.Candidate {
 				h.Files[j].Base.Blob = strings.Repeat("0", len(h.Files[j].Base.Blob))
 				forged = true
 			}

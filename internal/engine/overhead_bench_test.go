@@ -14,7 +14,7 @@ import (
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
-	"github.com/runmill/verify/pkg/verdict"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // benchRepo commits files source-like files totalling about bytes.
@@ -87,8 +87,8 @@ func BenchmarkCheckRun(b *testing.B) {
 					logf: func(string, ...any) {}, event: func(string, any) {}}
 				c := discovery.Check{ID: "bench", Command: "true"}
 				run := func() {
-					rec, _, err := e.runOne(ctx, c, verdict.Candidate, commit)
-					if err != nil || rec.ExitCode != 0 || rec.Status != verdict.Passed {
+					rec, _, err := e.runOne(ctx, c, record.Candidate, commit)
+					if err != nil || rec.ExitCode != 0 || rec.Status != record.Passed {
 						b.Fatal(err, rec.ExitCode, rec.Findings)
 					}
 				}

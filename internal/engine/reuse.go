@@ -19,8 +19,8 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // Baseline reuse (issue 16, docs/benchmarks.md § Baseline reuse). On a pull
@@ -146,7 +146,7 @@ func (r *reuser) load(dirs []string, trust []byte, now time.Time, logf func(stri
 		arts := filepath.Join(dir, "artifacts")
 		for i := range st.Predicate.Checks {
 			s := &st.Predicate.Checks[i]
-			if s.Phase != verdict.Baseline {
+			if s.Phase != record.Baseline {
 				continue
 			}
 			src := &source{bundle: b, stmt: st, index: i, artifacts: arts}
@@ -167,7 +167,7 @@ func (r *reuser) load(dirs []string, trust []byte, now time.Time, logf func(stri
 
 // resolveChained follows a reused record to the bundle it was copied from,
 // an artifact of the reusing run, and checks that it verifies and holds it.
-func resolveChained(s *evidence.CheckRun, arts string, trust []byte, now time.Time) *source {
+func resolveChained(s *record.CheckRun, arts string, trust []byte, now time.Time) *source {
 	ref := s.ReusedFrom
 	p, ok := evidence.ArtifactPath(arts, ref.Bundle)
 	if !ok {
@@ -187,7 +187,7 @@ func resolveChained(s *evidence.CheckRun, arts string, trust []byte, now time.Ti
 // inputKey is the run's input key: SHA-256 of everything its result depends
 // on as this engine sees it. deps=false: the check's dependencies would be
 // refused at commit (then nothing is reused: a refused run records why).
-func (e *executor) inputKey(ctx context.Context, c discovery.Check, phase verdict.Phase, commit string) (string, bool) {
+func (e *executor) inputKey(ctx context.Context, c discovery.Check, phase record.Phase, commit string) (string, bool) {
 	depKeys, ok := []string(nil), true
 	if c.Dependencies != "" {
 		select {
@@ -272,7 +272,7 @@ func program(d *fileDigests, command string, env []string) string {
 // beside the run, not before it: on a fresh state dir it hashes the
 // toolchain's files (about 70 MB for Go, toolident.go), which the run does
 // not wait for.
-func (e *executor) runKeyed(ctx context.Context, c discovery.Check, phase verdict.Phase, commit string) (evidence.CheckRun, *report.Inventory, error) {
+func (e *executor) runKeyed(ctx context.Context, c discovery.Check, phase record.Phase, commit string) (record.CheckRun, *report.Inventory, error) {
 	keyC := make(chan string, 1)
 	go func() {
 		key, _ := e.inputKey(ctx, c, phase, commit)
@@ -289,7 +289,7 @@ func (e *executor) reusedBaseline(ctx context.Context, c discovery.Check, commit
 	if e.reuse == nil {
 		return sideResult{}, false
 	}
-	key, ok := e.inputKey(ctx, c, verdict.Baseline, commit)
+	key, ok := e.inputKey(ctx, c, record.Baseline, commit)
 	if !ok {
 		return sideResult{}, false
 	}
@@ -309,15 +309,15 @@ func (e *executor) reusedBaseline(ctx context.Context, c discovery.Check, commit
 	}
 	ref := rec.ReusedFrom
 	e.logf("%s (baseline): reused from run %s (bundle %s, run %d), input key %s", c.ID, ref.RunID, ref.Bundle, ref.Index, key[:16])
-	e.event("check.reused", map[string]any{"check": c.ID, "phase": string(verdict.Baseline), "commit": commit, "input_key": key, "bundle": ref.Bundle, "run_id": ref.RunID, "index": ref.Index})
+	e.event("check.reused", map[string]any{"check": c.ID, "phase": string(record.Baseline), "commit": commit, "input_key": key, "bundle": ref.Bundle, "run_id": ref.RunID, "index": ref.Index})
 	e.judged(&rec)
-	return sideResult{rec: rec, inv: rec.Report.ReportInventory()}, true
+	return sideResult{rec: rec, inv: evidence.ReportInventory(rec.Report)}, true
 }
 
 // adopt copies the source run and everything it references (its outputs,
 // its report, the source bundle) into this run's store, so the new
 // statement's artifacts re-verify offline, and returns the reused record.
-func (e *executor) adopt(src *source) (evidence.CheckRun, error) {
+func (e *executor) adopt(src *source) (record.CheckRun, error) {
 	s := src.stmt.Predicate.Checks[src.index]
 	type art struct {
 		addr string
@@ -340,7 +340,7 @@ func (e *executor) adopt(src *source) (evidence.CheckRun, error) {
 	rec.Notes = slices.Clone(s.Notes)
 	rec.Observations = slices.Clone(s.Observations)
 	rec.Findings = slices.Clone(s.Findings)
-	rec.ReusedFrom = &evidence.ReuseRef{Bundle: addr, BundleSize: int64(len(src.bundle)), RunID: src.stmt.Predicate.RunID, Index: src.index}
+	rec.ReusedFrom = &record.ReuseRef{Bundle: addr, BundleSize: int64(len(src.bundle)), RunID: src.stmt.Predicate.RunID, Index: src.index}
 	return rec, nil
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/evidence"
-	"github.com/runmill/verify/pkg/verdict"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // reuseKey is a signing key with its trust document.
@@ -45,26 +45,26 @@ func push(r *gittest.Repo, base, name string) string {
 	return r.Commit(name)
 }
 
-func baselineOf(t *testing.T, run *engine.Run) evidence.CheckRun {
+func baselineOf(t *testing.T, run *engine.Run) record.CheckRun {
 	t.Helper()
 	for _, c := range run.Delivery.Checks {
-		if c.Phase == verdict.Baseline {
+		if c.Phase == record.Baseline {
 			return c
 		}
 	}
 	t.Fatalf("no baseline run in %s", run.Dir)
-	return evidence.CheckRun{}
+	return record.CheckRun{}
 }
 
-func candidateOf(t *testing.T, run *engine.Run) evidence.CheckRun {
+func candidateOf(t *testing.T, run *engine.Run) record.CheckRun {
 	t.Helper()
 	for _, c := range run.Delivery.Checks {
-		if c.Phase == verdict.Candidate {
+		if c.Phase == record.Candidate {
 			return c
 		}
 	}
 	t.Fatalf("no candidate run in %s", run.Dir)
-	return evidence.CheckRun{}
+	return record.CheckRun{}
 }
 
 // verifyOffline verifies run's bundle against trust, with or without the
@@ -118,7 +118,7 @@ func TestBaselineReused(t *testing.T) {
 		t.Fatalf("reused_from %+v does not name the first run %s (bundle sha256/%s)", ref, first.ID, digest.Hex(bundle1))
 	}
 	// Facts copied, status decided again by Judge from them.
-	if b2.TreeBefore != b1.TreeBefore || b2.Stdout != b1.Stdout || b2.DurationMS != b1.DurationMS || b2.Status != verdict.Passed {
+	if b2.TreeBefore != b1.TreeBefore || b2.Stdout != b1.Stdout || b2.DurationMS != b1.DurationMS || b2.Status != record.Passed {
 		t.Fatalf("reused record differs from its source:\n%+v\n%+v", b2, b1)
 	}
 	bundle2, err := os.ReadFile(second.BundlePath)
@@ -251,14 +251,14 @@ func TestFailedBaselineNotReused(t *testing.T) {
 	state := t.TempDir()
 	signed := func(o *engine.VerifyOptions) { o.SigningKey, o.StateDir = k.key, state }
 	first := verify(t, r, base, fix("push1"), signed)
-	if b := baselineOf(t, first); b.Status != verdict.Failed || b.ExitCode == 0 {
+	if b := baselineOf(t, first); b.Status != record.Failed || b.ExitCode == 0 {
 		t.Fatalf("the baseline was meant to fail: %+v", b)
 	}
 	second := verify(t, r, base, fix("push2"), signed)
 	if b := baselineOf(t, second); b.ReusedFrom != nil {
 		t.Fatalf("a failed baseline was reused: %+v", b.ReusedFrom)
 	}
-	if c := candidateOf(t, second); c.Status != verdict.Passed {
+	if c := candidateOf(t, second); c.Status != record.Passed {
 		t.Fatalf("the fixing candidate: %+v", c)
 	}
 }
@@ -286,7 +286,7 @@ func TestTamperedReusedRecordRefused(t *testing.T) {
 		t.Fatal("nothing was reused")
 	}
 	arts := filepath.Join(second.Dir, "artifacts")
-	resign := func(t *testing.T, mod func(*evidence.CheckRun)) []byte {
+	resign := func(t *testing.T, mod func(*record.CheckRun)) []byte {
 		t.Helper()
 		st := readStatement(t, second)
 		mod(&st.Predicate.Checks[idx])
@@ -298,20 +298,20 @@ func TestTamperedReusedRecordRefused(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		mod       func(*evidence.CheckRun)
+		mod       func(*record.CheckRun)
 		artifacts string
 		reason    evidence.Reason
 	}{
-		{"duration changed", func(c *evidence.CheckRun) { c.DurationMS++ }, arts, evidence.ReasonRecord},
-		{"input key changed", func(c *evidence.CheckRun) { c.InputKey = strings.Repeat("a", 64) }, arts, evidence.ReasonRecord},
-		{"tree changed", func(c *evidence.CheckRun) {
+		{"duration changed", func(c *record.CheckRun) { c.DurationMS++ }, arts, evidence.ReasonRecord},
+		{"input key changed", func(c *record.CheckRun) { c.InputKey = strings.Repeat("a", 64) }, arts, evidence.ReasonRecord},
+		{"tree changed", func(c *record.CheckRun) {
 			c.TreeBefore, c.TreeAfter = "sha256:"+strings.Repeat("b", 64), "sha256:"+strings.Repeat("b", 64)
 			if c.Harness != nil { // the harness record names the commit's tree too
 				c.Harness.CommitTree = c.TreeBefore
 			}
 		}, arts, evidence.ReasonRecord},
-		{"points at another run", func(c *evidence.CheckRun) { c.ReusedFrom.Index++ }, arts, evidence.ReasonRecord},
-		{"source bundle absent", func(c *evidence.CheckRun) {
+		{"points at another run", func(c *record.CheckRun) { c.ReusedFrom.Index++ }, arts, evidence.ReasonRecord},
+		{"source bundle absent", func(c *record.CheckRun) {
 			c.ReusedFrom.Bundle = "sha256/" + strings.Repeat("c", 64)
 		}, arts, evidence.ReasonArtifact},
 	} {
@@ -324,7 +324,7 @@ func TestTamperedReusedRecordRefused(t *testing.T) {
 	}
 	// Unchanged and re-signed it still verifies: the refusals above are
 	// the tampering's, not the re-signing's.
-	if res := verifyOffline(t, r, base, cand2, resign(t, func(*evidence.CheckRun) {}), k.trust, arts); !res.Valid {
+	if res := verifyOffline(t, r, base, cand2, resign(t, func(*record.CheckRun) {}), k.trust, arts); !res.Valid {
 		t.Fatalf("the untouched statement does not verify: %s %s", res.Reason, res.Message)
 	}
 	// The stored source bundle itself altered.

@@ -13,9 +13,9 @@ import (
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
-	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/outcome"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/treehash"
@@ -24,10 +24,10 @@ import (
 
 // runOne is one check run: fresh checkout, hash, report file, sandbox,
 // report, hash, destroy.
-func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.Phase, commit string) (evidence.CheckRun, *report.Inventory, error) {
-	r := &checkRun{e: e, c: c, rec: evidence.CheckRun{
+func (e *executor) runOne(ctx context.Context, c discovery.Check, phase record.Phase, commit string) (record.CheckRun, *report.Inventory, error) {
+	r := &checkRun{e: e, c: c, rec: record.CheckRun{
 		CheckID: c.ID, Phase: phase, Command: c.Command, Commit: commit,
-		Executor: verdict.Orchestrator, Notes: []string{}, Observations: []verdict.Finding{}, Findings: []verdict.Finding{},
+		Executor: record.Orchestrator, Notes: []string{}, Observations: []record.Finding{}, Findings: []record.Finding{},
 	}}
 	e.logf("%s (%s): starting", c.ID, phase)
 	e.event("check.started", map[string]any{"check": c.ID, "phase": string(phase), "commit": commit})
@@ -68,7 +68,7 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase verdict.
 type checkRun struct {
 	e   *executor
 	c   discovery.Check
-	rec evidence.CheckRun
+	rec record.CheckRun
 	// hr is the run's harness (nil without e.harness); pins is what it
 	// lays over the commit.
 	hr   *harness.Record
@@ -88,7 +88,7 @@ type checkRun struct {
 
 // finding records an observation of this run.
 func (r *checkRun) finding(rule, code, format string, args ...any) {
-	r.rec.Observations = append(r.rec.Observations, verdict.Finding{Code: rmerr.Code(code), Check: r.c.ID, Rule: rule, Message: fmt.Sprintf(format, args...)})
+	r.rec.Observations = append(r.rec.Observations, record.Finding{Code: rmerr.Code(code), Check: r.c.ID, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
 
 // ran: the command runs (it has a usable report when it declares one, and
@@ -328,5 +328,5 @@ func (r *checkRun) observeOutput(zs *outcome.OutputScanner) {
 	if r.c.Report == nil {
 		rec.Notes = append(rec.Notes, "no machine-readable report declared; coverage unproven")
 	}
-	rec.Observations = verdict.Normalize(rec.Observations)
+	rec.Observations = record.Normalize(rec.Observations)
 }

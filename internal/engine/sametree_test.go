@@ -3,7 +3,7 @@ package engine
 import (
 	"testing"
 
-	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -23,7 +23,7 @@ func TestSameTree(t *testing.T) {
 		{"c1", "sha256:cc", true},
 		{"c2", "sha256:bb", false},
 	} {
-		rec := evidence.CheckRun{TreeBefore: tc.tree}
+		rec := record.CheckRun{TreeBefore: tc.tree}
 		var got []rmerr.Code
 		e.sameTree(&rec, tc.commit, func(rule, code, format string, args ...any) {
 			if rule != verdict.RuleTreeMoved {

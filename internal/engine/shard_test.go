@@ -16,8 +16,8 @@ import (
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // Four report checks over three shards: one shard runs two, so the
@@ -115,10 +115,10 @@ func merge(t *testing.T, keys shardKeys, paths []string, mod func(*engine.MergeO
 type runFacts struct {
 	Check, Phase, Commit, TreeBefore, TreeAfter, Stdout string
 	Exit                                                int
-	Status                                              verdict.Status
-	Coverage                                            verdict.Coverage
-	Inventory                                           *evidence.Inventory
-	Findings                                            []verdict.Finding
+	Status                                              record.Status
+	Coverage                                            record.Coverage
+	Inventory                                           *record.Inventory
+	Findings                                            []record.Finding
 }
 
 func factsOf(d *evidence.Delivery) []runFacts {

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/runmill/verify/pkg/evidence"
-	"github.com/runmill/verify/pkg/verdict"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // execute is the third stage (spec § 3): every runnable check of this
@@ -50,15 +50,15 @@ func (v *verification) execute(ctx context.Context) error {
 // checkRuns are the run's checks under way, one goroutine each.
 type checkRuns struct {
 	wg      sync.WaitGroup
-	records [][]evidence.CheckRun // by manifest position
+	records [][]record.CheckRun // by manifest position
 	mu      sync.Mutex
 	err     error // the first a check returned
 }
 
 // wait returns every check's records in manifest order, and the first error.
-func (r *checkRuns) wait() ([]evidence.CheckRun, error) {
+func (r *checkRuns) wait() ([]record.CheckRun, error) {
 	r.wg.Wait()
-	var out []evidence.CheckRun
+	var out []record.CheckRun
 	for _, recs := range r.records {
 		out = append(out, recs...)
 	}
@@ -70,7 +70,7 @@ func (r *checkRuns) wait() ([]evidence.CheckRun, error) {
 func (v *verification) startChecks(ctx context.Context) *checkRuns {
 	v.e.gate = make(chan struct{})
 	sem := make(chan struct{}, v.parallel())
-	runs := &checkRuns{records: make([][]evidence.CheckRun, len(v.m.Checks))}
+	runs := &checkRuns{records: make([][]record.CheckRun, len(v.m.Checks))}
 	for i, c := range v.m.Checks {
 		if !c.Runnable() || !v.share.has(c.ID) {
 			continue
@@ -119,7 +119,7 @@ func (v *verification) describe(ctx context.Context, probe json.RawMessage) {
 		Head:        m.Candidate, Base: m.Base, MergeBase: v.mergeBase,
 	}
 	d.Sandbox = probe
-	d.Checks, d.Remote, d.PendingContexts, d.Failures = []evidence.CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}
+	d.Checks, d.Remote, d.PendingContexts, d.Failures = []record.CheckRun{}, []record.RemoteResult{}, []string{}, []record.Finding{}
 	d.Reviews = v.gh.reviews()
 	d.Dependencies = dependencyDiffs(ctx, v.repo, m, v.mergeBase, v.logf)
 	d.Failures = append(d.Failures, githubFindings(m, v.op != nil && v.op.Doc.GitHub.Required, v.gh)...)
@@ -127,7 +127,7 @@ func (v *verification) describe(ctx context.Context, probe json.RawMessage) {
 
 // collect adds the focus scans' findings, the candidate tree and the check
 // runs' records to the delivery.
-func (v *verification) collect(recs []evidence.CheckRun, scans []scan) error {
+func (v *verification) collect(recs []record.CheckRun, scans []scan) error {
 	d := &v.run.Delivery
 	for _, sc := range scans {
 		if sc.err != nil {

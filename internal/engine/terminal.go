@@ -14,7 +14,7 @@ import (
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/evidence"
-	"github.com/runmill/verify/pkg/verdict"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // ledger records what each check run created and consumed, for the terminal
@@ -36,7 +36,7 @@ func (l *ledger) addCheckoutRoot(d string) {
 
 type ledgerRun struct {
 	check       string
-	phase       verdict.Phase
+	phase       record.Phase
 	checkoutDir string
 	mounted     bool // the checkout was an overlay mount
 	containerID string

@@ -16,6 +16,7 @@ import (
 	"github.com/runmill/verify/internal/sandbox/sandboxtest"
 	"github.com/runmill/verify/internal/verifytest"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -147,7 +148,7 @@ func TestVerifyEndToEnd(t *testing.T) {
 				}
 			}
 			for _, c := range run.Delivery.Checks {
-				if c.Executor != verdict.Orchestrator || c.TreeBefore == "" || c.TreeBefore != c.TreeAfter {
+				if c.Executor != record.Orchestrator || c.TreeBefore == "" || c.TreeBefore != c.TreeAfter {
 					t.Errorf("record %+v: executor/tree", c)
 				}
 			}
@@ -457,7 +458,7 @@ func TestCheckInImage(t *testing.T) {
 	// Proof that the root was the image: its marker reached stdout, and
 	// the host's git (present outside) was not there.
 	for _, rec := range run.Delivery.Checks {
-		if rec.CheckID != "in-image" || rec.Phase != verdict.Candidate {
+		if rec.CheckID != "in-image" || rec.Phase != record.Candidate {
 			continue
 		}
 		out, err := os.ReadFile(filepath.Join(run.Dir, "artifacts", rec.Stdout.Artifact))
@@ -477,7 +478,7 @@ func TestCheckInImage(t *testing.T) {
 	c2 := r.Commit("git in the image")
 	run = verify(t, r, c2, c2, nil)
 	for _, rec := range run.Delivery.Checks {
-		if rec.Phase == verdict.Candidate && rec.ExitCode == 0 {
+		if rec.Phase == record.Candidate && rec.ExitCode == 0 {
 			t.Errorf("a check needing host git exited 0 inside the minimal image: %+v", rec)
 		}
 	}
@@ -546,7 +547,7 @@ func TestBaseMovedOn(t *testing.T) {
 		t.Fatalf("a change behind its base is judged by tests it never had:\n%s", strings.Join(rules(run), "\n"))
 	}
 	for _, c := range run.Delivery.Checks {
-		if c.Phase == verdict.Baseline && c.Commit != fork {
+		if c.Phase == record.Baseline && c.Commit != fork {
 			t.Errorf("baseline ran at %s, want the merge base %s", c.Commit, fork)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/printable"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/verdict"
 )
 
@@ -31,14 +32,14 @@ import (
 // Explanation says, for one check run that did not pass (or a required
 // check whose coverage is unproven), why, in words.
 type Explanation struct {
-	Check    string           `json:"check"`
-	Phase    verdict.Phase    `json:"phase"`
-	Status   verdict.Status   `json:"status"`
-	Coverage verdict.Coverage `json:"coverage"`
+	Check    string          `json:"check"`
+	Phase    record.Phase    `json:"phase"`
+	Status   record.Status   `json:"status"`
+	Coverage record.Coverage `json:"coverage"`
 	// FailedTests are the report's first verdict.MaxNamedFailures failed
 	// tests with the first line of their message; FailedCount counts all.
-	FailedTests []verdict.FailedTest `json:"failed_tests,omitempty"`
-	FailedCount int                  `json:"failed_count,omitempty"`
+	FailedTests []record.FailedTest `json:"failed_tests,omitempty"`
+	FailedCount int                 `json:"failed_count,omitempty"`
 	// StderrTail and StdoutTail are the last lines the check printed, kept
 	// when it failed without a report that names failed tests: escaped,
 	// each bounded, at most MaxTailLines.
@@ -140,12 +141,12 @@ func Checks(dir string, d *evidence.Delivery) []Explanation {
 	}
 	for i := range d.Checks {
 		r := &d.Checks[i]
-		if r.Executor != verdict.Orchestrator {
+		if r.Executor != record.Orchestrator {
 			continue
 		}
 		spec, _ := d.Manifest.Check(r.CheckID)
-		unproven := r.Phase == verdict.Candidate && spec.Required && r.Coverage != verdict.Proven
-		if r.Status == verdict.Passed && !unproven {
+		unproven := r.Phase == record.Candidate && spec.Required && r.Coverage != record.Proven
+		if r.Status == record.Passed && !unproven {
 			continue
 		}
 		x := Explanation{Check: r.CheckID, Phase: r.Phase, Status: r.Status, Coverage: r.Coverage, Override: conflicts[r.CheckID]}
@@ -154,7 +155,7 @@ func Checks(dir string, d *evidence.Delivery) []Explanation {
 			x.FailedTests, x.FailedCount = rep.FailedTests, len(rep.Inventory.Failed)
 			if len(x.FailedTests) == 0 { // a record from before failed_tests: its ids
 				for _, id := range rep.Inventory.Failed[:min(len(rep.Inventory.Failed), verdict.MaxNamedFailures)] {
-					x.FailedTests = append(x.FailedTests, verdict.FailedTest{ID: id})
+					x.FailedTests = append(x.FailedTests, record.FailedTest{ID: id})
 				}
 			}
 			for _, t := range rep.FailedTests {
@@ -173,7 +174,7 @@ func Checks(dir string, d *evidence.Delivery) []Explanation {
 		// only to its output.
 		noReport := r.Report == nil || r.Report.Inventory == nil
 		vague := x.FailedCount > 0 && !slices.ContainsFunc(x.FailedTests, informative)
-		if r.Status != verdict.Passed && r.Started && (x.FailedCount == 0 || vague) && (noReport || r.ExitCode != 0 || r.TimedOut || vague) {
+		if r.Status != record.Passed && r.Started && (x.FailedCount == 0 || vague) && (noReport || r.ExitCode != 0 || r.TimedOut || vague) {
 			errTail, outTail := tail(dir, r.Stderr), tail(dir, r.Stdout)
 			for _, l := range slices.Concat(errTail, outTail) {
 				said.WriteString(l + "\n")
@@ -195,7 +196,7 @@ func Checks(dir string, d *evidence.Delivery) []Explanation {
 
 // unprovenText says what an unproven required check cannot detect, and how
 // to make it proven.
-func unprovenText(r *evidence.CheckRun, spec discovery.Check) string {
+func unprovenText(r *record.CheckRun, spec discovery.Check) string {
 	if spec.Report != nil {
 		return fmt.Sprintf("the declared report %s was not usable, so a deleted or skipped test cannot be detected for this check; make the command write it", printable.Text(spec.Report.Path, maxLineBytes))
 	}
@@ -236,7 +237,7 @@ func ReporterAdvice(command string) string {
 
 // tail returns the last lines of a stored stream, unescaped; nil when it
 // cannot be read (no run directory, an address the store never writes).
-func tail(dir string, o evidence.Output) []string {
+func tail(dir string, o record.Output) []string {
 	p, ok := evidence.ArtifactPath(filepath.Join(dir, "artifacts"), o.Artifact)
 	if dir == "" || !ok || o.ArtifactSize == 0 {
 		return nil
@@ -271,7 +272,7 @@ func tail(dir string, o evidence.Output) []string {
 }
 
 // informative: a failed test whose message says more than that it failed.
-func informative(t verdict.FailedTest) bool {
+func informative(t record.FailedTest) bool {
 	m := strings.TrimSpace(t.Message)
 	return m != "" && !strings.EqualFold(m, "test failed") && !strings.EqualFold(m, "failed")
 }

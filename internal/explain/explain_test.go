@@ -13,8 +13,8 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // Each line is what a real runner printed in the sandbox (issue 14's five
@@ -123,11 +123,11 @@ func TestExplainVagueFailure(t *testing.T) {
 	d := &evidence.Delivery{
 		Manifest: discovery.Manifest{Checks: []discovery.Check{{ID: "unit", Required: true, Command: "node --test",
 			Report: &policy.ReportSpec{Path: "reports/unit.xml", Format: "junit"}}}},
-		Checks: []evidence.CheckRun{{CheckID: "unit", Phase: verdict.Candidate, Executor: verdict.Orchestrator,
-			Started: true, ExitCode: 1, Status: verdict.Failed, Coverage: verdict.Proven,
-			Stdout: evidence.Output{SHA256: hexSum, Size: int64(out.Len()), Artifact: "sha256/" + hexSum, ArtifactSize: int64(out.Len())},
-			Report: &evidence.ReportRecord{Inventory: &evidence.Inventory{Passed: []report.TestID{"a"}, Failed: []report.TestID{id}},
-				FailedTests: []verdict.FailedTest{{ID: id, Message: "test failed"}}}}},
+		Checks: []record.CheckRun{{CheckID: "unit", Phase: record.Candidate, Executor: record.Orchestrator,
+			Started: true, ExitCode: 1, Status: record.Failed, Coverage: record.Proven,
+			Stdout: record.Output{SHA256: hexSum, Size: int64(out.Len()), Artifact: "sha256/" + hexSum, ArtifactSize: int64(out.Len())},
+			Report: &record.ReportRecord{Inventory: &record.Inventory{Passed: []report.TestID{"a"}, Failed: []report.TestID{id}},
+				FailedTests: []record.FailedTest{{ID: id, Message: "test failed"}}}}},
 	}
 	xs := explain.Checks(dir, d)
 	if len(xs) != 1 || !strings.Contains(strings.Join(xs[0].StdoutTail, "\n"), "Cannot find module './web-platform-tests/mime-types.json'") {

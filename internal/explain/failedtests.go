@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 )
 
@@ -15,7 +16,7 @@ import (
 // the Actions annotations. A report that cannot be read again (no run
 // directory, an address the store never writes, a missing or unparsable
 // file) yields nil: the ids in the statement still stand, unlocated.
-func StoredFailedTests(runDir string, rep *evidence.ReportRecord) []report.Test {
+func StoredFailedTests(runDir string, rep *record.ReportRecord) []report.Test {
 	if runDir == "" {
 		return nil
 	}

@@ -5,12 +5,12 @@ import (
 
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/harness"
-	"github.com/runmill/verify/pkg/verdict"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // HarnessNotes are the human lines of one run's harness, for the statement
 // (a run's notes), the console and the job summary.
-func HarnessNotes(phase verdict.Phase, hr *harness.Record) []string {
+func HarnessNotes(phase record.Phase, hr *harness.Record) []string {
 	if hr == nil {
 		return nil
 	}
@@ -19,7 +19,7 @@ func HarnessNotes(phase verdict.Phase, hr *harness.Record) []string {
 		out = append(out, "harness not pinned: "+hr.Reason)
 	}
 	if ps := hr.ChangedPaths(); len(ps) > 0 {
-		if phase == verdict.Baseline {
+		if phase == record.Baseline {
 			out = append(out, "harness differs at the baseline commit: ran the base's version of "+strings.Join(ps, ", "))
 		} else {
 			out = append(out, "harness changed in this change: ran the base's version of "+strings.Join(ps, ", "))
@@ -37,7 +37,7 @@ func HarnessNotes(phase verdict.Phase, hr *harness.Record) []string {
 func HarnessLines(d *evidence.Delivery) []string {
 	var out []string
 	for _, r := range d.Checks {
-		if r.Phase != verdict.Candidate {
+		if r.Phase != record.Candidate {
 			continue
 		}
 		for _, n := range HarnessNotes(r.Phase, r.Harness) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runmill/verify/internal/github"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -161,14 +162,14 @@ func TestReconcile(t *testing.T) {
 	observe := func(runs, statuses string) func(f *fakeGitHub) {
 		return func(f *fakeGitHub) { f.observe(runs, statuses) }
 	}
-	remote := func(pairs ...string) []verdict.RemoteResult {
-		out := []verdict.RemoteResult{}
+	remote := func(pairs ...string) []record.RemoteResult {
+		out := []record.RemoteResult{}
 		for i := 0; i+1 < len(pairs); i += 2 {
-			out = append(out, verdict.RemoteResult{Context: pairs[i], Conclusion: verdict.Conclusion(pairs[i+1])})
+			out = append(out, record.RemoteResult{Context: pairs[i], Conclusion: record.Conclusion(pairs[i+1])})
 		}
 		return out
 	}
-	none := []verdict.Finding{}
+	none := []record.Finding{}
 	run := func(t *testing.T, c tc) {
 		t.Helper()
 		f := newFake(t)
@@ -336,8 +337,8 @@ func TestWait(t *testing.T) {
 				f.observe("check_runs_in_progress.json", "statuses_empty.json")
 				f.observe("check_runs_completed.json", "statuses_empty.json")
 			},
-			want: github.Result{Pending: []string{}, Findings: []verdict.Finding{}, Excluded: []string{"runmill"},
-				Remote: []verdict.RemoteResult{{Context: "build", Conclusion: verdict.Success}, {Context: "lint", Conclusion: verdict.Success}}},
+			want: github.Result{Pending: []string{}, Findings: []record.Finding{}, Excluded: []string{"runmill"},
+				Remote: []record.RemoteResult{{Context: "build", Conclusion: record.Success}, {Context: "lint", Conclusion: record.Success}}},
 			elapsed: time.Minute,
 		},
 		// Spec § Remote checks makes only the never-scheduled case a failure
@@ -350,8 +351,8 @@ func TestWait(t *testing.T) {
 				}
 				f.observe("check_runs_completed.json", "statuses_empty.json")
 			},
-			want: github.Result{Pending: []string{}, Findings: []verdict.Finding{}, Excluded: []string{"runmill"},
-				Remote: []verdict.RemoteResult{{Context: "build", Conclusion: verdict.Success}, {Context: "lint", Conclusion: verdict.Success}}},
+			want: github.Result{Pending: []string{}, Findings: []record.Finding{}, Excluded: []string{"runmill"},
+				Remote: []record.RemoteResult{{Context: "build", Conclusion: record.Success}, {Context: "lint", Conclusion: record.Success}}},
 			elapsed: 11 * time.Minute,
 		},
 		"still running at the maximum wait stays pending": {
@@ -361,7 +362,7 @@ func TestWait(t *testing.T) {
 					f.observe("check_runs_in_progress.json", "statuses_empty.json")
 				}
 			},
-			want:    github.Result{Remote: []verdict.RemoteResult{}, Pending: []string{"build", "lint"}, Findings: []verdict.Finding{}, Excluded: []string{"runmill"}},
+			want:    github.Result{Remote: []record.RemoteResult{}, Pending: []string{"build", "lint"}, Findings: []record.Finding{}, Excluded: []string{"runmill"}},
 			elapsed: github.DefaultMaxWait,
 		},
 		"never scheduled escalates at 10 minutes": {
@@ -372,7 +373,7 @@ func TestWait(t *testing.T) {
 					f.observe("check_runs_empty.json", "statuses_empty.json")
 				}
 			},
-			want: github.Result{Remote: []verdict.RemoteResult{}, Pending: []string{}, Findings: []verdict.Finding{{
+			want: github.Result{Remote: []record.RemoteResult{}, Pending: []string{}, Findings: []record.Finding{{
 				Code: rmerr.CINeverScheduled, Rule: github.RuleNeverScheduled, Check: "integration",
 				Message: `required context "integration" was never scheduled on ` + headSHA + " within 10m0s",
 				Hint:    "make a workflow report this context for this branch (its trigger and path filters must match), or remove it from the required checks"}}},

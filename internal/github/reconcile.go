@@ -9,8 +9,8 @@ import (
 
 	gh "github.com/google/go-github/v62/github"
 
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // Spec § Remote checks: "After 10 minutes with no run scheduled, the run
@@ -89,13 +89,13 @@ type Result struct {
 	// Remote holds the conclusion of the most recent run of each resolved
 	// required context, one entry per producer (check run, commit status),
 	// sorted by context. It is verdict.Input.Remote.
-	Remote []verdict.RemoteResult `json:"remote"`
+	Remote []record.RemoteResult `json:"remote"`
 	// Pending are required contexts still inside the window: queued or in
 	// progress, or not scheduled yet. It is verdict.Input.PendingContexts.
 	Pending []string `json:"pending"`
 	// Findings are RM-CI-002 escalations (Check = context). They go to
 	// verdict.Input.Failures.
-	Findings []verdict.Finding `json:"findings"`
+	Findings []record.Finding `json:"findings"`
 	// Excluded are required contexts skipped as runmill's own job. The
 	// caller leaves them out of the verdict's requirements: runmill's own
 	// verdict is what that context will report.
@@ -106,7 +106,7 @@ type Result struct {
 type run struct {
 	id        int64
 	completed bool
-	concl     verdict.Conclusion
+	concl     record.Conclusion
 }
 
 // Reconcile observes the check runs and commit statuses of headSHA once and
@@ -151,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, required []string, headSHA s
 		return Result{}, err
 	}
 
-	res := Result{Remote: []verdict.RemoteResult{}, Pending: []string{}, Findings: []verdict.Finding{}}
+	res := Result{Remote: []record.RemoteResult{}, Pending: []string{}, Findings: []record.Finding{}}
 	req := slices.Clone(required)
 	slices.Sort(req)
 	for _, name := range slices.Compact(req) {
@@ -176,7 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, required []string, headSHA s
 		r.mu.Unlock()
 		switch {
 		case late:
-			res.Findings = append(res.Findings, verdict.Finding{
+			res.Findings = append(res.Findings, record.Finding{
 				Code: rmerr.CINeverScheduled, Rule: RuleNeverScheduled, Check: name,
 				Message: fmt.Sprintf("required context %q was never scheduled on %s within %s", name, headSHA, r.opts.Window),
 				Hint:    "make a workflow report this context for this branch (its trigger and path filters must match), or remove it from the required checks",
@@ -187,7 +187,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, required []string, headSHA s
 			res.Pending = append(res.Pending, name)
 		default:
 			for _, p := range producers {
-				res.Remote = append(res.Remote, verdict.RemoteResult{Context: name, Conclusion: p.concl})
+				res.Remote = append(res.Remote, record.RemoteResult{Context: name, Conclusion: p.concl})
 			}
 		}
 	}
@@ -243,7 +243,7 @@ func (r *Reconciler) checkRuns(ctx context.Context, headSHA string) (map[string]
 			if cr == nil || cr.GetName() == "" || (cr.HeadSHA != nil && cr.GetHeadSHA() != headSHA) {
 				continue
 			}
-			cand := run{id: cr.GetID(), completed: cr.GetStatus() == "completed", concl: verdict.Conclusion(cr.GetConclusion())}
+			cand := run{id: cr.GetID(), completed: cr.GetStatus() == "completed", concl: record.Conclusion(cr.GetConclusion())}
 			if prev, ok := out[cr.GetName()]; !ok || cand.id > prev.id {
 				out[cr.GetName()] = cand
 			}
@@ -276,15 +276,15 @@ func (r *Reconciler) statuses(ctx context.Context, headSHA string) (map[string]r
 			case "pending":
 				cand.completed = false
 			case "success":
-				cand.concl = verdict.Success
+				cand.concl = record.Success
 			case "failure", "error":
 				// A status has no cancelled or timed_out; error is the
 				// reporter failing, which proves nothing either.
-				cand.concl = verdict.Failure
+				cand.concl = record.Failure
 			default:
 				// Unknown states reach the verdict as themselves, which it
 				// fails as unrecognised rather than passing.
-				cand.concl = verdict.Conclusion(s)
+				cand.concl = record.Conclusion(s)
 			}
 			if prev, ok := out[st.GetContext()]; !ok || cand.id > prev.id {
 				out[st.GetContext()] = cand

@@ -19,8 +19,8 @@ import (
 	"github.com/runmill/verify/internal/initpolicy"
 	"github.com/runmill/verify/internal/sandbox/sandboxtest"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // The acceptance test runs `runmill verify` for real: a private containerd
@@ -141,18 +141,18 @@ func TestInitThenVerifyProvesCoverage(t *testing.T) {
 			if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.Delivery == nil {
 				t.Fatalf("verify: exit %d, stdout not a run summary (%v)\nstderr:\n%s", code, err, stderr)
 			}
-			phases := map[verdict.Phase]bool{}
+			phases := map[record.Phase]bool{}
 			for _, c := range sum.Delivery.Checks {
-				if c.Status != verdict.Passed || c.Coverage != verdict.Proven || c.Report == nil || c.Report.Inventory == nil {
+				if c.Status != record.Passed || c.Coverage != record.Proven || c.Report == nil || c.Report.Inventory == nil {
 					t.Errorf("%s (%s): status %s coverage %s, notes %v findings %+v\nstderr:\n%s", c.CheckID, c.Phase, c.Status, c.Coverage, c.Notes, c.Findings, stderr)
 					continue
 				}
 				phases[c.Phase] = true
-				if c.Phase == verdict.Candidate && !slices.ContainsFunc(c.Report.Inventory.Passed, func(id report.TestID) bool { return string(id) == tc.wantID }) {
+				if c.Phase == record.Candidate && !slices.ContainsFunc(c.Report.Inventory.Passed, func(id report.TestID) bool { return string(id) == tc.wantID }) {
 					t.Errorf("candidate report lacks %q: %v", tc.wantID, c.Report.Inventory.Passed)
 				}
 			}
-			if code != 0 || !sum.MergeReady || !phases[verdict.Baseline] || !phases[verdict.Candidate] {
+			if code != 0 || !sum.MergeReady || !phases[record.Baseline] || !phases[record.Candidate] {
 				t.Fatalf("verify: exit %d merge-ready %v phases %v; reasons %+v\nstderr:\n%s", code, sum.MergeReady, phases, sum.Delivery.Verdict.Reasons(), stderr)
 			}
 		})
@@ -232,7 +232,7 @@ func TestInitMochaFromNPM(t *testing.T) {
 	}
 	for _, c := range sum.Delivery.Checks {
 		t.Logf("%s (%s): status %s coverage %s exit %d findings %+v", c.CheckID, c.Phase, c.Status, c.Coverage, c.ExitCode, c.Findings)
-		if c.Status != verdict.Passed || c.Coverage != verdict.Proven {
+		if c.Status != record.Passed || c.Coverage != record.Proven {
 			t.Errorf("%s (%s): status %s coverage %s; findings %+v", c.CheckID, c.Phase, c.Status, c.Coverage, c.Findings)
 		}
 	}

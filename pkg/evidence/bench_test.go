@@ -15,8 +15,8 @@ import (
 
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // bigFixture is the speed case: 10 000 check records (5 000
@@ -28,7 +28,7 @@ func bigFixture(tb testing.TB, checks, idsPerRun int) *fixture {
 	p := f.stmt.Predicate
 	p.Manifest.Checks = nil
 	p.Checks = nil
-	p.Remote = []verdict.RemoteResult{}
+	p.Remote = []record.RemoteResult{}
 	out := f.output([]byte("ok\n"))
 	for c := 0; c < checks; c++ {
 		id := fmt.Sprintf("check-%05d", c)
@@ -41,18 +41,18 @@ func bigFixture(tb testing.TB, checks, idsPerRun int) *fixture {
 		for i := range ids {
 			ids[i] = report.TestID(fmt.Sprintf("example.com/shop/svc%05d/handlers::TestHandler%06d", c, i))
 		}
-		for _, ph := range []verdict.Phase{verdict.Baseline, verdict.Candidate} {
+		for _, ph := range []record.Phase{record.Baseline, record.Candidate} {
 			commit, tree := fixMerge, fixBaseTree
-			if ph == verdict.Candidate {
+			if ph == record.Candidate {
 				commit, tree = fixHead, fixTree
 			}
 			sum := sha256.Sum256([]byte(id + string(ph)))
 			h := hex.EncodeToString(sum[:])
-			p.Checks = append(p.Checks, CheckRun{CheckID: id, Phase: ph, Command: cmd, Commit: commit,
-				TreeBefore: tree, TreeAfter: tree, Executor: verdict.Orchestrator, Started: true, Status: verdict.Passed,
-				Coverage: verdict.Proven, DurationMS: 1500, Stdout: out, Stderr: out,
-				Report: &ReportRecord{Path: spec.Path, Format: report.JUnit, SHA256: h, Size: 4096,
-					Artifact: ArtifactAddress(h), Inventory: &Inventory{Passed: ids}}})
+			p.Checks = append(p.Checks, record.CheckRun{CheckID: id, Phase: ph, Command: cmd, Commit: commit,
+				TreeBefore: tree, TreeAfter: tree, Executor: record.Orchestrator, Started: true, Status: record.Passed,
+				Coverage: record.Proven, DurationMS: 1500, Stdout: out, Stderr: out,
+				Report: &record.ReportRecord{Path: spec.Path, Format: report.JUnit, SHA256: h, Size: 4096,
+					Artifact: ArtifactAddress(h), Inventory: &record.Inventory{Passed: ids}}})
 		}
 	}
 	p.Manifest.GitHub = discovery.GitHub{Consulted: true, Contexts: []string{}}
@@ -135,7 +135,7 @@ func artifactFixture(tb testing.TB, dir string) (*fixture, []string, int64) {
 		tb.Fatal(err)
 	}
 	rng := rand.NewChaCha8([32]byte{1})
-	var outs []Output
+	var outs []record.Output
 	var paths []string
 	var total int64
 	for _, g := range artifactSizes {
@@ -150,7 +150,7 @@ func artifactFixture(tb testing.TB, dir string) (*fixture, []string, int64) {
 			}
 			paths = append(paths, p)
 			total += g.size
-			outs = append(outs, Output{SHA256: h, Size: g.size, Artifact: ArtifactAddress(h), ArtifactSize: g.size})
+			outs = append(outs, record.Output{SHA256: h, Size: g.size, Artifact: ArtifactAddress(h), ArtifactSize: g.size})
 		}
 	}
 	for addr, b := range f.artifacts { // the fixture's own, small ones

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // newTerminal returns a valid terminal statement signed with f's key and
@@ -47,8 +47,8 @@ func newTerminal(t testing.TB, f *fixture) (bundle, expectations []byte, st *Ter
 		Cleanup: Cleanup{Complete: true, Resources: []CleanupResource{
 			{Kind: "container", ID: "runmill-unit-1", Gone: true}, {Kind: "checkout", ID: "/var/lib/runmill/co/1", Gone: true}}},
 		Budget: []BudgetEntry{
-			{CheckID: "unit", Phase: verdict.Candidate, Resource: "wall-time-ms", Limit: 600000, Consumed: 2345},
-			{CheckID: "unit", Phase: verdict.Candidate, Resource: "stdout-bytes", Limit: 1000, Consumed: 1500, Exceeded: true}},
+			{CheckID: "unit", Phase: record.Candidate, Resource: "wall-time-ms", Limit: 600000, Consumed: 2345},
+			{CheckID: "unit", Phase: record.Candidate, Resource: "stdout-bytes", Limit: 1000, Consumed: 1500, Exceeded: true}},
 		SideEffects: []SideEffect{{Kind: "artifact", Target: "sha256/" + strings.Repeat("0", 64), Digest: "sha256:" + strings.Repeat("0", 64)},
 			{Kind: "api-call", Target: "GET https://api.github.com/repos/octo/shop/branches/main/protection"}},
 	})
@@ -236,7 +236,7 @@ func TestVerifyCases(t *testing.T) {
 		{"missing artifacts dir", nil, nil, nil, VerifyOptions{ArtifactsDir: filepath.Join(dir, "nope")}, ReasonArtifact},
 		{"path traversal address", traversal, nil, nil, VerifyOptions{ArtifactsDir: dir}, ReasonStatement},
 		{"candidate run with a finding", resignWith(t, f, func(p *Delivery) {
-			p.Checks[1].Observations = []verdict.Finding{{Rule: "outcome.focused", Message: "a focused test"}}
+			p.Checks[1].Observations = []record.Finding{{Rule: "outcome.focused", Message: "a focused test"}}
 			Judge(&p.Manifest, &p.Checks[1])
 			Decide(p)
 		}), nil, nil, VerifyOptions{}, ReasonRequiredEvidence},
@@ -249,7 +249,7 @@ func TestVerifyCases(t *testing.T) {
 		{"status contradicts a failed test in the report", resignWith(t, f, func(p *Delivery) {
 			inv := p.Checks[1].Report.Inventory
 			inv.Failed = []report.TestID{"calc::TestMul"}
-			p.Checks[1].Report.FailedTests = []verdict.FailedTest{{ID: "calc::TestMul", Message: "got 4, want 6"}}
+			p.Checks[1].Report.FailedTests = []record.FailedTest{{ID: "calc::TestMul", Message: "got 4, want 6"}}
 			Decide(p)
 		}), nil, nil, VerifyOptions{}, ReasonVerdictMismatch},
 		{"status contradicts a report fault", resignWith(t, f, func(p *Delivery) {
@@ -271,13 +271,13 @@ func TestVerifyCases(t *testing.T) {
 			p.Manifest.Policies.Repository.Commit = fixHead
 			b := &p.Checks[0]
 			b.ExitCode, b.Report = 127, nil
-			b.Observations = []verdict.Finding{{Rule: "report.empty", Message: "the command did not write the report"}}
+			b.Observations = []record.Finding{{Rule: "report.empty", Message: "the command did not write the report"}}
 			b.Notes = []string{}
 			Judge(&p.Manifest, b)
 			Decide(p)
 		}), nil, withReadFrom(t, f.expectations, discovery.ReadFromWorkingTree), VerifyOptions{}, valid},
 		{"failed test named that the inventory does not fail", resignWith(t, f, func(p *Delivery) {
-			p.Checks[1].Report.FailedTests = []verdict.FailedTest{{ID: "calc::TestAdd"}}
+			p.Checks[1].Report.FailedTests = []record.FailedTest{{ID: "calc::TestAdd"}}
 			Decide(p)
 		}), nil, nil, VerifyOptions{}, ReasonVerdictMismatch},
 		{"empty inputs", []byte{}, []byte{}, []byte{}, VerifyOptions{}, ReasonSchema},
@@ -312,7 +312,7 @@ func TestVerifyCases(t *testing.T) {
 func TestNotMergeReadyUnsafe(t *testing.T) {
 	f := newFixture(t)
 	b := resignWith(t, f, func(p *Delivery) {
-		p.Failures = []verdict.Finding{{Code: "RM-VERIFY-005", Rule: "dependencies.stale", Message: "node_modules does not match package-lock.json"}}
+		p.Failures = []record.Finding{{Code: "RM-VERIFY-005", Rule: "dependencies.stale", Message: "node_modules does not match package-lock.json"}}
 		Decide(p)
 	})
 	res := Verify(b, f.trust, f.expectations, VerifyOptions{Now: fixNow})

@@ -8,14 +8,14 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 var (
-	phases      = []verdict.Phase{verdict.Baseline, verdict.Candidate}
-	statuses    = []verdict.Status{verdict.Passed, verdict.Failed}
-	coverages   = []verdict.Coverage{verdict.Proven, verdict.Unproven}
+	phases      = []record.Phase{record.Baseline, record.Candidate}
+	statuses    = []record.Status{record.Passed, record.Failed}
+	coverages   = []record.Coverage{record.Proven, record.Unproven}
 	reviewState = []string{"approved", "changes_requested", "commented", "dismissed"}
 	readFroms   = []discovery.ReadFrom{discovery.ReadFromBase, discovery.ReadFromWorkingTree, discovery.ReadFromNone}
 	autonomies  = []policy.Autonomy{policy.PROnly, policy.GuardedMerge, policy.Continuous}
@@ -136,7 +136,7 @@ func checkDelivery(p *Delivery) *failure {
 	return checkShardRefs(p.Shards)
 }
 
-func checkRunGrammar(i int, r *CheckRun) *failure {
+func checkRunGrammar(i int, r *record.CheckRun) *failure {
 	bad := func(format string, args ...any) *failure {
 		return fail(ReasonStatement, "predicate.checks[%d]: %s", i, fmt.Sprintf(format, args...))
 	}
@@ -160,7 +160,7 @@ func checkRunGrammar(i int, r *CheckRun) *failure {
 	}
 	for _, o := range []struct {
 		name string
-		out  Output
+		out  record.Output
 	}{{"stdout", r.Stdout}, {"stderr", r.Stderr}} {
 		if !digest.LowerHex(o.out.SHA256, 64) || !isArtifact(o.out.Artifact) || o.out.Size < 0 || o.out.ArtifactSize < 0 {
 			return bad("%s needs a hex sha256, sizes ≥ 0 and an artifact address sha256/<hex>", o.name)
@@ -197,7 +197,7 @@ func checkRunGrammar(i int, r *CheckRun) *failure {
 // checkInventory enforces the inventory's one encoding: each list sorted by
 // byte order without repeats, no empty id, no id in two lists. It runs in
 // linear time on 1 M ids.
-func checkInventory(inv *Inventory) *failure {
+func checkInventory(inv *record.Inventory) *failure {
 	lists := [][]report.TestID{inv.Passed, inv.Failed, inv.Skipped}
 	for li, l := range lists {
 		for i, id := range l {
@@ -300,14 +300,14 @@ func (v *verification) bindDelivery() *failure {
 	}
 	for i, r := range p.Checks {
 		switch r.Phase {
-		case verdict.Candidate:
+		case record.Candidate:
 			if r.Commit != e.Head {
 				return bad("predicate.checks[%d] (%s, candidate) ran at commit %s, not the candidate %s", i, r.CheckID, r.Commit, e.Head)
 			}
 			if f := bindHarness(i, &r, harnesses[r.CheckID], e.CandidateTree); f != nil {
 				return f
 			}
-		case verdict.Baseline:
+		case record.Baseline:
 			if r.Commit != e.MergeBase {
 				return bad("predicate.checks[%d] (%s, baseline) ran at commit %s, not the merge base %s", i, r.CheckID, r.Commit, e.MergeBase)
 			}
@@ -331,7 +331,7 @@ func (v *verification) bindDelivery() *failure {
 // bindHarness holds a candidate run to the harness the verifier host
 // derived from git (issue 19): the candidate's tree with exactly the base's
 // version of each changed harness file laid over it, and no other tree.
-func bindHarness(i int, r *CheckRun, want *HarnessExpectation, candidateTree string) *failure {
+func bindHarness(i int, r *record.CheckRun, want *HarnessExpectation, candidateTree string) *failure {
 	bad := func(format string, args ...any) *failure {
 		return fail(ReasonBinding, "predicate.checks[%d] (%s, candidate): %s", i, r.CheckID, fmt.Sprintf(format, args...))
 	}
@@ -423,7 +423,7 @@ func (v *verification) checkRecords() *failure {
 	for i, r := range p.Checks {
 		for _, o := range []struct {
 			name string
-			out  Output
+			out  record.Output
 		}{{"stdout", r.Stdout}, {"stderr", r.Stderr}} {
 			switch {
 			case o.out.ArtifactSize > o.out.Size:
@@ -446,7 +446,7 @@ func (v *verification) checkRecords() *failure {
 				return bad(i, "report %s (%s) is not the declared %s (%s)", rep.Path, rep.Format, spec.Report.Path, spec.Report.Format)
 			}
 		}
-		if r.Coverage == verdict.Proven && (r.Report == nil || r.Report.Inventory == nil) {
+		if r.Coverage == record.Proven && (r.Report == nil || r.Report.Inventory == nil) {
 			return bad(i, "coverage is proven without a parsed report")
 		}
 		if listed && r.Command != spec.Command {
@@ -492,7 +492,7 @@ func (v *verification) checkRequired() *failure {
 			n := 0
 			for _, r := range p.Remote {
 				if r.Context == id {
-					if r.Conclusion != verdict.Success {
+					if r.Conclusion != record.Success {
 						return bad(id, "remote conclusion %s", r.Conclusion)
 					}
 					n++
@@ -503,16 +503,16 @@ func (v *verification) checkRequired() *failure {
 			}
 			continue
 		}
-		for _, phase := range []verdict.Phase{verdict.Candidate, verdict.Baseline} {
+		for _, phase := range []record.Phase{record.Candidate, record.Baseline} {
 			// A check of a policy new in the change has no baseline
 			// contract (spec § 1): its candidate run stands alone.
-			if phase == verdict.Baseline && (spec.Report == nil || Requirement(&p.Manifest, spec).NewInChange) {
+			if phase == record.Baseline && (spec.Report == nil || Requirement(&p.Manifest, spec).NewInChange) {
 				continue
 			}
 			n := 0
 			for _, i := range runs[id] {
 				r := &p.Checks[i]
-				if r.Phase != phase || r.Executor != verdict.Orchestrator {
+				if r.Phase != phase || r.Executor != record.Orchestrator {
 					continue
 				}
 				n++
@@ -522,15 +522,15 @@ func (v *verification) checkRequired() *failure {
 				// The issue's rule is stricter than the verdict's when a policy
 				// sets fail_on_skipped_check: false: an unproven result may
 				// still be merge-ready there, but it is not evidence.
-				if r.Coverage != verdict.Proven {
+				if r.Coverage != record.Proven {
 					return bad(id, "the %s run's coverage is unproven", phase)
 				}
 				// Status and findings were recomputed from the facts by
 				// checkJudgements before this step.
-				if phase == verdict.Candidate && (r.Status != verdict.Passed || len(r.Findings) > 0) {
+				if phase == record.Candidate && (r.Status != record.Passed || len(r.Findings) > 0) {
 					return bad(id, "the candidate run did not pass (status %s, exit code %d, timed out %t, %d findings)", r.Status, r.ExitCode, r.TimedOut, len(r.Findings))
 				}
-				if phase == verdict.Baseline && len(r.Findings) > 0 {
+				if phase == record.Baseline && len(r.Findings) > 0 {
 					return bad(id, "the baseline run is not valid evidence (timed out %t, %d findings)", r.TimedOut, len(r.Findings))
 				}
 			}

@@ -6,29 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/runmill/verify/pkg/record"
 )
 
 // DependencyReceiptSchema names the prepared-dependency receipt format; it
 // is part of every content key, so a key of another format never matches.
 const DependencyReceiptSchema = "runmill.deps-receipt/v1"
-
-// DependencyUse is the prepared install a check run saw (issue 15): the
-// strategy, the commit whose lockfile it was validated against, the
-// content key of its cache entry and the fingerprint of its tree.
-type DependencyUse struct {
-	Strategy string `json:"strategy"`
-	// PreparedFor is the commit whose lockfile the install was validated
-	// against; its lockfile equals the one of the run's commit.
-	PreparedFor string `json:"prepared_for"`
-	// Key is DependencyKey(Strategy, Inputs).
-	Key string `json:"key"`
-	// Fingerprint is the pkg/treehash digest of the cached tree.
-	Fingerprint string `json:"fingerprint"`
-	// Inputs are what decided the tree: digests of the lockfiles
-	// ("package-lock.json", "package.json", "go.sum": "sha256:<hex>" of the
-	// file's bytes at the commit), the platform and the Node ABI.
-	Inputs map[string]string `json:"inputs"`
-}
 
 // DependencyKey is the content key of a prepared install: SHA-256 over
 // the schema, the strategy and its inputs, length-prefixed so the byte
@@ -74,7 +58,7 @@ type DependencyDiff struct {
 // manifest declares, and — with expectations that observed the commits'
 // lockfiles — its lockfile digest that of the run's commit, and its inputs
 // those of the commit it was prepared for.
-func checkDependencyUse(u *DependencyUse, declared string, runCommit string, lockfiles map[string]map[string]string) string {
+func checkDependencyUse(u *record.DependencyUse, declared string, runCommit string, lockfiles map[string]map[string]string) string {
 	if u.Strategy != declared {
 		return fmt.Sprintf("records a %q install, the manifest declares %q", u.Strategy, declared)
 	}

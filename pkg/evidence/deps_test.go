@@ -3,6 +3,8 @@ package evidence
 import (
 	"strings"
 	"testing"
+
+	"github.com/runmill/verify/pkg/record"
 )
 
 // A recorded install is held to its own inputs, the manifest's strategy
@@ -18,8 +20,8 @@ func TestCheckDependencyUse(t *testing.T) {
 		base: {"package.json": pkg, "package-lock.json": lockBase},
 		cand: {"package.json": pkg, "package-lock.json": lockCand, "go.sum": lockCand},
 	}
-	use := func(preparedFor, lock string, edit func(*DependencyUse)) *DependencyUse {
-		u := &DependencyUse{Strategy: "npm", PreparedFor: preparedFor, Fingerprint: "sha256:" + strings.Repeat("d", 64),
+	use := func(preparedFor, lock string, edit func(*record.DependencyUse)) *record.DependencyUse {
+		u := &record.DependencyUse{Strategy: "npm", PreparedFor: preparedFor, Fingerprint: "sha256:" + strings.Repeat("d", 64),
 			Inputs: map[string]string{"package.json": pkg, "package-lock.json": lock, "platform": "linux", "arch": "x64", "node_abi": "115"}}
 		if edit != nil {
 			edit(u)
@@ -31,7 +33,7 @@ func TestCheckDependencyUse(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		u         *DependencyUse
+		u         *record.DependencyUse
 		declared  string
 		commit    string
 		lockfiles map[string]map[string]string
@@ -41,17 +43,17 @@ func TestCheckDependencyUse(t *testing.T) {
 		{"the baseline on the base's", use(base, lockBase, nil), "npm", base, lockfiles, ""},
 		{"without expectations only the key is checked", use(cand, lockBase, nil), "npm", cand, nil, ""},
 		{"the candidate on the base's install", use(base, lockBase, nil), "npm", cand, lockfiles, "keyed by package-lock.json " + lockBase},
-		{"a key that is not its inputs'", use(cand, lockCand, func(u *DependencyUse) { u.Key = DependencyKey("npm", map[string]string{}) }), "npm", cand, lockfiles, "is not the key"},
-		{"an edited input under the old key", use(cand, lockCand, func(u *DependencyUse) {
+		{"a key that is not its inputs'", use(cand, lockCand, func(u *record.DependencyUse) { u.Key = DependencyKey("npm", map[string]string{}) }), "npm", cand, lockfiles, "is not the key"},
+		{"an edited input under the old key", use(cand, lockCand, func(u *record.DependencyUse) {
 			u.Key = DependencyKey(u.Strategy, u.Inputs)
 			u.Inputs["node_abi"] = "127"
 		}), "npm", cand, lockfiles, "is not the key"},
 		{"another strategy than declared", use(cand, lockCand, nil), "go-modules", cand, lockfiles, "the manifest declares"},
-		{"prepared for a commit with another package.json", use(cand, lockCand, func(u *DependencyUse) {
+		{"prepared for a commit with another package.json", use(cand, lockCand, func(u *record.DependencyUse) {
 			u.Inputs["package.json"] = "sha256:" + strings.Repeat("e", 64)
 		}), "npm", cand, lockfiles, "whose package.json is"},
 		{"a commit without the lockfile", use(cand, lockCand, nil), "npm", "3333333333333333333333333333333333333333", lockfiles, "observe no package-lock.json"},
-		{"go: no go.sum is the empty digest", &DependencyUse{Strategy: "go-modules", PreparedFor: base, Inputs: map[string]string{"go.sum": emptyDigest},
+		{"go: no go.sum is the empty digest", &record.DependencyUse{Strategy: "go-modules", PreparedFor: base, Inputs: map[string]string{"go.sum": emptyDigest},
 			Key: DependencyKey("go-modules", map[string]string{"go.sum": emptyDigest})}, "go-modules", base, lockfiles, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

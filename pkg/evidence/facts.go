@@ -8,6 +8,7 @@ import (
 
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/printable"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -44,7 +45,7 @@ func Requirement(m *discovery.Manifest, c discovery.Check) verdict.Requirement {
 // Facts derives pkg/verdict's facts of one run from its record. A run's
 // tree moved exactly when its recorded digests differ; nothing is taken
 // from a flag the signer could set independently of what it measured.
-func (r *CheckRun) Facts() verdict.Result {
+func Facts(r *record.CheckRun) verdict.Result {
 	res := verdict.Result{
 		CheckID:      r.CheckID,
 		Phase:        r.Phase,
@@ -69,9 +70,9 @@ func (r *CheckRun) Facts() verdict.Result {
 // Judge decides r's status, coverage and findings from its facts through
 // verdict.Judge and stores them in r: what the engine calls once a run's
 // facts are complete, and exactly what Verify recomputes.
-func Judge(m *discovery.Manifest, r *CheckRun) verdict.Judgement {
+func Judge(m *discovery.Manifest, r *record.CheckRun) verdict.Judgement {
 	c, _ := m.Check(r.CheckID)
-	j := verdict.Judge(Requirement(m, c), r.Facts())
+	j := verdict.Judge(Requirement(m, c), Facts(r))
 	r.Status, r.Coverage, r.Findings = j.Status, j.Coverage, j.Findings
 	return j
 }
@@ -88,7 +89,7 @@ func VerdictInput(p *Delivery) verdict.Input {
 		AllowUnproven:   !p.Manifest.FailOnSkippedCheck,
 	}
 	for i := range p.Checks {
-		in.Results = append(in.Results, p.Checks[i].Facts())
+		in.Results = append(in.Results, Facts(&p.Checks[i]))
 	}
 	return in
 }
@@ -106,7 +107,7 @@ const maxMessageLine = 200
 // ReportFactsOf fills rec's report facts from a parsed inventory: the
 // named failed tests, the faults, the summary's claim and the baseline's
 // repeated ids. The engine calls it; Verify reads the same fields.
-func ReportFactsOf(rec *ReportRecord, inv *report.Inventory) {
+func ReportFactsOf(rec *record.ReportRecord, inv *report.Inventory) {
 	rec.Inventory = ToInventory(inv)
 	rec.FailedTests = FailedTestsOf(inv)
 	rec.Faults = nil
@@ -126,11 +127,11 @@ const maxFault = 1000
 // FailedTestsOf lists what a report record names of its failed tests: the
 // first verdict.MaxNamedFailures failed ids in order, each with the first
 // line of its message.
-func FailedTestsOf(inv *report.Inventory) []verdict.FailedTest {
-	var out []verdict.FailedTest
+func FailedTestsOf(inv *report.Inventory) []record.FailedTest {
+	var out []record.FailedTest
 	for _, t := range inv.Tests {
 		if t.Status == report.Failed {
-			out = append(out, verdict.FailedTest{ID: t.ID, Message: report.FirstLine(t.Message, maxMessageLine)})
+			out = append(out, record.FailedTest{ID: t.ID, Message: report.FirstLine(t.Message, maxMessageLine)})
 		}
 	}
 	return verdict.SortFailedTests(out)
@@ -138,8 +139,8 @@ func FailedTestsOf(inv *report.Inventory) []verdict.FailedTest {
 
 // ToInventory converts a parsed report inventory into the statement's form
 // (ids sorted per status).
-func ToInventory(inv *report.Inventory) *Inventory {
-	out := &Inventory{Passed: []report.TestID{}, Failed: []report.TestID{}, Skipped: []report.TestID{}}
+func ToInventory(inv *report.Inventory) *record.Inventory {
+	out := &record.Inventory{Passed: []report.TestID{}, Failed: []report.TestID{}, Skipped: []report.TestID{}}
 	for _, t := range inv.Tests {
 		switch t.Status {
 		case report.Passed:
@@ -157,7 +158,7 @@ func ToInventory(inv *report.Inventory) *Inventory {
 }
 
 // reportInventory converts back, for pkg/outcome.
-func (inv *Inventory) reportInventory(rec *ReportRecord) *report.Inventory {
+func reportInventory(inv *record.Inventory, rec *record.ReportRecord) *report.Inventory {
 	out := &report.Inventory{Format: rec.Format, Identity: rec.Identity, SHA256: rec.SHA256, Bytes: rec.Size}
 	out.Tests = make([]report.Test, 0, len(inv.Passed)+len(inv.Failed)+len(inv.Skipped))
 	for _, l := range []struct {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // The fixture is one realistic, valid delivery: a repository policy with a
@@ -70,9 +70,9 @@ func (f *fixture) put(content []byte) (hexSum string, addr string) {
 	return h, ArtifactAddress(h)
 }
 
-func (f *fixture) output(content []byte) Output {
+func (f *fixture) output(content []byte) record.Output {
 	h, a := f.put(content)
-	return Output{SHA256: h, Size: int64(len(content)), Artifact: a, ArtifactSize: int64(len(content))}
+	return record.Output{SHA256: h, Size: int64(len(content)), Artifact: a, ArtifactSize: int64(len(content))}
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -99,9 +99,9 @@ func newFixture(t testing.TB) *fixture {
 	}
 	baseReport := []byte(`<testsuite><testcase classname="calc" name="TestAdd"/><testcase classname="net" name="TestStaging"/></testsuite>`)
 	candReport := []byte(`<testsuite><testcase classname="calc" name="TestAdd"/><testcase classname="calc" name="TestSub"/><testcase classname="net" name="TestStaging"><skipped/></testcase></testsuite>`)
-	rep := func(content []byte, inv *Inventory) *ReportRecord {
+	rep := func(content []byte, inv *record.Inventory) *record.ReportRecord {
 		h, a := f.put(content)
-		return &ReportRecord{Path: unitSpec.Path, Format: report.JUnit, SHA256: h, Size: int64(len(content)), Artifact: a, Inventory: inv}
+		return &record.ReportRecord{Path: unitSpec.Path, Format: report.JUnit, SHA256: h, Size: int64(len(content)), Artifact: a, Inventory: inv}
 	}
 	// The candidate's stdout was cut by the capture cap: the artifact is a
 	// prefix and the stream digest covers more.
@@ -116,21 +116,21 @@ func newFixture(t testing.TB) *fixture {
 		Candidate: Candidate{Repository: Repository{Name: "octo/shop", ID: 4242}, PullRequest: 17,
 			Head: fixHead, Base: fixBase, MergeBase: fixMerge, Tree: fixTree},
 		Manifest: manifest,
-		Checks: []CheckRun{
-			{CheckID: "unit", Phase: verdict.Baseline, Command: manifest.Checks[1].Command, Commit: fixMerge,
-				TreeBefore: fixBaseTree, TreeAfter: fixBaseTree, Executor: verdict.Orchestrator, ExitCode: 0,
-				Started: true, Status: verdict.Passed, Coverage: verdict.Proven, DurationMS: 1234,
+		Checks: []record.CheckRun{
+			{CheckID: "unit", Phase: record.Baseline, Command: manifest.Checks[1].Command, Commit: fixMerge,
+				TreeBefore: fixBaseTree, TreeAfter: fixBaseTree, Executor: record.Orchestrator, ExitCode: 0,
+				Started: true, Status: record.Passed, Coverage: record.Proven, DurationMS: 1234,
 				Stdout: f.output([]byte("ok  calc 0.01s\n")), Stderr: f.output(nil),
-				Report: rep(baseReport, &Inventory{Passed: []report.TestID{"calc::TestAdd", "net::TestStaging"}}),
+				Report: rep(baseReport, &record.Inventory{Passed: []report.TestID{"calc::TestAdd", "net::TestStaging"}}),
 				Notes:  []string{"baseline"}},
-			{CheckID: "unit", Phase: verdict.Candidate, Command: manifest.Checks[1].Command, Commit: fixHead,
-				TreeBefore: fixTree, TreeAfter: fixTree, Executor: verdict.Orchestrator, ExitCode: 0,
-				Started: true, Status: verdict.Passed, Coverage: verdict.Proven, DurationMS: 2345,
-				Stdout: Output{SHA256: hex.EncodeToString(fullSum[:]), Size: int64(len(fullOut)), Artifact: cutAddr, ArtifactSize: int64(len(cut))},
+			{CheckID: "unit", Phase: record.Candidate, Command: manifest.Checks[1].Command, Commit: fixHead,
+				TreeBefore: fixTree, TreeAfter: fixTree, Executor: record.Orchestrator, ExitCode: 0,
+				Started: true, Status: record.Passed, Coverage: record.Proven, DurationMS: 2345,
+				Stdout: record.Output{SHA256: hex.EncodeToString(fullSum[:]), Size: int64(len(fullOut)), Artifact: cutAddr, ArtifactSize: int64(len(cut))},
 				Stderr: f.output([]byte("warning: \"quoted\" \u2028 é 😀\n")),
-				Report: rep(candReport, &Inventory{Passed: []report.TestID{"calc::TestAdd", "calc::TestSub"}, Skipped: []report.TestID{"net::TestStaging"}})},
+				Report: rep(candReport, &record.Inventory{Passed: []report.TestID{"calc::TestAdd", "calc::TestSub"}, Skipped: []report.TestID{"net::TestStaging"}})},
 		},
-		Remote:  []verdict.RemoteResult{{Context: "ci / build", Conclusion: verdict.Success}},
+		Remote:  []record.RemoteResult{{Context: "ci / build", Conclusion: record.Success}},
 		Reviews: []Review{{Reviewer: "alice", State: "approved", Commit: fixHead}, {Reviewer: "bob", State: "commented", Commit: fixBase}},
 		Sandbox: json.RawMessage(`{"checks":[{"name":"network.tcp-external","ok":true}],"cpu_quota":1.5,"runtime":{"containerd":"2.1.0","private":false}}`),
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/outcome"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/verdict"
 )
 
@@ -42,12 +43,12 @@ func (v *verification) checkJudgements() *failure {
 			}
 		}
 		c, _ := p.Manifest.Check(r.CheckID)
-		j := verdict.Judge(Requirement(&p.Manifest, c), r.Facts())
+		j := verdict.Judge(Requirement(&p.Manifest, c), Facts(r))
 		if j.Status != r.Status || j.Coverage != r.Coverage {
 			return bad("recorded status %s and coverage %s, but its facts give %s and %s", r.Status, r.Coverage, j.Status, j.Coverage)
 		}
 		want, _ := json.Marshal(j.Findings)
-		have, _ := json.Marshal(verdict.Normalize(r.Findings))
+		have, _ := json.Marshal(record.Normalize(r.Findings))
 		if !bytes.Equal(want, have) {
 			return bad("its recorded findings differ from those its facts give")
 		}
@@ -84,11 +85,11 @@ func recomputeOutcome(p *Delivery) *failure {
 	specs := checkIndex(&p.Manifest)
 	type key struct {
 		id    string
-		phase verdict.Phase
+		phase record.Phase
 	}
 	runs := map[key][]int{}
 	for i, r := range p.Checks {
-		if r.Executor == verdict.Orchestrator {
+		if r.Executor == record.Orchestrator {
 			runs[key{r.CheckID, r.Phase}] = append(runs[key{r.CheckID, r.Phase}], i)
 		}
 	}
@@ -97,20 +98,20 @@ func recomputeOutcome(p *Delivery) *failure {
 	// reported, whichever worker found it.
 	check := func(i int) *failure {
 		r := &p.Checks[i]
-		if r.Executor != verdict.Orchestrator || r.Phase != verdict.Candidate || r.Report == nil || r.Report.Inventory == nil {
+		if r.Executor != record.Orchestrator || r.Phase != record.Candidate || r.Report == nil || r.Report.Inventory == nil {
 			return nil
 		}
-		cand := r.Report.Inventory.reportInventory(r.Report)
-		base := runs[key{r.CheckID, verdict.Baseline}]
-		if len(base) != 1 || len(runs[key{r.CheckID, verdict.Candidate}]) != 1 {
+		cand := reportInventory(r.Report.Inventory, r.Report)
+		base := runs[key{r.CheckID, record.Baseline}]
+		if len(base) != 1 || len(runs[key{r.CheckID, record.Candidate}]) != 1 {
 			return nil // the verdict judges every run; preservation pairs one with one
 		}
 		b := &p.Checks[base[0]]
 		if b.Report == nil || b.Report.Inventory == nil {
 			return nil // no baseline inventory: the verdict fails the check itself
 		}
-		want := withCheck(outcome.Compare(b.Report.Inventory.reportInventory(b.Report), cand, declaredSkips(specs[r.CheckID])), r.CheckID)
-		var have []verdict.Finding
+		want := withCheck(outcome.Compare(reportInventory(b.Report.Inventory, b.Report), cand, declaredSkips(specs[r.CheckID])), r.CheckID)
+		var have []record.Finding
 		for _, f := range r.Observations {
 			if isPreservationRule(f.Rule) {
 				have = append(have, f)
@@ -156,15 +157,15 @@ func recomputeOutcome(p *Delivery) *failure {
 
 func declaredSkips(c discovery.Check) []policy.DeclaredSkip { return c.DeclaredSkips }
 
-func withCheck(fs []verdict.Finding, id string) []verdict.Finding {
-	out := make([]verdict.Finding, len(fs))
+func withCheck(fs []record.Finding, id string) []record.Finding {
+	out := make([]record.Finding, len(fs))
 	for i, f := range fs {
 		if f.Check == "" {
 			f.Check = id
 		}
 		out[i] = f
 	}
-	return verdict.Normalize(out)
+	return record.Normalize(out)
 }
 
 // checkMergeReady: a valid result is an authority decision, so it requires a

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/runmill/verify/pkg/digest"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // Reuse of a proven run (issue 16): a verification may copy a run of an
@@ -21,7 +21,7 @@ import (
 
 // checkReuseGrammar is the form of input_key and reused_from, checked
 // whether or not the source bundle is at hand.
-func checkReuseGrammar(r *CheckRun) string {
+func checkReuseGrammar(r *record.CheckRun) string {
 	if r.InputKey != "" && !digest.LowerHex(r.InputKey, 64) {
 		return "input_key must be a lower-case hex SHA-256"
 	}
@@ -95,7 +95,7 @@ func verifySource(bundle []byte, t *trust, now time.Time) (st *DeliveryStatement
 // proven coverage and no finding, and its facts and input key are exactly
 // the record's. Status, coverage and findings are not compared: the
 // reusing verification decides them again from the same facts.
-func CheckReuse(rec *CheckRun, src *DeliveryStatement) error {
+func CheckReuse(rec *record.CheckRun, src *DeliveryStatement) error {
 	ref := rec.ReusedFrom
 	if ref == nil {
 		return fmt.Errorf("the record is not reused")
@@ -126,13 +126,13 @@ func CheckReuse(rec *CheckRun, src *DeliveryStatement) error {
 // Reusable says why a recorded run may not be reused ("" when it may): only
 // an executed run with an input key that passed with proven coverage and
 // no finding is.
-func Reusable(s *CheckRun) string {
+func Reusable(s *record.CheckRun) string {
 	switch {
 	case s.ReusedFrom != nil:
 		return "was itself reused (a reference names the executed run)"
 	case s.InputKey == "":
 		return "has no input key"
-	case !s.Started || s.Status != verdict.Passed || s.Coverage != verdict.Proven || len(s.Findings) > 0:
+	case !s.Started || s.Status != record.Passed || s.Coverage != record.Proven || len(s.Findings) > 0:
 		return fmt.Sprintf("did not pass with proven coverage (status %s, coverage %s, %d findings)", s.Status, s.Coverage, len(s.Findings))
 	case s.TreeBefore != s.TreeAfter:
 		return "moved its tree"
@@ -140,7 +140,7 @@ func Reusable(s *CheckRun) string {
 	return ""
 }
 
-func factsOnly(r CheckRun) CheckRun {
+func factsOnly(r record.CheckRun) record.CheckRun {
 	r.ReusedFrom, r.Status, r.Coverage, r.Findings = nil, "", "", nil
 	return r
 }
@@ -190,9 +190,9 @@ func TrustOfKey(key *SigningKey, now time.Time, window time.Duration) ([]byte, e
 // ReportInventory is the recorded inventory in pkg/report's form (nil when
 // the report did not parse): what a reused baseline gives the preservation
 // comparison.
-func (r *ReportRecord) ReportInventory() *report.Inventory {
+func ReportInventory(r *record.ReportRecord) *report.Inventory {
 	if r == nil || r.Inventory == nil {
 		return nil
 	}
-	return r.Inventory.reportInventory(r)
+	return reportInventory(r.Inventory, r)
 }

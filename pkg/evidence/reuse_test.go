@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -25,7 +26,7 @@ func newReuseFixture(t *testing.T, sourceKey *SigningKey) *reuseFixture {
 	t.Helper()
 	f := newFixture(t)
 	src := *f.stmt
-	src.Predicate.Checks = append([]CheckRun(nil), f.stmt.Predicate.Checks...)
+	src.Predicate.Checks = append([]record.CheckRun(nil), f.stmt.Predicate.Checks...)
 	src.Predicate.Checks[0].InputKey = fixKey
 	if sourceKey == nil {
 		sourceKey = f.key
@@ -37,19 +38,19 @@ func newReuseFixture(t *testing.T, sourceKey *SigningKey) *reuseFixture {
 	_, addr := f.put(b)
 	st := *f.stmt
 	st.Predicate.RunID = "run-20260301-0002"
-	st.Predicate.Checks = append([]CheckRun(nil), f.stmt.Predicate.Checks...)
+	st.Predicate.Checks = append([]record.CheckRun(nil), f.stmt.Predicate.Checks...)
 	st.Predicate.Checks[0].InputKey = fixKey
-	st.Predicate.Checks[0].ReusedFrom = &ReuseRef{Bundle: addr, BundleSize: int64(len(b)), RunID: src.Predicate.RunID, Index: 0}
+	st.Predicate.Checks[0].ReusedFrom = &record.ReuseRef{Bundle: addr, BundleSize: int64(len(b)), RunID: src.Predicate.RunID, Index: 0}
 	f.writeArtifacts(t)
 	return &reuseFixture{f: f, source: b, stmt: &st}
 }
 
 // bundle signs the reusing statement after change, without Sign's checks
 // (so that a malformed reference reaches the verifier).
-func (r *reuseFixture) bundle(t *testing.T, change func(c *CheckRun)) []byte {
+func (r *reuseFixture) bundle(t *testing.T, change func(c *record.CheckRun)) []byte {
 	t.Helper()
 	st := *r.stmt
-	st.Predicate.Checks = append([]CheckRun(nil), r.stmt.Predicate.Checks...)
+	st.Predicate.Checks = append([]record.CheckRun(nil), r.stmt.Predicate.Checks...)
 	ref := *st.Predicate.Checks[0].ReusedFrom
 	st.Predicate.Checks[0].ReusedFrom = &ref
 	if change != nil {
@@ -67,26 +68,26 @@ func TestReusedRecordVerification(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		sourceKey *SigningKey
-		change    func(c *CheckRun)
+		change    func(c *record.CheckRun)
 		artifacts bool
 		reason    Reason
 		msg       string
 	}{
 		{name: "valid, reference checked for form", artifacts: false},
 		{name: "valid, source re-verified", artifacts: true},
-		{name: "a fact changed", change: func(c *CheckRun) { c.DurationMS = 1 }, artifacts: true, reason: ReasonRecord, msg: "facts differ"},
-		{name: "a fact changed, without the source", change: func(c *CheckRun) { c.DurationMS = 1 }},
-		{name: "another input key", change: func(c *CheckRun) { c.InputKey = strings.Repeat("0", 64) }, artifacts: true, reason: ReasonRecord, msg: "input key"},
-		{name: "another run id", change: func(c *CheckRun) { c.ReusedFrom.RunID = "run-x" }, artifacts: true, reason: ReasonRecord, msg: "not run-x"},
-		{name: "an index out of range", change: func(c *CheckRun) { c.ReusedFrom.Index = 7 }, artifacts: true, reason: ReasonRecord, msg: "none at index 7"},
-		{name: "the candidate run named", change: func(c *CheckRun) { c.ReusedFrom.Index = 1 }, artifacts: true, reason: ReasonRecord, msg: "has no input key"},
+		{name: "a fact changed", change: func(c *record.CheckRun) { c.DurationMS = 1 }, artifacts: true, reason: ReasonRecord, msg: "facts differ"},
+		{name: "a fact changed, without the source", change: func(c *record.CheckRun) { c.DurationMS = 1 }},
+		{name: "another input key", change: func(c *record.CheckRun) { c.InputKey = strings.Repeat("0", 64) }, artifacts: true, reason: ReasonRecord, msg: "input key"},
+		{name: "another run id", change: func(c *record.CheckRun) { c.ReusedFrom.RunID = "run-x" }, artifacts: true, reason: ReasonRecord, msg: "not run-x"},
+		{name: "an index out of range", change: func(c *record.CheckRun) { c.ReusedFrom.Index = 7 }, artifacts: true, reason: ReasonRecord, msg: "none at index 7"},
+		{name: "the candidate run named", change: func(c *record.CheckRun) { c.ReusedFrom.Index = 1 }, artifacts: true, reason: ReasonRecord, msg: "has no input key"},
 		{name: "a source signed by an untrusted key", sourceKey: other, artifacts: true, reason: ReasonArtifact, msg: "does not verify against this trust document"},
-		{name: "an absent source bundle", change: func(c *CheckRun) { c.ReusedFrom.Bundle = "sha256/" + strings.Repeat("d", 64) }, artifacts: true, reason: ReasonArtifact, msg: "absent"},
-		{name: "a malformed bundle address", change: func(c *CheckRun) { c.ReusedFrom.Bundle = "evidence.json" }, reason: ReasonStatement, msg: "artifact address"},
-		{name: "no size", change: func(c *CheckRun) { c.ReusedFrom.BundleSize = 0 }, reason: ReasonStatement, msg: "artifact address"},
-		{name: "no input key", change: func(c *CheckRun) { c.InputKey = "" }, reason: ReasonStatement, msg: "needs the input_key"},
-		{name: "an input key that is no digest", change: func(c *CheckRun) { c.InputKey = "ABC" }, reason: ReasonStatement, msg: "lower-case hex"},
-		{name: "a negative index", change: func(c *CheckRun) { c.ReusedFrom.Index = -1 }, reason: ReasonStatement, msg: "index ≥ 0"},
+		{name: "an absent source bundle", change: func(c *record.CheckRun) { c.ReusedFrom.Bundle = "sha256/" + strings.Repeat("d", 64) }, artifacts: true, reason: ReasonArtifact, msg: "absent"},
+		{name: "a malformed bundle address", change: func(c *record.CheckRun) { c.ReusedFrom.Bundle = "evidence.json" }, reason: ReasonStatement, msg: "artifact address"},
+		{name: "no size", change: func(c *record.CheckRun) { c.ReusedFrom.BundleSize = 0 }, reason: ReasonStatement, msg: "artifact address"},
+		{name: "no input key", change: func(c *record.CheckRun) { c.InputKey = "" }, reason: ReasonStatement, msg: "needs the input_key"},
+		{name: "an input key that is no digest", change: func(c *record.CheckRun) { c.InputKey = "ABC" }, reason: ReasonStatement, msg: "lower-case hex"},
+		{name: "a negative index", change: func(c *record.CheckRun) { c.ReusedFrom.Index = -1 }, reason: ReasonStatement, msg: "index ≥ 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newReuseFixture(t, tc.sourceKey)

@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	"github.com/runmill/verify/pkg/evidence/internal/strictjson"
-	"github.com/runmill/verify/pkg/verdict"
+	"github.com/runmill/verify/pkg/record"
 )
 
 // sharedTypes are documented once under their own name: a field of such a
 // type is documented as the path of the field, and the type's fields as
 // name.field.
-var sharedTypes = map[reflect.Type]string{reflect.TypeFor[verdict.Finding](): "finding"}
+var sharedTypes = map[reflect.Type]string{reflect.TypeFor[record.Finding](): "finding"}
 
 // schemaPaths lists every JSON path the type t can produce (generic
 // objects end at their field), with shared types cut off at their use.

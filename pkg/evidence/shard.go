@@ -12,8 +12,8 @@ import (
 
 	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // ShardPredicateType marks a shard statement: what one shard of a sharded
@@ -40,14 +40,14 @@ type Shard struct {
 	Manifest       discovery.Manifest `json:"manifest"`
 	// Assigned are the ids of the runnable checks this shard was given
 	// (AssignShards), sorted; Checks holds both runs of each.
-	Assigned []string   `json:"assigned"`
-	Checks   []CheckRun `json:"checks"`
+	Assigned []string          `json:"assigned"`
+	Checks   []record.CheckRun `json:"checks"`
 	// Failures are the orchestrator's own findings outside check runs
 	// (focus markers, GitHub observations); every shard computes them
 	// from the same inputs and the merge keeps one copy of each.
-	Failures []verdict.Finding `json:"failures"`
-	Reviews  []Review          `json:"reviews"`
-	Sandbox  json.RawMessage   `json:"sandbox"`
+	Failures []record.Finding `json:"failures"`
+	Reviews  []Review         `json:"reviews"`
+	Sandbox  json.RawMessage  `json:"sandbox"`
 }
 
 // ShardStatement is the statement a shard signs.
@@ -161,7 +161,7 @@ func AssignShards(m *discovery.Manifest, n int, durations map[string]int64) map[
 
 // DurationsOf sums each check's recorded run durations (ms) in a delivery
 // or shard predicate's check runs: the weights AssignShards balances by.
-func DurationsOf(runs []CheckRun) map[string]int64 {
+func DurationsOf(runs []record.CheckRun) map[string]int64 {
 	out := map[string]int64{}
 	for _, r := range runs {
 		out[r.CheckID] += r.DurationMS
@@ -353,7 +353,7 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 		}
 	}
 	d := &Delivery{RunmillVersion: o.RunmillVersion, RunID: o.RunID, Candidate: first.Candidate, Manifest: first.Manifest}
-	d.Checks, d.Remote, d.PendingContexts, d.Failures, d.Reviews = []CheckRun{}, []verdict.RemoteResult{}, []string{}, []verdict.Finding{}, []Review{}
+	d.Checks, d.Remote, d.PendingContexts, d.Failures, d.Reviews = []record.CheckRun{}, []record.RemoteResult{}, []string{}, []record.Finding{}, []Review{}
 	var unassigned []string
 	for _, c := range d.Manifest.Checks {
 		if _, ok := owner[c.ID]; c.Runnable() && !ok && !slices.Contains(unassigned, c.ID) {
@@ -364,7 +364,7 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 	for k := 1; k <= n; k++ {
 		s := byIndex[k]
 		if s == nil {
-			d.Failures = append(d.Failures, verdict.Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleShardMissing,
+			d.Failures = append(d.Failures, record.Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleShardMissing,
 				Message: fmt.Sprintf("shard %d of %d produced no evidence; the checks no given shard was assigned (%s) have no result", k, n, orNone(unassigned)),
 				Hint:    "the shard job failed, was cancelled or skipped, or uploaded nothing: re-run it; a missing shard is never a pass"})
 			continue
@@ -401,7 +401,7 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 	slices.Sort(jobs)
 	for _, j := range jobs {
 		if r := o.JobResults[j]; r != "success" {
-			d.Failures = append(d.Failures, verdict.Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleShardJob,
+			d.Failures = append(d.Failures, record.Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleShardJob,
 				Message: fmt.Sprintf("shard job %q ended %q, not success", j, r),
 				Hint:    "a shard job that failed, was cancelled or skipped cannot vouch for its evidence: fix and re-run it"})
 		}
@@ -422,16 +422,16 @@ func orNone(ids []string) string {
 }
 
 // appendNew appends each finding of add not already in fs (equal by value).
-func appendNew(fs []verdict.Finding, add ...verdict.Finding) []verdict.Finding {
+func appendNew(fs []record.Finding, add ...record.Finding) []record.Finding {
 	for _, f := range add {
-		if !slices.ContainsFunc(fs, func(g verdict.Finding) bool { return findingEqual(f, g) }) {
+		if !slices.ContainsFunc(fs, func(g record.Finding) bool { return findingEqual(f, g) }) {
 			fs = append(fs, f)
 		}
 	}
 	return fs
 }
 
-func findingEqual(a, b verdict.Finding) bool {
+func findingEqual(a, b record.Finding) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 func manifestOf(ids ...string) *discovery.Manifest {
@@ -175,7 +175,7 @@ func TestMergeShards(t *testing.T) {
 		}
 		d.Remote = f.stmt.Predicate.Remote
 		v := Decide(d)
-		if v.MergeReady || !slices.ContainsFunc(v.Reasons(), func(x verdict.Finding) bool {
+		if v.MergeReady || !slices.ContainsFunc(v.Reasons(), func(x record.Finding) bool {
 			return x.Rule == RuleShardMissing && strings.Contains(x.Message, "shard 1 of 2") && strings.Contains(x.Message, "unit")
 		}) {
 			t.Fatalf("verdict %+v", v)
@@ -234,18 +234,18 @@ func TestMergeShards(t *testing.T) {
 	}{
 		{"no shard", nil, f.trust, rmerr.EvidenceShard, "no shard"},
 		{"a shard twice", [][]byte{shards[0], shards[1], shards[0]}, f.trust, rmerr.EvidenceShard, "given twice"},
-		{"another shard count", [][]byte{shards[0], resigned(func(p *Shard) { p.Index, p.Count = 2, 3; p.Assigned, p.Checks = []string{}, []CheckRun{} })},
+		{"another shard count", [][]byte{shards[0], resigned(func(p *Shard) { p.Index, p.Count = 2, 3; p.Assigned, p.Checks = []string{}, []record.CheckRun{} })},
 			f.trust, rmerr.EvidenceShard, "3-shard"},
 		{"a check in two shards", [][]byte{shards[0], resigned(func(p *Shard) { p.Index = 2 })}, f.trust, rmerr.EvidenceShard, "and to shard 2/2"},
 		{"the manifest digest is not its manifest's", [][]byte{resigned(func(p *Shard) { p.Manifest.ChangedPaths++ })},
 			f.trust, rmerr.EvidenceStatement, "manifest_digest"},
 		{"another manifest", [][]byte{shards[0], resigned(func(p *Shard) {
-			p.Index, p.Assigned, p.Checks = 2, []string{}, []CheckRun{}
+			p.Index, p.Assigned, p.Checks = 2, []string{}, []record.CheckRun{}
 			p.Manifest.ChangedPaths++
 			p.ManifestDigest = ManifestDigest(&p.Manifest)
 		})}, f.trust, rmerr.EvidenceShard, "Discovery differed"},
 		{"another candidate tree", [][]byte{shards[0], resigned(func(p *Shard) {
-			p.Index, p.Assigned, p.Checks = 2, []string{}, []CheckRun{}
+			p.Index, p.Assigned, p.Checks = 2, []string{}, []record.CheckRun{}
 			p.Candidate.Tree = "sha256:" + strings.Repeat("e", 64)
 		})}, f.trust, rmerr.EvidenceShard, "tree"},
 		{"a run of a check not assigned", [][]byte{resigned(func(p *Shard) { p.Assigned = []string{} })}, f.trust, rmerr.EvidenceStatement, "not among the checks assigned"},

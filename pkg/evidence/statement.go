@@ -4,8 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/runmill/verify/pkg/discovery"
-	"github.com/runmill/verify/pkg/harness"
-	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/verdict"
 )
 
@@ -105,15 +104,15 @@ type Delivery struct {
 	Manifest discovery.Manifest `json:"manifest"`
 	// Checks is every check run the orchestrator recorded, baseline and
 	// candidate, in execution order.
-	Checks []CheckRun `json:"checks"`
+	Checks []record.CheckRun `json:"checks"`
 	// Remote is the reconciled conclusion of every remote (GitHub) context.
-	Remote []verdict.RemoteResult `json:"remote"`
+	Remote []record.RemoteResult `json:"remote"`
 	// PendingContexts are required remote contexts still inside their wait
 	// window when the verdict was taken.
 	PendingContexts []string `json:"pending_contexts"`
 	// Failures are failures the orchestrator decided outside any check run
 	// (RM-CI-002, RM-VERIFY-005 …); they are an input of the verdict.
-	Failures []verdict.Finding `json:"failures"`
+	Failures []record.Finding `json:"failures"`
 	// Reviews are the pull-request reviews the orchestrator observed.
 	Reviews []Review `json:"reviews"`
 	// Dependencies are the dependency diffs between the baseline commit and
@@ -138,139 +137,6 @@ type Review struct {
 	State string `json:"state"`
 	// Commit is the commit the review was submitted on.
 	Commit string `json:"commit"`
-}
-
-// CheckRun is one recorded execution of one check (spec § "Reading the
-// evidence": command, commit, tree hash before and after, executor, exit
-// code, duration, output hashes).
-type CheckRun struct {
-	CheckID string        `json:"check_id"`
-	Phase   verdict.Phase `json:"phase"`
-	// Command is the exact command string that ran.
-	Command string `json:"command"`
-	// Commit is the commit checked out for the run: Head for the candidate
-	// phase, Base for the baseline phase.
-	Commit string `json:"commit"`
-	// TreeBefore and TreeAfter are pkg/treehash digests of the checkout
-	// before and after the command ("sha256:<hex>").
-	TreeBefore string `json:"tree_before"`
-	TreeAfter  string `json:"tree_after"`
-	// Executor is who ran the command; only "orchestrator" counts.
-	Executor string `json:"executor"`
-	// Started: the command was started in the sandbox; false when runmill
-	// refused to run it (an observation says why), and then ExitCode and
-	// DurationMS are 0.
-	Started    bool   `json:"started"`
-	ExitCode   int    `json:"exit_code"`
-	TimedOut   bool   `json:"timed_out"`
-	OOMKilled  bool   `json:"oom_killed"`
-	DurationMS int64  `json:"duration_ms"`
-	Stdout     Output `json:"stdout"`
-	Stderr     Output `json:"stderr"`
-	// Report is the declared report the command wrote, when it wrote one.
-	Report *ReportRecord `json:"report,omitempty"`
-	// Dependencies is the prepared install the run saw, when its check
-	// declares a strategy and one was attached.
-	Dependencies *DependencyUse `json:"dependencies,omitempty"`
-	// Harness is the check's harness as the run saw it (issue 19): which
-	// files ran in the base's version, which in the commit's, and the tree
-	// of the commit alone (TreeBefore is the tree as run).
-	Harness *harness.Record `json:"harness,omitempty"`
-	// Notes are observations that did not decide anything by themselves.
-	Notes []string `json:"notes"`
-	// Observations are facts the orchestrator recorded beyond the fields
-	// above (report and dependency refusals, output phrases, preservation
-	// findings), as pkg/verdict.Judge consumes them.
-	Observations []verdict.Finding `json:"observations"`
-	// Status, Coverage and Findings are what verdict.Judge decided from the
-	// facts above (Judge); a verifier recomputes them and requires
-	// equality, so a recorded status can never disagree with its facts.
-	Status   verdict.Status    `json:"status"`
-	Coverage verdict.Coverage  `json:"coverage"`
-	Findings []verdict.Finding `json:"findings"`
-	// InputKey is the SHA-256 (lower-case hex) of everything the run's
-	// result depends on as the engine saw it (internal/engine/reuse.go):
-	// equal keys are the same computation, so a later verification may
-	// reuse the run instead of executing it. Absent in older evidence.
-	InputKey string `json:"input_key,omitempty"`
-	// ReusedFrom is set when this run was not executed but copied, facts
-	// and all, from a run of an earlier signed delivery bundle.
-	ReusedFrom *ReuseRef `json:"reused_from,omitempty"`
-}
-
-// ReuseRef points at the run a reused record was copied from. The bundle is
-// an artifact of the reusing run, so `evidence verify --artifacts-dir`
-// re-verifies it against the same trust document and holds the record to
-// the run it names.
-type ReuseRef struct {
-	// Bundle is the source delivery bundle's content address
-	// ("sha256/<hex>") and BundleSize its length.
-	Bundle     string `json:"bundle"`
-	BundleSize int64  `json:"bundle_size"`
-	// RunID is the source statement's run_id; Index is the run's position
-	// in its checks.
-	RunID string `json:"run_id"`
-	Index int    `json:"index"`
-}
-
-// Output is one captured output stream. The digest and size cover every
-// byte the command wrote; the stored artifact may be a bounded prefix.
-type Output struct {
-	// SHA256 is the lower-case hex SHA-256 of the whole stream.
-	SHA256 string `json:"sha256"`
-	// Size is the length of the whole stream in bytes.
-	Size int64 `json:"size"`
-	// Artifact is the content address of the stored bytes, "sha256/<hex>".
-	Artifact string `json:"artifact"`
-	// ArtifactSize is the length of the stored bytes: Size when the whole
-	// stream was kept (then Artifact's digest equals SHA256), less when
-	// the capture cap cut it.
-	ArtifactSize int64 `json:"artifact_size"`
-}
-
-// ReportRecord is a declared report as the orchestrator read it.
-type ReportRecord struct {
-	// Path is the declared report path inside the checkout.
-	Path     string          `json:"path"`
-	Format   report.Format   `json:"format"`
-	Identity report.Identity `json:"identity,omitempty"`
-	// SHA256 and Size describe the report bytes; Artifact stores all of
-	// them ("sha256/" + SHA256).
-	SHA256   string `json:"sha256"`
-	Size     int64  `json:"size"`
-	Artifact string `json:"artifact"`
-	// Inventory is the canonical content of the report; absent when the
-	// report did not parse (the run's coverage is then unproven).
-	Inventory *Inventory `json:"inventory,omitempty"`
-	// FailedTests are the first verdict.MaxNamedFailures failed ids of
-	// the inventory, in order, with the first line of their failure
-	// message (bounded, escaped): what a finding names.
-	FailedTests []verdict.FailedTest `json:"failed_tests,omitempty"`
-	// Faults are failures the report records outside any test identity
-	// (a package that did not build, a TAP "Bail out!"), "scope: message".
-	Faults []string `json:"faults,omitempty"`
-	// ClaimedFailures is what the report's own summary says failed or
-	// errored (JUnit failures + errors), -1 when it says nothing; recorded
-	// because a summary claiming more failures than the file shows fails
-	// the check.
-	ClaimedFailures int64 `json:"claimed_failures"`
-	// ShownFailures are the failure elements the file shows (failure,
-	// error and rerun elements; a test may carry several), which the claim
-	// is held to.
-	ShownFailures int64 `json:"shown_failures"`
-	// Duplicates are the ids a baseline report repeats; they carry no
-	// preservation authority and are not in Inventory.
-	Duplicates []report.TestID `json:"duplicates,omitempty"`
-}
-
-// Inventory lists a report's test ids by status. Each list is sorted by byte
-// order with no repeats and no id appears in two lists, so the encoding is
-// one array of strings per status: 1 M ids cost about as many bytes as the
-// ids themselves, and order carries no information a signer could vary.
-type Inventory struct {
-	Passed  []report.TestID `json:"passed"`
-	Failed  []report.TestID `json:"failed"`
-	Skipped []report.TestID `json:"skipped"`
 }
 
 // Terminal is the predicate of a terminal statement, signed at the end of
@@ -342,8 +208,8 @@ type CleanupResource struct {
 
 // BudgetEntry is one budget of one check run against what it consumed.
 type BudgetEntry struct {
-	CheckID string        `json:"check_id"`
-	Phase   verdict.Phase `json:"phase"`
+	CheckID string       `json:"check_id"`
+	Phase   record.Phase `json:"phase"`
 	// Resource is "wall-time-ms", "cpu-ms", "memory-bytes", "stdout-bytes"
 	// or "stderr-bytes"; the name carries the unit.
 	Resource string `json:"resource"`

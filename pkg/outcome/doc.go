@@ -10,7 +10,7 @@
 //   - Skipped or missing tests: Compare of the base and candidate
 //     inventories against the check's declared skips, on exact identities.
 //
-// Every rule broken is returned as a verdict.Finding carrying the rule's name
+// Every rule broken is returned as a record.Finding carrying the rule's name
 // (and its RM code where the specification gives one), for the orchestrator
 // to attach to the check's verdict.Result. The Finding type lives in package
 // verdict because the verdict is what records and signs reasons; outcome

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/runmill/verify/pkg/outcome/internal/jslex"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // Focus detection (spec § 4 "Focused execution"): a .only left in a test
@@ -154,18 +154,18 @@ type FocusReport struct {
 // Findings returns one finding per focused occurrence and per unscanned
 // test file, all under RuleFocused: either way the run is not proven to
 // have run the whole suite. The specification gives focus no RM code.
-func (r *FocusReport) Findings() []verdict.Finding {
-	out := make([]verdict.Finding, 0, len(r.Focused)+len(r.Unscanned))
+func (r *FocusReport) Findings() []record.Finding {
+	out := make([]record.Finding, 0, len(r.Focused)+len(r.Unscanned))
 	for _, f := range r.Focused {
 		msg := fmt.Sprintf("focused test marker %s at %s:%d:%d: the whole suite did not run, so the suite did not pass", f.Marker, f.File, f.Line, f.Column)
 		if f.Note != "" {
 			msg += " (" + f.Note + ")"
 		}
-		out = append(out, verdict.Finding{Rule: RuleFocused, Message: msg, File: f.File, Line: f.Line,
+		out = append(out, record.Finding{Rule: RuleFocused, Message: msg, File: f.File, Line: f.Line,
 			Hint: "remove .only / ['only'] / fit / fdescribe / the only option from the test code"})
 	}
 	for _, u := range r.Unscanned {
-		out = append(out, verdict.Finding{Rule: RuleFocused, File: u.File,
+		out = append(out, record.Finding{Rule: RuleFocused, File: u.File,
 			Message: fmt.Sprintf("test file %s was not scanned in full for focus markers (%s): a focus in the rest would go unseen, so the run is not proven unfocused", u.File, u.Reason),
 			Hint:    "keep test files regular files inside the checkout and below the focus-scan cap (split a long one; generated data belongs in a fixtures/ directory)"})
 	}

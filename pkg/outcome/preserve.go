@@ -7,9 +7,9 @@ import (
 
 	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/printable"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // Rules of inventory preservation (spec § 4 "Skipped or missing tests").
@@ -33,18 +33,18 @@ const (
 // IDs. Check is left empty for the caller (verdict.Evaluate fills it from the
 // result that carries the finding). A nil inventory cannot be compared and
 // fails closed, as does a baseline that executed no test.
-func Compare(base, candidate *report.Inventory, declared []policy.DeclaredSkip) []verdict.Finding {
-	var out []verdict.Finding
+func Compare(base, candidate *report.Inventory, declared []policy.DeclaredSkip) []record.Finding {
+	var out []record.Finding
 	add := func(rule, msg, hint string, ids []report.TestID) {
 		slices.Sort(ids)
-		out = append(out, verdict.Finding{Code: rmerr.VerifySkipped, Rule: rule, Message: msg, IDs: ids, Hint: hint})
+		out = append(out, record.Finding{Code: rmerr.VerifySkipped, Rule: rule, Message: msg, IDs: ids, Hint: hint})
 	}
 
 	decl, invalid := declarations(declared)
 	out = append(out, invalid...)
 
 	if bad := incomparable(base, candidate); bad != nil {
-		return verdict.Normalize(append(out, bad...))
+		return record.Normalize(append(out, bad...))
 	}
 	// A baseline that executed no test gives no test authority; whether
 	// that fails the check is the baseline's own judgement (verdict.Judge:
@@ -78,13 +78,13 @@ func Compare(base, candidate *report.Inventory, declared []policy.DeclaredSkip) 
 		add(RuleStaleDeclaration, fmt.Sprintf("%s %s stale: the test passes at the candidate", printable.Plural(len(stale), "declared skip", "declared skips"), isAre(len(stale))),
 			"remove the declarations: the observed exception set must equal the declaration set", stale)
 	}
-	return verdict.Normalize(out)
+	return record.Normalize(out)
 }
 
 // declarations returns the set of declared ids and findings for invalid
 // declarations (an empty id, an id declared more than once). Comparison goes
 // on with the rest so that every problem is reported at once.
-func declarations(declared []policy.DeclaredSkip) (map[report.TestID]bool, []verdict.Finding) {
+func declarations(declared []policy.DeclaredSkip) (map[report.TestID]bool, []record.Finding) {
 	set := map[report.TestID]bool{}
 	count := map[report.TestID]int{}
 	empty := 0
@@ -104,15 +104,15 @@ func declarations(declared []policy.DeclaredSkip) (map[report.TestID]bool, []ver
 			dups = append(dups, id)
 		}
 	}
-	var out []verdict.Finding
+	var out []record.Finding
 	if empty > 0 {
-		out = append(out, verdict.Finding{Code: rmerr.VerifySkipped, Rule: RuleInvalidDeclaration,
+		out = append(out, record.Finding{Code: rmerr.VerifySkipped, Rule: RuleInvalidDeclaration,
 			Message: fmt.Sprintf("%s an empty test_id", printable.Plural(empty, "declared skip has", "declared skips have")),
 			Hint:    "write the exact canonical test id of each declared skip"})
 	}
 	if len(dups) > 0 {
 		slices.Sort(dups)
-		out = append(out, verdict.Finding{Code: rmerr.VerifySkipped, Rule: RuleInvalidDeclaration,
+		out = append(out, record.Finding{Code: rmerr.VerifySkipped, Rule: RuleInvalidDeclaration,
 			Message: fmt.Sprintf("%s declared more than once", printable.Plural(len(dups), "test id is", "test ids are")),
 			IDs:     dups, Hint: "declare each test id once"})
 	}
@@ -162,21 +162,21 @@ func isAre(n int) string {
 // incomparable returns the findings that make two inventories impossible to
 // compare (one missing, different formats or identities, a repeated id),
 // or nil when they can be compared.
-func incomparable(base, candidate *report.Inventory) []verdict.Finding {
+func incomparable(base, candidate *report.Inventory) []record.Finding {
 	switch {
 	case base == nil || candidate == nil:
 		which := "baseline"
 		if base != nil {
 			which = "candidate"
 		}
-		return []verdict.Finding{incomparableFinding(fmt.Sprintf("no %s inventory: preservation cannot be proven", which),
+		return []record.Finding{incomparableFinding(fmt.Sprintf("no %s inventory: preservation cannot be proven", which),
 			"the declared report must be written and valid at both the base and the candidate")}
 	case base.Format != candidate.Format || base.Identity != candidate.Identity:
-		return []verdict.Finding{incomparableFinding(fmt.Sprintf("the inventories are not comparable: base is %s/%s, candidate is %s/%s",
+		return []record.Finding{incomparableFinding(fmt.Sprintf("the inventories are not comparable: base is %s/%s, candidate is %s/%s",
 			base.Format, identityName(base.Identity), candidate.Format, identityName(candidate.Identity)),
 			"both runs must use the report format and identity rule of the base policy")}
 	}
-	var out []verdict.Finding
+	var out []record.Finding
 	dupBase, dupCand := duplicates(base), duplicates(candidate)
 	if len(dupBase) > 0 || len(dupCand) > 0 {
 		// Spec § 4: every id must be unique within the report; with duplicates
@@ -186,7 +186,7 @@ func incomparable(base, candidate *report.Inventory) []verdict.Finding {
 			ids   []report.TestID
 		}{{"baseline", dupBase}, {"candidate", dupCand}} {
 			if len(d.ids) > 0 {
-				out = append(out, verdict.Finding{Code: rmerr.ReportIdentity, Rule: RuleIncomparable,
+				out = append(out, record.Finding{Code: rmerr.ReportIdentity, Rule: RuleIncomparable,
 					Message: fmt.Sprintf("the %s inventory repeats %s: an id that is not unique identifies no test", d.which, printable.Plural(len(d.ids), "test id", "test ids")),
 					IDs:     d.ids, Hint: "make test names unique, or declare report.identity: suite-path"})
 			}
@@ -198,8 +198,8 @@ func incomparable(base, candidate *report.Inventory) []verdict.Finding {
 
 // incomparableFinding is what Compare's add writes for RuleIncomparable,
 // without ids.
-func incomparableFinding(msg, hint string) verdict.Finding {
-	return verdict.Finding{Code: rmerr.VerifySkipped, Rule: RuleIncomparable, Message: msg, Hint: hint}
+func incomparableFinding(msg, hint string) record.Finding {
+	return record.Finding{Code: rmerr.VerifySkipped, Rule: RuleIncomparable, Message: msg, Hint: hint}
 }
 
 // exceptions lists the tests that passed at the base and are absent

@@ -7,9 +7,9 @@ import (
 
 	"github.com/runmill/verify/pkg/outcome"
 	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
 // inv builds an inventory from "id=status" pairs (p, f, s).
@@ -121,7 +121,7 @@ func TestCompareIsOrderIndependent(t *testing.T) {
 	slices.Reverse(base.Tests)
 	slices.Reverse(cand.Tests)
 	got := outcome.Compare(base, cand, declare("d", "x"))
-	if !slices.EqualFunc(got, want, func(a, b verdict.Finding) bool {
+	if !slices.EqualFunc(got, want, func(a, b record.Finding) bool {
 		return a.Rule == b.Rule && a.Message == b.Message && slices.Equal(a.IDs, b.IDs)
 	}) {
 		t.Fatalf("order changed the findings:\n%+v\n%+v", got, want)

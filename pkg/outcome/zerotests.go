@@ -7,11 +7,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
-	"github.com/runmill/verify/pkg/verdict"
 )
 
-// Rules of this package (verdict.Finding.Rule).
+// Rules of this package (record.Finding.Rule).
 const (
 	RuleZeroTests = "outcome.zero-tests"
 	RuleFocused   = "outcome.focused"
@@ -35,8 +35,8 @@ type ZeroTestMatch struct {
 
 // Finding is the match as a reason the check did not pass (spec § 4 "Zero
 // tests discovered").
-func (m ZeroTestMatch) Finding() verdict.Finding {
-	return verdict.Finding{
+func (m ZeroTestMatch) Finding() record.Finding {
+	return record.Finding{
 		Rule:    RuleZeroTests,
 		Message: fmt.Sprintf("the output reports zero tests (%q at line %d of the combined output): a run that executed nothing did not pass", m.Text, m.Line),
 		Line:    m.Line,
@@ -64,8 +64,8 @@ type SkipMatch struct {
 // identity-free skip is never a pass, whatever fail_on_skipped_check says).
 // Its code is the one for skips that were not declared (RM-VERIFY-003):
 // without a report there is nothing a declaration could name.
-func (m SkipMatch) Finding() verdict.Finding {
-	return verdict.Finding{
+func (m SkipMatch) Finding() record.Finding {
+	return record.Finding{
 		Code:    rmerr.VerifySkipped,
 		Rule:    RuleIdentityFreeSkip,
 		Message: fmt.Sprintf("the output reports skipped tests (%q at line %d of the combined output) and the check has no valid report, so the skipped tests have no identity to declare or compare: a run that skipped tests it cannot name did not pass", m.Text, m.Line),
@@ -92,8 +92,8 @@ type OutputFindings struct {
 
 // Findings returns the matches as reasons the check did not pass, zero
 // tests first.
-func (o OutputFindings) Findings() []verdict.Finding {
-	var fs []verdict.Finding
+func (o OutputFindings) Findings() []record.Finding {
+	var fs []record.Finding
 	if o.ZeroTests != nil {
 		fs = append(fs, o.ZeroTests.Finding())
 	}

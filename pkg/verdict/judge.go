@@ -3,8 +3,10 @@ package verdict
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -37,21 +39,21 @@ import (
 func Judge(req Requirement, r Result) Judgement {
 	j := &judging{req: req, r: r}
 	switch r.Phase {
-	case Candidate:
+	case record.Candidate:
 		j.candidate()
-	case Baseline:
+	case record.Baseline:
 		j.baseline()
 	default:
-		j.fail(Finding{Rule: RuleInvalidRecord,
+		j.fail(record.Finding{Rule: RuleInvalidRecord,
 			Message: fmt.Sprintf("result has phase %q; want baseline or candidate", r.Phase),
 			Hint:    "a result must say which commit it measured"})
 	}
-	out := Judgement{Status: Passed, Coverage: Unproven, Findings: Normalize(j.findings), Notes: j.notes}
+	out := Judgement{Status: record.Passed, Coverage: record.Unproven, Findings: record.Normalize(j.findings), Notes: j.notes}
 	if !j.ran || len(out.Findings) > 0 {
-		out.Status = Failed
+		out.Status = record.Failed
 	}
 	if j.proven {
-		out.Coverage = Proven
+		out.Coverage = record.Proven
 	}
 	if out.Notes == nil {
 		out.Notes = []string{}
@@ -61,11 +63,11 @@ func Judge(req Requirement, r Result) Judgement {
 
 // Judgement is what Judge decided about one run.
 type Judgement struct {
-	Status   Status   `json:"status"`
-	Coverage Coverage `json:"coverage"`
+	Status   record.Status   `json:"status"`
+	Coverage record.Coverage `json:"coverage"`
 	// Findings are the reasons the run failed and blocks merge-readiness;
 	// for a baseline, only what makes it unusable as evidence.
-	Findings []Finding `json:"findings"`
+	Findings []record.Finding `json:"findings"`
 	// Notes are observations that decided nothing (a baseline's failed
 	// tests, a zero-test phrase beside a valid report).
 	Notes []string `json:"notes"`
@@ -80,7 +82,7 @@ type ReportFacts struct {
 	Skipped int `json:"skipped"`
 	// FailedTests are the first failed tests (by id) with the first line of
 	// their failure message, as recorded; Failed counts them all.
-	FailedTests []FailedTest `json:"failed_tests,omitempty"`
+	FailedTests []record.FailedTest `json:"failed_tests,omitempty"`
 	// Faults are failures the report records outside any test ("scope:
 	// message"): a package that did not build, a TAP "Bail out!".
 	Faults []string `json:"faults,omitempty"`
@@ -94,12 +96,6 @@ type ReportFacts struct {
 	// preservation authority (a candidate report with repeats does not
 	// parse).
 	Duplicates int `json:"duplicates,omitempty"`
-}
-
-// FailedTest is one failed test id with the first line of its message.
-type FailedTest struct {
-	ID      report.TestID `json:"id"`
-	Message string        `json:"message,omitempty"`
 }
 
 // MaxNamedFailures is how many failed tests a finding names; the rest are
@@ -123,13 +119,13 @@ const OutputRulePrefix = "output."
 type judging struct {
 	req      Requirement
 	r        Result
-	findings []Finding
+	findings []record.Finding
 	notes    []string
 	ran      bool // the run counts as having completed its command
 	proven   bool
 }
 
-func (j *judging) fail(f Finding) {
+func (j *judging) fail(f record.Finding) {
 	if f.Check == "" {
 		f.Check = j.r.CheckID
 	}
@@ -152,11 +148,11 @@ func (j *judging) candidate() {
 		j.notStarted(j.fail)
 	}
 	if r.TimedOut {
-		j.fail(Finding{Rule: RuleTimedOut, Message: "the check timed out; every process was killed",
+		j.fail(record.Finding{Rule: RuleTimedOut, Message: "the check timed out; every process was killed",
 			Hint: "make the check finish within its timeout, or raise timeout: in its declaration"})
 	}
 	if r.TreeMoved {
-		j.fail(Finding{Code: rmerr.VerifyTreeMoved, Rule: RuleTreeMoved,
+		j.fail(record.Finding{Code: rmerr.VerifyTreeMoved, Rule: RuleTreeMoved,
 			Message: "tree changed during the check; result invalidated",
 			Hint:    "the check must not write to the checkout (formatters with --write, regenerated lockfiles, rewritten fixtures); write scratch data to $TMPDIR"})
 	}
@@ -165,7 +161,7 @@ func (j *judging) candidate() {
 		if r.OOMKilled {
 			msg += "; the memory limit killed a process"
 		}
-		j.fail(Finding{Rule: RuleCheckFailed, Message: msg, Hint: "fix the failing check"})
+		j.fail(record.Finding{Rule: RuleCheckFailed, Message: msg, Hint: "fix the failing check"})
 	}
 	j.observations()
 	rep := r.Report
@@ -177,14 +173,14 @@ func (j *judging) candidate() {
 		// prevents the base-to-candidate comparison and fails the check —
 		// independent of fail_on_skipped_check.
 		if r.Started {
-			j.fail(Finding{Rule: RuleReportUnproven,
+			j.fail(record.Finding{Rule: RuleReportUnproven,
 				Message: "the declared report was missing, invalid or unparsable, so preservation could not be compared",
 				Hint:    "make the command write the declared report (junit, tap or go-json) at the declared path"})
 		}
 		return
 	}
 	if !j.executed() {
-		j.fail(Finding{Rule: RuleZeroTests,
+		j.fail(record.Finding{Rule: RuleZeroTests,
 			Message: fmt.Sprintf("the report executed no test (%d skipped): a run that executed nothing did not pass", rep.Skipped),
 			Hint:    "check the test command's path filters, test directory and file patterns; a report must record the tests that ran"})
 		return
@@ -194,11 +190,11 @@ func (j *judging) candidate() {
 		j.fail(failedTests(rep))
 	}
 	for _, f := range rep.Faults {
-		j.fail(Finding{Rule: RuleReportFault, Message: "the report records a failure outside any test: " + f,
+		j.fail(record.Finding{Rule: RuleReportFault, Message: "the report records a failure outside any test: " + f,
 			Hint: "fix the failure (a package that does not build, a crash, a bail-out); a report with faults never describes a pass"})
 	}
 	if rep.ClaimedFailures > rep.ShownFailures {
-		j.fail(Finding{Rule: RuleClaimedFailed,
+		j.fail(record.Finding{Rule: RuleClaimedFailed,
 			Message: fmt.Sprintf("the report's summary says %d tests failed or errored, but the file shows %d failure elements: the file says something failed", rep.ClaimedFailures, rep.ShownFailures),
 			Hint:    "make the reporter write every failing test case; a summary that claims failures is not a pass"})
 	}
@@ -207,13 +203,13 @@ func (j *judging) candidate() {
 // notStarted fails a run the engine refused to start, unless the refusal
 // itself is among the observations (then it is the finding, once). fail is
 // the phase's way of adding a finding.
-func (j *judging) notStarted(fail func(Finding)) {
+func (j *judging) notStarted(fail func(record.Finding)) {
 	for _, o := range j.r.Observations {
 		if !strings.HasPrefix(o.Rule, OutputRulePrefix) {
 			return // the observation says why; it is a finding of its own
 		}
 	}
-	fail(Finding{Rule: RuleNotStarted, Message: "the check was not started",
+	fail(record.Finding{Rule: RuleNotStarted, Message: "the check was not started",
 		Hint: "see the run's notes for why runmill did not start it"})
 }
 
@@ -232,7 +228,7 @@ func (j *judging) observations() {
 	}
 }
 
-func failedTests(rep *ReportFacts) Finding {
+func failedTests(rep *ReportFacts) record.Finding {
 	n := rep.Failed
 	named := rep.FailedTests
 	if len(named) > MaxNamedFailures {
@@ -260,7 +256,7 @@ func failedTests(rep *ReportFacts) Finding {
 	if rest := n - len(named); rest > 0 && len(named) > 0 {
 		fmt.Fprintf(&b, "; and %d more", rest)
 	}
-	return Finding{Rule: RuleTestsFailed, Message: b.String(), IDs: ids,
+	return record.Finding{Rule: RuleTestsFailed, Message: b.String(), IDs: ids,
 		Hint: "fix the failing tests; a masked exit code (|| true, ; true) does not make them pass"}
 }
 
@@ -271,7 +267,7 @@ func (j *judging) baseline() {
 	// The run's own status says how it ended; only what makes it unusable
 	// as evidence is a finding (fails closed).
 	j.ran = r.Started && r.ExitCode == 0 && !r.TimedOut && !r.TreeMoved
-	bad := func(f Finding) {
+	bad := func(f record.Finding) {
 		if !strings.HasPrefix(f.Message, "baseline") {
 			f.Message = "baseline run: " + f.Message
 		}
@@ -286,11 +282,11 @@ func (j *judging) baseline() {
 		j.notStarted(bad)
 	}
 	if r.TimedOut {
-		bad(Finding{Rule: RuleTimedOut, Message: "timed out",
+		bad(record.Finding{Rule: RuleTimedOut, Message: "timed out",
 			Hint: "make the check finish within its timeout at the base commit, or raise timeout: in its declaration"})
 	}
 	if r.TreeMoved {
-		bad(Finding{Code: rmerr.VerifyTreeMoved, Rule: RuleTreeMoved,
+		bad(record.Finding{Code: rmerr.VerifyTreeMoved, Rule: RuleTreeMoved,
 			Message: "tree changed during the run; result invalidated",
 			Hint:    "the check must not write to the checkout; write scratch data to $TMPDIR"})
 	}
@@ -307,12 +303,12 @@ func (j *judging) baseline() {
 	case !req.Report:
 	case rep == nil:
 		if r.Started {
-			bad(Finding{Rule: RuleBaselineInvalid,
+			bad(record.Finding{Rule: RuleBaselineInvalid,
 				Message: "produced no valid inventory",
 				Hint:    "the declared report must be written and valid at the base commit too; fix the reporter configuration at the base first"})
 		}
 	case rep.Passed+rep.Failed == 0:
-		bad(Finding{Rule: RuleZeroTests, Message: "its report executed no test, so no test has preservation authority",
+		bad(record.Finding{Rule: RuleZeroTests, Message: "its report executed no test, so no test has preservation authority",
 			Hint: "fix the check at the base first: its report must record the tests it ran"})
 	default:
 		j.proven = true
@@ -339,11 +335,13 @@ func (j *judging) baseline() {
 // SortFailedTests returns the failed tests to record: the first MaxNamedFailures by
 // id. Both the engine and a verifier use it, so the recorded list has one
 // form.
-func SortFailedTests(ts []FailedTest) []FailedTest {
+func SortFailedTests(ts []record.FailedTest) []record.FailedTest {
 	out := slices.Clone(ts)
-	slices.SortFunc(out, func(a, b FailedTest) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	slices.SortFunc(out, func(a, b record.FailedTest) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	if len(out) > MaxNamedFailures {
 		out = out[:MaxNamedFailures]
 	}
 	return out
 }
+
+func quote(s string) string { return strconv.Quote(s) }

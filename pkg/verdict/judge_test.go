@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -15,34 +16,34 @@ func TestJudge(t *testing.T) {
 	rep := func(passed, failed, skipped int) *verdict.ReportFacts {
 		return &verdict.ReportFacts{Passed: passed, Failed: failed, Skipped: skipped, ClaimedFailures: -1}
 	}
-	ran := func(phase verdict.Phase, f func(*verdict.Result)) verdict.Result {
-		r := verdict.Result{CheckID: "unit", Phase: phase, Executor: verdict.Orchestrator, Started: true, Report: rep(3, 0, 0)}
+	ran := func(phase record.Phase, f func(*verdict.Result)) verdict.Result {
+		r := verdict.Result{CheckID: "unit", Phase: phase, Executor: record.Orchestrator, Started: true, Report: rep(3, 0, 0)}
 		if f != nil {
 			f(&r)
 		}
 		return r
 	}
-	cand := func(f func(*verdict.Result)) verdict.Result { return ran(verdict.Candidate, f) }
-	baseRun := func(f func(*verdict.Result)) verdict.Result { return ran(verdict.Baseline, f) }
+	cand := func(f func(*verdict.Result)) verdict.Result { return ran(record.Candidate, f) }
+	baseRun := func(f func(*verdict.Result)) verdict.Result { return ran(record.Baseline, f) }
 	reportCheck := verdict.Requirement{CheckID: "unit", Required: true, Runnable: true, Report: true}
 	plainCheck := verdict.Requirement{CheckID: "unit", Required: true, Runnable: true}
 	newCheck := reportCheck
 	newCheck.NewInChange = true
-	obs := func(rule string) verdict.Finding {
-		return verdict.Finding{Rule: rule, Message: rule + " seen", Hint: "fix it"}
+	obs := func(rule string) record.Finding {
+		return record.Finding{Rule: rule, Message: rule + " seen", Hint: "fix it"}
 	}
 	type tc struct {
 		name     string
 		req      verdict.Requirement
 		run      verdict.Result
-		status   verdict.Status
-		coverage verdict.Coverage
+		status   record.Status
+		coverage record.Coverage
 		rules    []string
 		notes    int
 		contains string // in the first finding's message
 	}
-	P, F := verdict.Passed, verdict.Failed
-	Pr, Un := verdict.Proven, verdict.Unproven
+	P, F := record.Passed, record.Failed
+	Pr, Un := record.Proven, record.Unproven
 	for _, c := range []tc{
 		// Candidate runs.
 		{name: "passing report", req: reportCheck, run: cand(nil), status: P, coverage: Pr},
@@ -50,14 +51,14 @@ func TestJudge(t *testing.T) {
 		{name: "masked failure: exit 0 with a failed test", req: reportCheck,
 			run: cand(func(r *verdict.Result) {
 				r.Report = rep(4, 1, 0)
-				r.Report.FailedTests = []verdict.FailedTest{{ID: "cart::TestTotal", Message: "cart_test.go:12: got 1, want 2"}}
+				r.Report.FailedTests = []record.FailedTest{{ID: "cart::TestTotal", Message: "cart_test.go:12: got 1, want 2"}}
 			}),
 			status: F, coverage: Pr, rules: []string{verdict.RuleTestsFailed}, contains: `"cart::TestTotal" (cart_test.go:12: got 1, want 2)`},
 		{name: "failed tests named up to the cap, then counted", req: reportCheck,
 			run: cand(func(r *verdict.Result) {
 				r.Report = rep(0, 25, 0)
 				for i := range 25 {
-					r.Report.FailedTests = append(r.Report.FailedTests, verdict.FailedTest{ID: report.TestID("t" + string(rune('a'+i)))})
+					r.Report.FailedTests = append(r.Report.FailedTests, record.FailedTest{ID: report.TestID("t" + string(rune('a'+i)))})
 				}
 			}),
 			status: F, coverage: Pr, rules: []string{verdict.RuleTestsFailed}, contains: "; and 5 more"},
@@ -80,7 +81,7 @@ func TestJudge(t *testing.T) {
 			}),
 			status: F, coverage: Pr, rules: []string{verdict.RuleCheckFailed, verdict.RuleTestsFailed}},
 		{name: "declared report missing", req: reportCheck,
-			run:    cand(func(r *verdict.Result) { r.Report, r.Observations = nil, []verdict.Finding{obs("report.empty")} }),
+			run:    cand(func(r *verdict.Result) { r.Report, r.Observations = nil, []record.Finding{obs("report.empty")} }),
 			status: F, coverage: Un, rules: []string{"report.empty", verdict.RuleReportUnproven}},
 		{name: "report executed nothing", req: reportCheck, run: cand(func(r *verdict.Result) { r.Report = rep(0, 0, 4) }),
 			status: F, coverage: Un, rules: []string{verdict.RuleZeroTests}},
@@ -88,7 +89,7 @@ func TestJudge(t *testing.T) {
 			status: F, coverage: Un, rules: []string{verdict.RuleZeroTests}},
 		{name: "refused before start says why", req: reportCheck,
 			run: cand(func(r *verdict.Result) {
-				r.Started, r.Report, r.Observations = false, nil, []verdict.Finding{obs("dependencies.unprepared")}
+				r.Started, r.Report, r.Observations = false, nil, []record.Finding{obs("dependencies.unprepared")}
 			}),
 			status: F, coverage: Un, rules: []string{"dependencies.unprepared"}},
 		{name: "not started without a reason is still not a pass", req: plainCheck,
@@ -99,21 +100,21 @@ func TestJudge(t *testing.T) {
 		{name: "tree moved", req: reportCheck, run: cand(func(r *verdict.Result) { r.TreeMoved = true }),
 			status: F, coverage: Pr, rules: []string{verdict.RuleTreeMoved}},
 		{name: "zero-test phrase without a report decides", req: plainCheck,
-			run:    cand(func(r *verdict.Result) { r.Report, r.Observations = nil, []verdict.Finding{obs("output.zero-tests")} }),
+			run:    cand(func(r *verdict.Result) { r.Report, r.Observations = nil, []record.Finding{obs("output.zero-tests")} }),
 			status: F, coverage: Un, rules: []string{"output.zero-tests"}},
 		{name: "identity-free skip without a report decides", req: plainCheck,
-			run:    cand(func(r *verdict.Result) { r.Report, r.Observations = nil, []verdict.Finding{obs("output.skipped")} }),
+			run:    cand(func(r *verdict.Result) { r.Report, r.Observations = nil, []record.Finding{obs("output.skipped")} }),
 			status: F, coverage: Un, rules: []string{"output.skipped"}},
 		{name: "zero-test phrase beside a valid report is a note", req: reportCheck,
-			run:    cand(func(r *verdict.Result) { r.Observations = []verdict.Finding{obs("output.zero-tests")} }),
+			run:    cand(func(r *verdict.Result) { r.Observations = []record.Finding{obs("output.zero-tests")} }),
 			status: P, coverage: Pr, notes: 1},
 		{name: "zero-test phrase beside a report that ran nothing counts", req: reportCheck,
 			run: cand(func(r *verdict.Result) {
-				r.Report, r.Observations = rep(0, 0, 0), []verdict.Finding{obs("output.zero-tests")}
+				r.Report, r.Observations = rep(0, 0, 0), []record.Finding{obs("output.zero-tests")}
 			}),
 			status: F, coverage: Un, rules: []string{"output.zero-tests", verdict.RuleZeroTests}},
 		{name: "preservation finding", req: reportCheck,
-			run:    cand(func(r *verdict.Result) { r.Observations = []verdict.Finding{obs("outcome.preservation.missing")} }),
+			run:    cand(func(r *verdict.Result) { r.Observations = []record.Finding{obs("outcome.preservation.missing")} }),
 			status: F, coverage: Pr, rules: []string{"outcome.preservation.missing"}},
 		// Baseline runs: only what makes them unusable as evidence blocks.
 		{name: "baseline passing", req: reportCheck, run: baseRun(nil), status: P, coverage: Pr},
@@ -134,14 +135,14 @@ func TestJudge(t *testing.T) {
 			run: baseRun(func(r *verdict.Result) { r.TreeMoved = true }), status: F, coverage: Pr, rules: []string{verdict.RuleTreeMoved}},
 		{name: "baseline refused fails closed", req: reportCheck,
 			run: baseRun(func(r *verdict.Result) {
-				r.Started, r.Report, r.Observations = false, nil, []verdict.Finding{obs("dependencies.unprepared")}
+				r.Started, r.Report, r.Observations = false, nil, []record.Finding{obs("dependencies.unprepared")}
 			}),
 			status: F, coverage: Un, rules: []string{"dependencies.unprepared"}},
 		{name: "baseline not started without a reason fails closed", req: reportCheck,
 			run:    baseRun(func(r *verdict.Result) { r.Started, r.Report = false, nil }),
 			status: F, coverage: Un, rules: []string{verdict.RuleNotStarted}},
 		{name: "baseline phrases are notes", req: reportCheck,
-			run: baseRun(func(r *verdict.Result) { r.Observations = []verdict.Finding{obs("output.zero-tests")} }), status: P, coverage: Pr, notes: 1},
+			run: baseRun(func(r *verdict.Result) { r.Observations = []record.Finding{obs("output.zero-tests")} }), status: P, coverage: Pr, notes: 1},
 		{name: "no baseline contract: a check new in the change", req: newCheck,
 			run: baseRun(func(r *verdict.Result) { r.ExitCode, r.Report = 127, nil }), status: F, coverage: Un, notes: 2},
 	} {
@@ -164,7 +165,7 @@ func TestJudge(t *testing.T) {
 				t.Errorf("findings %+v; want a message containing %q", j.Findings, c.contains)
 			}
 			// A run with a blocking finding is never passed.
-			if len(j.Findings) > 0 && j.Status == verdict.Passed {
+			if len(j.Findings) > 0 && j.Status == record.Passed {
 				t.Errorf("passed with findings %+v", j.Findings)
 			}
 		})

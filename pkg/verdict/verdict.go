@@ -14,38 +14,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 )
-
-// Phase is which commit a check run measured (spec § 3: report-producing
-// checks run at the base, then at the candidate).
-type Phase string
-
-const (
-	Baseline  Phase = "baseline"
-	Candidate Phase = "candidate"
-)
-
-// Status is what the orchestrator recorded for one run.
-type Status string
-
-const (
-	Passed Status = "passed"
-	Failed Status = "failed"
-)
-
-// Coverage is whether a run proved what it executed (spec § 4 "proven vs
-// unproven coverage").
-type Coverage string
-
-const (
-	Proven   Coverage = "proven"
-	Unproven Coverage = "unproven"
-)
-
-// Orchestrator is the only executor whose results count (spec § 2 "Who ran
-// it counts"); the agent's own runs are advisory telemetry.
-const Orchestrator = "orchestrator"
 
 // Requirement is one check of the resolved manifest, as the coverage pass
 // needs it.
@@ -71,9 +42,9 @@ type Requirement struct {
 // Result is one recorded check run: the facts the orchestrator observed.
 // Its status, coverage and findings are not facts; Judge derives them.
 type Result struct {
-	CheckID  string `json:"check_id"`
-	Phase    Phase  `json:"phase"`
-	Executor string `json:"executor"`
+	CheckID  string       `json:"check_id"`
+	Phase    record.Phase `json:"phase"`
+	Executor string       `json:"executor"`
 	// Started: the command was started in the sandbox. A run runmill
 	// refused to start (dependencies unprepared, an unusable report path)
 	// has an observation saying why.
@@ -88,37 +59,14 @@ type Result struct {
 	// Observations are what the engine observed beyond these facts: report
 	// and dependency refusals, output phrases (rules OutputRulePrefix…),
 	// preservation findings, a commit's tree that changed between checkouts.
-	Observations []Finding `json:"observations,omitempty"`
-}
-
-// Conclusion is a GitHub check-run conclusion (or the state of a commit
-// status mapped onto one).
-type Conclusion string
-
-const (
-	Success        Conclusion = "success"
-	Neutral        Conclusion = "neutral"
-	Skipped        Conclusion = "skipped"
-	Failure        Conclusion = "failure"
-	Cancelled      Conclusion = "cancelled"
-	TimedOut       Conclusion = "timed_out"
-	ActionRequired Conclusion = "action_required"
-	Stale          Conclusion = "stale"
-)
-
-// RemoteResult is the reconciled conclusion of one remote context. The caller
-// passes the latest run per context; every result given for a context is
-// judged, so an older failure that was re-run must not be passed.
-type RemoteResult struct {
-	Context    string     `json:"context"`
-	Conclusion Conclusion `json:"conclusion"`
+	Observations []record.Finding `json:"observations,omitempty"`
 }
 
 // Input is every record the verdict is computed from.
 type Input struct {
-	Requirements []Requirement  `json:"requirements"`
-	Results      []Result       `json:"results"`
-	Remote       []RemoteResult `json:"remote"`
+	Requirements []Requirement         `json:"requirements"`
+	Results      []Result              `json:"results"`
+	Remote       []record.RemoteResult `json:"remote"`
 	// PendingContexts are required remote contexts whose reconciliation is
 	// still inside its wait window. They block merge-readiness (nothing is
 	// proven yet) but are not RM-VERIFY-001.
@@ -126,7 +74,7 @@ type Input struct {
 	// Failures the caller decided: RM-CI-002 after 10 minutes with no run
 	// scheduled (Check = the context; it replaces RM-VERIFY-001 for that
 	// context), RM-VERIFY-004, RM-VERIFY-005 ….
-	Failures []Finding `json:"failures,omitempty"`
+	Failures []record.Finding `json:"failures,omitempty"`
 	// AllowUnproven is verification.fail_on_skipped_check: false. The zero
 	// value is the specification's default (true). It never turns a failed
 	// result into a pass.
@@ -140,21 +88,21 @@ type Verdict struct {
 	LacksRequiredProof bool `json:"lacks_required_proof"`
 	FailOnSkippedCheck bool `json:"fail_on_skipped_check"`
 	// Failed: why counted results failed (anyFailed).
-	Failed []Finding `json:"failed"`
+	Failed []record.Finding `json:"failed"`
 	// Unproven: required results whose coverage is not proven while
 	// fail_on_skipped_check is true (lacksRequiredProof).
-	Unproven []Finding `json:"unproven"`
+	Unproven []record.Finding `json:"unproven"`
 	// Failures: checks that never ran, produced no result, had no runnable
 	// command or no passing remote conclusion, and the caller's failures.
-	Failures []Finding `json:"failures"`
+	Failures []record.Finding `json:"failures"`
 	// Notes are observations that did not decide anything (ignored advisory
 	// results, allowed baseline failures).
 	Notes []string `json:"notes"`
 }
 
 // Reasons returns every finding of v in canonical order.
-func (v Verdict) Reasons() []Finding {
-	return Normalize(slices.Concat(v.Failed, v.Unproven, v.Failures))
+func (v Verdict) Reasons() []record.Finding {
+	return record.Normalize(slices.Concat(v.Failed, v.Unproven, v.Failures))
 }
 
 // Rules of this package (Finding.Rule).
@@ -186,18 +134,18 @@ func Evaluate(in Input) Verdict {
 
 	type key struct {
 		check string
-		phase Phase
+		phase record.Phase
 	}
 	ran := map[key]int{}
 	for _, r := range in.Results {
-		if r.Executor != Orchestrator {
+		if r.Executor != record.Orchestrator {
 			// Spec § 2: merge-readiness counts only the orchestrator's own
 			// execution; anything else happened under someone else's control.
 			e.note("result of check %q (%s) by executor %q ignored: only the orchestrator's own runs count", r.CheckID, r.Phase, r.Executor)
 			continue
 		}
 		if r.CheckID == "" {
-			e.failures = append(e.failures, Finding{Rule: RuleInvalidRecord,
+			e.failures = append(e.failures, record.Finding{Rule: RuleInvalidRecord,
 				Message: fmt.Sprintf("an orchestrator result (%s) names no check", r.Phase),
 				Hint:    "every result must name the manifest check it ran"})
 			continue
@@ -207,18 +155,18 @@ func Evaluate(in Input) Verdict {
 			// The orchestrator executes only manifest checks (spec § 1: unknown
 			// identifiers are never executed); a result outside the manifest
 			// means that invariant broke, so it cannot be evidence of anything.
-			e.failures = append(e.failures, Finding{Rule: RuleUnlistedCheck, Check: r.CheckID,
+			e.failures = append(e.failures, record.Finding{Rule: RuleUnlistedCheck, Check: r.CheckID,
 				Message: fmt.Sprintf("the orchestrator recorded a %s result for a check that is not in the manifest", r.Phase),
 				Hint:    "only manifest checks may be executed; report this as a runmill bug"})
 			req = Requirement{CheckID: r.CheckID}
 		}
 		switch r.Phase {
-		case Candidate:
+		case record.Candidate:
 			e.candidate(r, req)
-		case Baseline:
+		case record.Baseline:
 			e.baseline(r, req)
 		default:
-			e.failures = append(e.failures, Finding{Rule: RuleInvalidRecord, Check: r.CheckID,
+			e.failures = append(e.failures, record.Finding{Rule: RuleInvalidRecord, Check: r.CheckID,
 				Message: fmt.Sprintf("result has phase %q; want baseline or candidate", r.Phase),
 				Hint:    "a result must say which commit it measured"})
 			continue
@@ -241,7 +189,7 @@ func Evaluate(in Input) Verdict {
 	for _, c := range in.PendingContexts {
 		pending[c] = true
 	}
-	remote := map[string][]Conclusion{}
+	remote := map[string][]record.Conclusion{}
 	for _, rr := range in.Remote {
 		if _, ok := reqs[rr.Context]; !ok || !reqs[rr.Context].Remote {
 			e.note("remote context %q (%s) is not a remote check of the manifest; ignored", rr.Context, rr.Conclusion)
@@ -256,20 +204,20 @@ func Evaluate(in Input) Verdict {
 	for _, id := range sortedKeys(reqs) {
 		req := reqs[id]
 		anyRequired = anyRequired || req.Required
-		if req.Runnable && req.Required && ran[key{id, Candidate}] == 0 {
-			e.failures = append(e.failures, Finding{Rule: RuleNoResult, Check: id,
+		if req.Runnable && req.Required && ran[key{id, record.Candidate}] == 0 {
+			e.failures = append(e.failures, record.Finding{Rule: RuleNoResult, Check: id,
 				Message: fmt.Sprintf("required check %q produced no result", id),
 				Hint:    "a check that never ran cannot fail; rerun verification so the orchestrator executes every required check"})
 		}
-		if req.Runnable && req.Report && !req.NewInChange && (req.Required || ran[key{id, Candidate}] > 0) && ran[key{id, Baseline}] == 0 {
+		if req.Runnable && req.Report && !req.NewInChange && (req.Required || ran[key{id, record.Candidate}] > 0) && ran[key{id, record.Baseline}] == 0 {
 			// Spec § 3: missing baseline evidence fails closed; without it no
 			// test has preservation authority and the comparison cannot run.
-			e.failures = append(e.failures, Finding{Rule: RuleNoBaseline, Check: id,
+			e.failures = append(e.failures, record.Finding{Rule: RuleNoBaseline, Check: id,
 				Message: fmt.Sprintf("report-producing check %q has no baseline result", id),
 				Hint:    "the check must also run at the base commit so its inventory can be compared"})
 		}
 		if req.Required && !req.Runnable && !req.Remote {
-			e.failures = append(e.failures, Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleNoRunnable, Check: id,
+			e.failures = append(e.failures, record.Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleNoRunnable, Check: id,
 				Message: fmt.Sprintf("required check %q has no runnable command and no remote result", id),
 				Hint:    "give the check a run: command in .runmill/checks.yaml or the operator policy, or make it a GitHub-required context"})
 		}
@@ -281,7 +229,7 @@ func Evaluate(in Input) Verdict {
 		// A verdict with nothing required is vacuous: zero evidence must not
 		// read as merge-ready (spec § 1: unreadable never quietly becomes
 		// "no checks required"; the same holds for resolved-but-empty).
-		e.failures = append(e.failures, Finding{Rule: RuleEmptyManifest,
+		e.failures = append(e.failures, record.Finding{Rule: RuleEmptyManifest,
 			Message: "the manifest requires no check, so nothing was verified",
 			Hint:    "declare at least one required check in .runmill/checks.yaml or the operator policy"})
 	}
@@ -289,9 +237,9 @@ func Evaluate(in Input) Verdict {
 
 	v := Verdict{
 		FailOnSkippedCheck: !in.AllowUnproven,
-		Failed:             Normalize(e.failed),
-		Unproven:           Normalize(e.unproven),
-		Failures:           Normalize(e.failures),
+		Failed:             record.Normalize(e.failed),
+		Unproven:           record.Normalize(e.unproven),
+		Failures:           record.Normalize(e.failures),
 		Notes:              e.notes,
 	}
 	slices.Sort(v.Notes)
@@ -310,7 +258,7 @@ func Evaluate(in Input) Verdict {
 
 type evaluation struct {
 	allowUnproven              bool
-	failed, unproven, failures []Finding
+	failed, unproven, failures []record.Finding
 	notes                      []string
 }
 
@@ -326,7 +274,7 @@ func (e *evaluation) requirements(in []Requirement) map[string]Requirement {
 	seen := map[string]int{}
 	for _, r := range in {
 		if r.CheckID == "" {
-			e.failures = append(e.failures, Finding{Rule: RuleInvalidRecord,
+			e.failures = append(e.failures, record.Finding{Rule: RuleInvalidRecord,
 				Message: "a manifest entry has no check id",
 				Hint:    "every required check needs an id"})
 			continue
@@ -344,7 +292,7 @@ func (e *evaluation) requirements(in []Requirement) map[string]Requirement {
 	}
 	for _, id := range sortedKeys(seen) {
 		if seen[id] > 1 {
-			e.failures = append(e.failures, Finding{Rule: RuleDuplicateCheck, Check: id,
+			e.failures = append(e.failures, record.Finding{Rule: RuleDuplicateCheck, Check: id,
 				Message: fmt.Sprintf("the manifest lists check %q %d times", id, seen[id]),
 				Hint:    "discovery must union checks by id"})
 		}
@@ -358,11 +306,11 @@ func (e *evaluation) candidate(r Result, req Requirement) {
 	j := Judge(req, r)
 	e.failed = append(e.failed, j.Findings...)
 	e.notes = append(e.notes, j.Notes...)
-	if req.Required && j.Coverage != Proven {
-		f := Finding{Rule: RuleUnproven, Check: r.CheckID,
+	if req.Required && j.Coverage != record.Proven {
+		f := record.Finding{Rule: RuleUnproven, Check: r.CheckID,
 			Message: "the required check passed without a machine-readable report; coverage unproven",
 			Hint:    "declare a report (junit, tap or go-json) for the check so runmill can confirm what ran"}
-		if j.Status != Passed {
+		if j.Status != record.Passed {
 			f.Message = "the required check's coverage is unproven"
 		}
 		if e.allowUnproven {
@@ -383,7 +331,7 @@ func (e *evaluation) baseline(r Result, req Requirement) {
 }
 
 // remote judges a github-sourced requirement (spec § 4 "Remote checks").
-func (e *evaluation) remote(req Requirement, conclusions []Conclusion, pending, escalated bool) {
+func (e *evaluation) remote(req Requirement, conclusions []record.Conclusion, pending, escalated bool) {
 	id := req.CheckID
 	if len(conclusions) == 0 {
 		switch {
@@ -391,11 +339,11 @@ func (e *evaluation) remote(req Requirement, conclusions []Conclusion, pending, 
 			// RM-CI-002 from the caller is the reason; it is in Failures.
 		case !req.Required:
 		case pending:
-			e.failures = append(e.failures, Finding{Rule: RuleRemotePending, Check: id,
+			e.failures = append(e.failures, record.Finding{Rule: RuleRemotePending, Check: id,
 				Message: fmt.Sprintf("required remote context %q has not reported yet", id),
 				Hint:    "wait for CI reconciliation; after 10 minutes with no run scheduled it escalates with RM-CI-002"})
 		default:
-			e.failures = append(e.failures, Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleRemoteMissing, Check: id,
+			e.failures = append(e.failures, record.Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleRemoteMissing, Check: id,
 				Message: fmt.Sprintf("required check %q has no runnable command and no remote result", id),
 				Hint:    "make sure a workflow reports the context on this commit (its trigger must match the branch)"})
 		}
@@ -404,21 +352,21 @@ func (e *evaluation) remote(req Requirement, conclusions []Conclusion, pending, 
 	slices.Sort(conclusions)
 	for _, c := range slices.Compact(conclusions) {
 		switch c {
-		case Success:
-		case Neutral, Skipped:
+		case record.Success:
+		case record.Neutral, record.Skipped:
 			// Spec § 4: neutral and skipped are not coverage. GitHub's merge
 			// gating counts them as satisfied; runmill does not.
 			if req.Required {
-				e.failures = append(e.failures, Finding{Rule: RuleRemoteNotRun, Check: id,
+				e.failures = append(e.failures, record.Finding{Rule: RuleRemoteNotRun, Check: id,
 					Message: fmt.Sprintf("required remote context %q concluded %s: it did not run, so it is not coverage", id, c),
 					Hint:    "make the workflow run (not skip) for this change; path filters and if: conditions must not skip a required check"})
 			}
-		case Failure, Cancelled, TimedOut, ActionRequired, Stale:
-			e.failures = append(e.failures, Finding{Rule: RuleRemoteFailed, Check: id,
+		case record.Failure, record.Cancelled, record.TimedOut, record.ActionRequired, record.Stale:
+			e.failures = append(e.failures, record.Finding{Rule: RuleRemoteFailed, Check: id,
 				Message: fmt.Sprintf("remote context %q concluded %s", id, c),
 				Hint:    "fix the remote check and rerun it on this commit"})
 		default:
-			e.failures = append(e.failures, Finding{Rule: RuleRemoteFailed, Check: id,
+			e.failures = append(e.failures, record.Finding{Rule: RuleRemoteFailed, Check: id,
 				Message: fmt.Sprintf("remote context %q has unrecognised conclusion %q", id, c),
 				Hint:    "only success passes; report the conclusion to the runmill maintainers"})
 		}

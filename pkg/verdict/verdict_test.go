@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/runmill/verify/internal/golden"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
@@ -33,15 +34,15 @@ func remote(id string) verdict.Requirement {
 }
 
 func pass(id string) verdict.Result {
-	return verdict.Result{CheckID: id, Phase: verdict.Candidate, Executor: verdict.Orchestrator,
+	return verdict.Result{CheckID: id, Phase: record.Candidate, Executor: record.Orchestrator,
 		Started: true, Report: &verdict.ReportFacts{Passed: 3, ClaimedFailures: -1}}
 }
 
-func base(id string) verdict.Result { r := pass(id); r.Phase = verdict.Baseline; return r }
+func base(id string) verdict.Result { r := pass(id); r.Phase = record.Baseline; return r }
 
 func with(r verdict.Result, f func(*verdict.Result)) verdict.Result { f(&r); return r }
 
-var zeroTests = verdict.Finding{Rule: "outcome.zero-tests", Message: "the output reports zero tests", Line: 3, Hint: "check the path filters"}
+var zeroTests = record.Finding{Rule: "outcome.zero-tests", Message: "the output reports zero tests", Line: 3, Hint: "check the path filters"}
 
 func TestEvaluate(t *testing.T) {
 	type tc struct {
@@ -130,7 +131,7 @@ func TestEvaluate(t *testing.T) {
 		{name: "a result carrying a finding did not pass", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit")},
 			Results: []verdict.Result{with(pass("unit"), func(r *verdict.Result) {
-				r.Report, r.Observations = nil, []verdict.Finding{zeroTests}
+				r.Report, r.Observations = nil, []record.Finding{zeroTests}
 			})},
 		}, rules: []string{"outcome.zero-tests", verdict.RuleUnproven}},
 		{name: "unproven required coverage blocks by default", in: verdict.Input{
@@ -146,7 +147,7 @@ func TestEvaluate(t *testing.T) {
 			AllowUnproven: true,
 			Requirements:  []verdict.Requirement{local("unit"), local("e2e")},
 			Results: []verdict.Result{
-				with(pass("unit"), func(r *verdict.Result) { r.Report, r.Observations = nil, []verdict.Finding{zeroTests} }),
+				with(pass("unit"), func(r *verdict.Result) { r.Report, r.Observations = nil, []record.Finding{zeroTests} }),
 				with(pass("e2e"), func(r *verdict.Result) { r.ExitCode, r.Report = 1, nil }),
 			},
 		}, rules: []string{verdict.RuleCheckFailed, "outcome.zero-tests"}},
@@ -174,26 +175,26 @@ func TestEvaluate(t *testing.T) {
 		{name: "remote success is coverage", ready: true, in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit"), remote("ci/build")},
 			Results:      []verdict.Result{pass("unit")},
-			Remote:       []verdict.RemoteResult{{Context: "ci/build", Conclusion: verdict.Success}},
+			Remote:       []record.RemoteResult{{Context: "ci/build", Conclusion: record.Success}},
 		}},
 		{name: "remote skipped and neutral are not coverage", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit"), remote("ci/a"), remote("ci/b")},
 			Results:      []verdict.Result{pass("unit")},
-			Remote: []verdict.RemoteResult{{Context: "ci/a", Conclusion: verdict.Skipped},
-				{Context: "ci/b", Conclusion: verdict.Neutral}},
+			Remote: []record.RemoteResult{{Context: "ci/a", Conclusion: record.Skipped},
+				{Context: "ci/b", Conclusion: record.Neutral}},
 		}, rules: []string{verdict.RuleRemoteNotRun, verdict.RuleRemoteNotRun}},
 		{name: "remote failing conclusions", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit"), remote("a"), remote("b"), remote("c"), remote("d"), remote("e"), remote("f")},
 			Results:      []verdict.Result{pass("unit")},
-			Remote: []verdict.RemoteResult{{Context: "a", Conclusion: verdict.Failure}, {Context: "b", Conclusion: verdict.Cancelled},
-				{Context: "c", Conclusion: verdict.TimedOut}, {Context: "d", Conclusion: verdict.ActionRequired},
-				{Context: "e", Conclusion: verdict.Stale}, {Context: "f", Conclusion: "startup_failure"}},
+			Remote: []record.RemoteResult{{Context: "a", Conclusion: record.Failure}, {Context: "b", Conclusion: record.Cancelled},
+				{Context: "c", Conclusion: record.TimedOut}, {Context: "d", Conclusion: record.ActionRequired},
+				{Context: "e", Conclusion: record.Stale}, {Context: "f", Conclusion: "startup_failure"}},
 		}, rules: []string{verdict.RuleRemoteFailed, verdict.RuleRemoteFailed, verdict.RuleRemoteFailed,
 			verdict.RuleRemoteFailed, verdict.RuleRemoteFailed, verdict.RuleRemoteFailed}},
 		{name: "every remote result for a context is judged", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit"), remote("ci")},
 			Results:      []verdict.Result{pass("unit")},
-			Remote:       []verdict.RemoteResult{{Context: "ci", Conclusion: verdict.Success}, {Context: "ci", Conclusion: verdict.Failure}},
+			Remote:       []record.RemoteResult{{Context: "ci", Conclusion: record.Success}, {Context: "ci", Conclusion: record.Failure}},
 		}, rules: []string{verdict.RuleRemoteFailed}},
 		{name: "required remote context with no result", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit"), remote("ci/build")},
@@ -208,17 +209,17 @@ func TestEvaluate(t *testing.T) {
 			Requirements:    []verdict.Requirement{local("unit"), remote("ci/build")},
 			Results:         []verdict.Result{pass("unit")},
 			PendingContexts: []string{"ci/build"},
-			Failures: []verdict.Finding{{Code: rmerr.CINeverScheduled, Check: "ci/build", Rule: "ci.never-scheduled",
+			Failures: []record.Finding{{Code: rmerr.CINeverScheduled, Check: "ci/build", Rule: "ci.never-scheduled",
 				Message: "no run was scheduled within 10 minutes", Hint: "check the workflow trigger matches the branch"}},
 		}, rules: []string{"ci.never-scheduled"}},
 		{name: "a remote result for a context outside the manifest is ignored", ready: true, in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit")},
 			Results:      []verdict.Result{pass("unit")},
-			Remote:       []verdict.RemoteResult{{Context: "other", Conclusion: verdict.Failure}},
+			Remote:       []record.RemoteResult{{Context: "other", Conclusion: record.Failure}},
 		}},
 		{name: "a runnable check that is also a remote context needs both", in: verdict.Input{
 			Requirements: []verdict.Requirement{{CheckID: "unit", Required: true, Runnable: true, Remote: true}},
-			Remote:       []verdict.RemoteResult{{Context: "unit", Conclusion: verdict.Success}},
+			Remote:       []record.RemoteResult{{Context: "unit", Conclusion: record.Success}},
 		}, rules: []string{verdict.RuleNoResult}},
 		{name: "report check without a baseline", in: verdict.Input{
 			Requirements: []verdict.Requirement{withReport(local("unit"))},
@@ -235,13 +236,13 @@ func TestEvaluate(t *testing.T) {
 				with(base("a"), func(r *verdict.Result) { r.TimedOut = true }),
 				with(base("b"), func(r *verdict.Result) { r.TreeMoved = true }),
 				with(base("c"), func(r *verdict.Result) { r.Report = nil }),
-				with(base("d"), func(r *verdict.Result) { r.Observations = []verdict.Finding{zeroTests} }),
+				with(base("d"), func(r *verdict.Result) { r.Observations = []record.Finding{zeroTests} }),
 			},
 		}, rules: []string{verdict.RuleTimedOut, verdict.RuleTreeMoved, verdict.RuleBaselineInvalid, "outcome.zero-tests"}},
 		{name: "preservation findings keep their ids", in: verdict.Input{
 			Requirements: []verdict.Requirement{withReport(local("unit"))},
 			Results: []verdict.Result{base("unit"), with(pass("unit"), func(r *verdict.Result) {
-				r.Observations = []verdict.Finding{{Code: rmerr.VerifySkipped, Rule: "outcome.preservation.skipped",
+				r.Observations = []record.Finding{{Code: rmerr.VerifySkipped, Rule: "outcome.preservation.skipped",
 					Message: "2 tests that passed at the base are skipped at the candidate and not declared",
 					IDs:     []report.TestID{"pkg::TestB", "pkg::TestA", "pkg::TestB"}, Hint: "declare them"}}
 			})},
@@ -267,7 +268,7 @@ func TestEvaluate(t *testing.T) {
 		{name: "caller failures count", in: verdict.Input{
 			Requirements: []verdict.Requirement{local("unit")},
 			Results:      []verdict.Result{pass("unit")},
-			Failures: []verdict.Finding{{Code: rmerr.VerifyDependencies, Rule: "deps.stale", Message: "package-lock.json changed",
+			Failures: []record.Finding{{Code: rmerr.VerifyDependencies, Rule: "deps.stale", Message: "package-lock.json changed",
 				Hint: "run npm ci in the source checkout"}},
 		}, rules: []string{"deps.stale"}},
 	} {
@@ -285,7 +286,7 @@ func TestEvaluateIsDeterministic(t *testing.T) {
 		Results: []verdict.Result{
 			pass("a"),
 			with(pass("b"), func(r *verdict.Result) {
-				r.Observations = []verdict.Finding{zeroTests, {Rule: "outcome.focused", Message: "it.only", File: "x.test.js", Line: 2, Hint: "h"},
+				r.Observations = []record.Finding{zeroTests, {Rule: "outcome.focused", Message: "it.only", File: "x.test.js", Line: 2, Hint: "h"},
 					{Code: rmerr.VerifySkipped, Rule: "outcome.preservation.missing", IDs: []report.TestID{"z", "y"}, Message: "m", Hint: "h"}}
 			}),
 			with(pass("c"), func(r *verdict.Result) { r.Report = nil }),
@@ -293,7 +294,7 @@ func TestEvaluateIsDeterministic(t *testing.T) {
 			with(pass("a"), func(r *verdict.Result) { r.Executor = "agent"; r.ExitCode = 1 }),
 			with(pass("b"), func(r *verdict.Result) { r.Executor = "agent" }),
 		},
-		Remote:          []verdict.RemoteResult{{Context: "r1", Conclusion: verdict.Skipped}, {Context: "r1", Conclusion: verdict.Failure}, {Context: "zz", Conclusion: verdict.Success}},
+		Remote:          []record.RemoteResult{{Context: "r1", Conclusion: record.Skipped}, {Context: "r1", Conclusion: record.Failure}, {Context: "zz", Conclusion: record.Success}},
 		PendingContexts: []string{"r2"},
 	}
 	want, err := json.Marshal(verdict.Evaluate(in))
@@ -347,7 +348,7 @@ func shuffled[T any](rng *rand.Rand, s []T) []T {
 }
 
 func TestFindingErr(t *testing.T) {
-	f := verdict.Finding{Code: rmerr.VerifySkipped, Check: "unit", Rule: "outcome.preservation.missing",
+	f := record.Finding{Code: rmerr.VerifySkipped, Check: "unit", Rule: "outcome.preservation.missing",
 		Message: "2 tests missing", IDs: []report.TestID{"a", `b "q"`}, Hint: "restore them"}
 	e := f.Err()
 	if rmerr.CodeOf(e) != rmerr.VerifySkipped {
@@ -360,20 +361,20 @@ func TestFindingErr(t *testing.T) {
 }
 
 func TestNormalize(t *testing.T) {
-	in := []verdict.Finding{
+	in := []record.Finding{
 		{Check: "b", Rule: "r", Message: "m"},
 		{Check: "a", Rule: "r", Message: "m", IDs: []report.TestID{"y", "x", "y"}},
 		{Check: "b", Rule: "r", Message: "m"},
 	}
 	orig := slices.Clone(in[1].IDs)
-	got := verdict.Normalize(in)
+	got := record.Normalize(in)
 	if len(got) != 2 || got[0].Check != "a" || !slices.Equal(got[0].IDs, []report.TestID{"x", "y"}) {
 		t.Fatalf("got %+v", got)
 	}
 	if !slices.Equal(in[1].IDs, orig) {
 		t.Fatal("Normalize modified its input")
 	}
-	if verdict.Normalize(nil) == nil {
+	if record.Normalize(nil) == nil {
 		t.Fatal("Normalize(nil) is nil; want an empty slice for stable JSON")
 	}
 }
