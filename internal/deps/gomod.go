@@ -489,21 +489,7 @@ func prepareBuildCache(ctx context.Context, stateDir, scratch, src string) (Rece
 	}
 	inputs := map[string]string{"listing": "sha256:" + hex.EncodeToString(h.Sum(nil))}
 	tree, r, err := entry(ctx, stateDir, scratch, "go-build", inputs, func(dst string) error {
-		before, _, err := hashTree(ctx, src)
-		if err != nil {
-			return refuse(GoModules, "hashing the build cache %s: %v", src, err)
-		}
-		if err := mirror(ctx, src, dst, copyFile); err != nil {
-			return refuse(GoModules, "importing the build cache %s: %v", src, err)
-		}
-		after, _, err := hashTree(ctx, dst)
-		if err != nil {
-			return err
-		}
-		if before != after {
-			return refuse(GoModules, "the build cache %s changed while it was imported", src)
-		}
-		return nil
+		return importTree(ctx, GoModules, "the build cache "+src, src, dst, copyFile)
 	})
 	return r, tree, err
 }

@@ -120,21 +120,7 @@ func importNPM(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, s
 	}
 	nm := in.nodeModules
 	tree, r, err := entry(ctx, stateDir, scratch, NPM, in.inputs, func(dst string) error {
-		before, _, err := hashTree(ctx, nm)
-		if err != nil {
-			return refuse(NPM, "hashing %s: %v", nm, err)
-		}
-		if err := mirror(ctx, nm, dst, objs.file); err != nil {
-			return refuse(NPM, "importing %s: %v", nm, err)
-		}
-		after, _, err := hashTree(ctx, dst)
-		if err != nil {
-			return err
-		}
-		if before != after {
-			return refuse(NPM, "%s changed while it was imported", nm)
-		}
-		return nil
+		return importTree(ctx, NPM, nm, nm, dst, objs.file)
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,28 @@ import (
 	"github.com/runmill/verify/internal/rmtree"
 )
 
+// importTree mirrors src into dst (file imports each regular file) and
+// refuses an import whose source changed meanwhile: src is hashed before
+// and the copy after, so what the cache holds is what was verified. what
+// names src in the refusal.
+func importTree(ctx context.Context, strategy, what, src, dst string, file func(src, dst string, mode fs.FileMode) error) error {
+	before, _, err := hashTree(ctx, src)
+	if err != nil {
+		return refuse(strategy, "hashing %s: %v", what, err)
+	}
+	if err := mirror(ctx, src, dst, file); err != nil {
+		return refuse(strategy, "importing %s: %v", what, err)
+	}
+	after, _, err := hashTree(ctx, dst)
+	if err != nil {
+		return err
+	}
+	if before != after {
+		return refuse(strategy, "%s changed while it was imported", what)
+	}
+	return nil
+}
+
 // mirror recreates the tree at src under dst (which must not exist):
 // directories are made, symlinks recreated with the same target, and each
 // regular file handed to file(srcPath, dstPath, mode). Anything else (FIFO,
