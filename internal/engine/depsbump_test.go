@@ -131,14 +131,7 @@ func TestVerifyDependencyBump(t *testing.T) {
 	}
 
 	t.Run("both sides prepared", func(t *testing.T) {
-		keyPEM, trust, err := evidence.Keygen(time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, err := evidence.ParseSigningKey(keyPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, key, trust := newTestKey(t)
 		run := verify(t, r, base, bump, func(o *engine.VerifyOptions) { opts(o); o.SigningKey = key })
 		if !run.MergeReady() {
 			t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))

@@ -43,11 +43,7 @@ func observePR(f *githubtest.Server) { verifytest.ObservePR(f) }
 // enters the sandbox.
 func TestGitHubVerifyAndExpectAgree(t *testing.T) {
 	t.Setenv("GITHUB_TOKEN", githubtest.Token)
-	keyPEM, trust, err := evidence.Keygen(24 * time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := evidence.ParseSigningKey(keyPEM)
+	_, key, trust := newTestKey(t)
 	pol := tapPolicy + "  - id: token\n    required: false\n    run: '! env | grep -q ghs_ && ! grep -q ghs_ /proc/self/environ'\n"
 	r, base := shopRepo(t, pol)
 	r.Checkout("pr", true)

@@ -130,14 +130,7 @@ func TestNewPolicyPinsNothing(t *testing.T) {
 
 func runHarnessCase(t *testing.T, c harnessCase) {
 	t.Helper()
-	keyPEM, trust, err := evidence.Keygen(24 * time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := evidence.ParseSigningKey(keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, key, trust := newTestKey(t)
 	r := gittest.New(t)
 	executable := func(fs files) {
 		for p, content := range fs {

@@ -26,14 +26,7 @@ type reuseKey struct {
 
 func newReuseKey(t *testing.T) reuseKey {
 	t.Helper()
-	pem, trust, err := evidence.Keygen(24 * time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := evidence.ParseSigningKey(pem)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, k, trust := newTestKey(t)
 	return reuseKey{k, trust}
 }
 

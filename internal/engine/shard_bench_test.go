@@ -41,11 +41,7 @@ func BenchmarkSharded(b *testing.B) {
 	r.Checkout("pr", true)
 	r.Write("tests/discount.t", "x\n")
 	cand := r.Commit("pr")
-	keyPEM, trust, err := evidence.Keygen(24 * time.Hour)
-	if err != nil {
-		b.Fatal(err)
-	}
-	key, _ := evidence.ParseSigningKey(keyPEM)
+	_, key, trust := newTestKey(b)
 	run := func(b *testing.B, shard *evidence.ShardSpec) (*engine.Run, time.Duration) {
 		state, err := os.MkdirTemp(b.TempDir(), "state-")
 		if err != nil {

@@ -49,22 +49,8 @@ type shardKeys struct {
 
 func newShardKeys(t *testing.T) shardKeys {
 	t.Helper()
-	keyPEM, trust, err := evidence.Keygen(24 * time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := evidence.ParseSigningKey(keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherPEM, _, err := evidence.Keygen(24 * time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := evidence.ParseSigningKey(otherPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyPEM, key, trust := newTestKey(t)
+	_, other, _ := newTestKey(t)
 	f := filepath.Join(t.TempDir(), "key.pem")
 	if err := os.WriteFile(f, keyPEM, 0o600); err != nil {
 		t.Fatal(err)

@@ -219,14 +219,7 @@ func TestTimeoutAndUnknownProposal(t *testing.T) {
 // bundle, and a check cannot read the key file (nor find it in the
 // environment of the task).
 func TestSigningKeyNeverEntersSandbox(t *testing.T) {
-	keyPEM, _, err := evidence.Keygen(24 * time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := evidence.ParseSigningKey(keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyPEM, key, _ := newTestKey(t)
 	keyFile := filepath.Join(t.TempDir(), "key.pem")
 	os.WriteFile(keyFile, keyPEM, 0o600)
 	pol := tapPolicy + fmt.Sprintf("  - id: steal\n    run: cat %s /proc/1/environ; test ! -r %s\n", keyFile, keyFile)
@@ -254,14 +247,7 @@ func TestSigningKeyNeverEntersSandbox(t *testing.T) {
 // (engine.Expect), with every artifact re-hashed; one flipped byte in an
 // artifact makes it fail.
 func TestSignedRunVerifiesOffline(t *testing.T) {
-	keyPEM, trust, err := evidence.Keygen(24 * time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := evidence.ParseSigningKey(keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, key, trust := newTestKey(t)
 	r, base := shopRepo(t, tapPolicy)
 	r.Checkout("pr", true)
 	r.Write("tests/discount.t", "x\n")
