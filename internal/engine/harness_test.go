@@ -149,20 +149,7 @@ func runHarnessCase(t *testing.T, c harnessCase) {
 	executable(c.cand)
 	cand := r.Commit("candidate")
 	run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.SigningKey = key })
-	reasons := strings.Join(rules(run), "\n")
-	if run.MergeReady() != c.ready {
-		t.Fatalf("merge-ready %v, want %v; reasons:\n%s", run.MergeReady(), c.ready, reasons)
-	}
-	for _, w := range c.want {
-		if !hasRule(run, w) {
-			t.Errorf("no reason mentions %q; reasons:\n%s", w, reasons)
-		}
-	}
-	for _, w := range c.notWant {
-		if hasRule(run, w) {
-			t.Errorf("a reason mentions %q; reasons:\n%s", w, reasons)
-		}
-	}
+	wantReasons(t, run, c.ready, c.want, c.notWant)
 	var notes []string
 	ran := map[string]harness.Source{}
 	for _, rec := range run.Delivery.Checks {
@@ -200,15 +187,7 @@ func runHarnessCase(t *testing.T, c harnessCase) {
 
 	// Offline: `evidence expect` derives the same harness from git, and the
 	// bundle verifies against it (a not-merge-ready one up to that step).
-	exp, err := engine.Expect(context.Background(), engine.ExpectOptions{
-		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand}, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	expDoc, err := exp.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	expDoc := expectations(t, r, base, cand)
 	bundle, err := os.ReadFile(run.BundlePath)
 	if err != nil {
 		t.Fatal(err)

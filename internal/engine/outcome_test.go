@@ -50,20 +50,7 @@ func runOutcome(t *testing.T, c outcomeCase) *engine.Run {
 			o.Discover.PolicyFile = p
 		}
 	})
-	reasons := strings.Join(rules(run), "\n")
-	if run.MergeReady() != c.ready {
-		t.Fatalf("merge-ready %v, want %v; reasons:\n%s", run.MergeReady(), c.ready, reasons)
-	}
-	for _, w := range c.want {
-		if !hasRule(run, w) {
-			t.Errorf("no reason mentions %q; reasons:\n%s", w, reasons)
-		}
-	}
-	for _, w := range c.notWant {
-		if hasRule(run, w) {
-			t.Errorf("a reason mentions %q; reasons:\n%s", w, reasons)
-		}
-	}
+	wantReasons(t, run, c.ready, c.want, c.notWant)
 	rejudge(t, run)
 	return run
 }

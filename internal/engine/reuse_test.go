@@ -64,16 +64,7 @@ func candidateOf(t *testing.T, run *engine.Run) record.CheckRun {
 // run's artifacts directory.
 func verifyOffline(t *testing.T, r *gittest.Repo, base, cand string, bundle, trust []byte, artifacts string) evidence.Result {
 	t.Helper()
-	exp, err := engine.Expect(context.Background(), engine.ExpectOptions{
-		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand}, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := exp.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evidence.Verify(bundle, trust, doc, evidence.VerifyOptions{Now: time.Now(), ArtifactsDir: artifacts})
+	return evidence.Verify(bundle, trust, expectations(t, r, base, cand), evidence.VerifyOptions{Now: time.Now(), ArtifactsDir: artifacts})
 }
 
 // TestBaselineReused: a second push against the same base reuses the first

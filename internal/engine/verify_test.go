@@ -256,17 +256,7 @@ func TestSignedRunVerifiesOffline(t *testing.T) {
 	if !run.MergeReady() {
 		t.Fatalf("not merge-ready:\n%s", strings.Join(rules(run), "\n"))
 	}
-	exp, err := engine.Expect(context.Background(), engine.ExpectOptions{
-		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand},
-		StateDir: t.TempDir(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	expDoc, err := exp.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	expDoc := expectations(t, r, base, cand)
 	bundle, err := os.ReadFile(run.BundlePath)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,62 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/pkg/evidence"
+)
+
+// newTestKey is the one way the engine's tests make a signing key: its PEM
+// (for a key file), the parsed key and the trust document that trusts it.
+func newTestKey(tb testing.TB) (pem []byte, key *evidence.SigningKey, trust []byte) {
+	tb.Helper()
+	pem, trust, err := evidence.Keygen(24 * time.Hour)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if key, err = evidence.ParseSigningKey(pem); err != nil {
+		tb.Fatal(err)
+	}
+	return pem, key, trust
+}
+
+// expectations is `evidence expect` for base..cand of r: the document a
+// bundle of that change is verified against offline.
+func expectations(t *testing.T, r *gittest.Repo, base, cand string) []byte {
+	t.Helper()
+	exp, err := engine.Expect(context.Background(), engine.ExpectOptions{
+		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand}, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := exp.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// wantReasons holds a run to a case's verdict: merge-ready or not, every
+// wanted rule among its reasons and no unwanted one.
+func wantReasons(t *testing.T, run *engine.Run, ready bool, want, notWant []string) {
+	t.Helper()
+	reasons := strings.Join(rules(run), "\n")
+	if run.MergeReady() != ready {
+		t.Fatalf("merge-ready %v, want %v; reasons:\n%s", run.MergeReady(), ready, reasons)
+	}
+	for _, w := range want {
+		if !hasRule(run, w) {
+			t.Errorf("no reason mentions %q; reasons:\n%s", w, reasons)
+		}
+	}
+	for _, w := range notWant {
+		if hasRule(run, w) {
+			t.Errorf("a reason mentions %q; reasons:\n%s", w, reasons)
+		}
+	}
+}
