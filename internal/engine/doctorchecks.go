@@ -86,6 +86,7 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	}
 	var hostPaths []string
 	e := &executor{manifest: m, logf: logf, event: func(string, any) {}}
+	defer e.release()
 	if op != nil {
 		hostPaths = op.Doc.Sandbox.HostPaths
 		e.maxOutput, e.defaultTimeout, e.hostPaths = op.Doc.Budgets.MaxOutputBytes, op.Doc.Budgets.CheckTimeout.D(), hostPaths

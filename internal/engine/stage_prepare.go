@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +18,7 @@ import (
 // on, a run that cannot reach a verdict still ends with a terminal
 // statement (outcome no-verdict): spec — signed at the end of every run.
 func (v *verification) prepare(ctx context.Context) error {
-	if err := v.openRun(); err != nil {
+	if err := v.openRun(ctx); err != nil {
 		return err
 	}
 	if err := v.openCheckoutsAndSandbox(ctx); err != nil {
@@ -37,16 +36,16 @@ func (v *verification) prepare(ctx context.Context) error {
 	return nil
 }
 
-// openRun makes the run's directory (pruning old runs' when the run ends)
-// and starts its event chain.
-func (v *verification) openRun() error {
+// openRun makes the run's directory (pruning old runs, and the caches
+// while the run works: pruneAtStart) and starts its event chain.
+func (v *verification) openRun(ctx context.Context) error {
 	run := &Run{ID: newRunID(v.o.Now())}
 	run.Dir = filepath.Join(v.o.StateDir, "runs", run.ID)
 	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
 		return fmt.Errorf("creating the run directory: %w", err)
 	}
 	v.run = run
-	v.onExit(pruneAtStart(v.o.StateDir, run.ID, v.o.Now(), v.logf))
+	v.onExit(pruneAtStart(ctx, v.o.StateDir, goToolCacheDir(v.o), run.ID, v.o.Now(), v.logf))
 	v.event("run.started", map[string]any{"base": v.m.Base, "candidate": v.m.Candidate})
 	v.logf("run %s: %d checks in the manifest (policy read from %s)", run.ID, len(v.m.Checks), v.m.ReadFrom)
 	return nil
@@ -83,6 +82,7 @@ func (v *verification) openCheckoutsAndSandbox(ctx context.Context) error {
 		v.logf("swept a leftover of an earlier run: %s", s)
 	}
 	v.event("sweep.done", map[string]any{"removed": len(v.run.Cleanup)})
+	v.pruneImages(ctx)
 	return nil
 }
 
@@ -109,10 +109,11 @@ func (v *verification) newExecutor() {
 	budgets, hostPaths := v.limits()
 	e := &executor{manifest: m, sb: v.sb, checkouts: v.checkouts, store: newStore(filepath.Join(v.run.Dir, "artifacts")), logf: v.logf,
 		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: v.event,
-		ledger: &ledger{}, reuse: newReuser(*o, v.logf), goCaches: &goToolCaches{dir: cmp.Or(o.GoToolCacheDir, filepath.Join(o.StateDir, "toolcache", "go"))},
+		ledger: &ledger{}, reuse: newReuser(*o, v.logf), goCaches: &goToolCaches{dir: goToolCacheDir(*o)},
 		harness: newHarnesses(v.repo, v.checkouts, m)}
 	e.harness.ledger = e.ledger
 	v.e = e
+	v.onExit(e.release)
 	repository := evidence.Repository{Name: repoName(o.Repository, v.repo.Dir)}
 	if v.gh != nil {
 		repository = v.gh.repo
