@@ -7,6 +7,7 @@
 # manager; action.yml gives it neither the signing key nor a token, and
 # install scripts stay off unless dependency-scripts is true.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 input_error() {
 	echo "::error title=runmill (RM-ACTIONS-003)::$*"
 	exit 2
@@ -28,9 +29,12 @@ false) ;;
 *) input_error "dependency-scripts must be true or false, not '${INPUT_DEPENDENCY_SCRIPTS}'" ;;
 esac
 
-# The state directory verify will use (verify.sh reads RUNMILL_PREPARED_OUT).
+runmill=$(installed_runmill) || exit 2
+
+# The state directory verify will use: a step output (verify reads it as
+# RUNMILL_PREPARED_OUT), which no later step can change.
 out=$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")
-echo "RUNMILL_PREPARED_OUT=$out" >>"$GITHUB_ENV"
+echo "state-dir=$out" >>"$GITHUB_OUTPUT"
 gomodcache="$RUNNER_TEMP/runmill-gomodcache"
 
 for strategy in ${INPUT_PREPARE_DEPENDENCIES//,/ }; do
@@ -46,12 +50,12 @@ for strategy in ${INPUT_PREPARE_DEPENDENCIES//,/ }; do
 		npm)
 			[ -f "$wt/package-lock.json" ] || continue
 			(cd "$wt" && npm ci $scripts --no-audit --no-fund)
-			sudo -E env PATH="$PATH" runmill deps import --repo "$repo" --commit "$c" --from "$wt" --out "$out"
+			sudo -E env PATH="$PATH" "$runmill" deps import --repo "$repo" --commit "$c" --from "$wt" --out "$out"
 			;;
 		go-modules)
 			[ -f "$wt/go.mod" ] || continue
 			(cd "$wt" && GOMODCACHE="$gomodcache" GOFLAGS=-modcacherw go mod download)
-			sudo -E env PATH="$PATH" runmill deps import --strategy go-modules --repo "$repo" --commit "$c" --from "$gomodcache" --out "$out"
+			sudo -E env PATH="$PATH" "$runmill" deps import --strategy go-modules --repo "$repo" --commit "$c" --from "$gomodcache" --out "$out"
 			;;
 		esac
 	done

@@ -22,10 +22,16 @@ import (
 // a test failure, so the runner cannot silently mis-evaluate one), and runs
 // each step as the runner does — `run:` steps with bash --noprofile --norc
 // -eo pipefail, a fresh GITHUB_OUTPUT, GITHUB_ENV, GITHUB_PATH and
-// GITHUB_STEP_SUMMARY per step, `if:` with the implicit success(). The two
-// `uses:` steps are stood in for: setup-go checks its go-version-file and
-// that Go is installed; upload-artifact copies its path into the job's
-// artifacts with its if-no-files-found rule and v4's unique names.
+// GITHUB_STEP_SUMMARY per step, `if:` with the implicit success(), a step's
+// env: over what GITHUB_ENV set. The two `uses:` steps are stood in for:
+// setup-go checks its go-version-file and that Go is installed;
+// upload-artifact copies its path into the job's artifacts with its
+// if-no-files-found rule and v4's unique names.
+//
+// Where it is not the runner: the tests run as root, so the steps do too
+// (the runner user on GitHub's images is uid 1001 with passwordless sudo);
+// the stub sudo of action_test.go logs each call and runs it as root with
+// sudo's secure_path and environment reset.
 
 type actionMeta struct {
 	Inputs map[string]struct {
