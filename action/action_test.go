@@ -481,6 +481,11 @@ func TestInputsAreMapped(t *testing.T) {
 		}
 		found = true
 		for k, v := range s.Env {
+			// It is told whether the job holds the key, to refuse
+			// dependency-scripts there, and nothing more.
+			if k == "RUNMILL_SIGNING_KEY_SET" && v == "${{ inputs.signing-key != '' }}" {
+				continue
+			}
 			if strings.Contains(v, "signing-key") || strings.Contains(v, "github-token") || strings.Contains(v, "secrets.") {
 				t.Errorf("the dependency step maps %s = %s", k, v)
 			}
