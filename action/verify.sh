@@ -136,7 +136,9 @@ if [ -n "$reuse_dir" ]; then
 	for d in "$out"/runs/*/; do
 		[ -f "$d/evidence.json" ] && cp -a "$d" "$reuse_dir/"
 	done
-	ls -1d "$reuse_dir"/*/ 2>/dev/null | sort -r | tail -n +9 | xargs -r rm -rf
+	# NUL-separated: the directory comes from a cache any workflow of the
+	# pull request can save, so its names are the pull request's.
+	find "$reuse_dir" -mindepth 1 -maxdepth 1 -type d -print0 | sort -rz | tail -z -n +9 | xargs -0r rm -rf --
 fi
 echo "exit-code=$rc" >>"$GITHUB_OUTPUT"
 if [ -n "$shard" ] && [ "$rc" = 0 ]; then
