@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/runmill/verify/internal/engine"
-	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -96,12 +95,7 @@ func TestNodeTestIDs(t *testing.T) {
 // not-merge-ready one is refused only for what it says.
 func runSigned(t *testing.T, c outcomeCase, key *evidence.SigningKey, trust []byte) *engine.Run {
 	t.Helper()
-	r := gittest.New(t)
-	apply(r, c.base)
-	base := r.Commit("base")
-	r.Checkout("candidate", true)
-	apply(r, c.cand)
-	cand := r.Commit("candidate")
+	r, base, cand := caseCommits(t, c)
 	run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.SigningKey = key })
 	wantReasons(t, run, c.ready, c.want, c.notWant)
 	rejudge(t, run)

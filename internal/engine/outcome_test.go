@@ -36,12 +36,7 @@ type outcomeCase struct {
 
 func runOutcome(t *testing.T, c outcomeCase) *engine.Run {
 	t.Helper()
-	r := gittest.New(t)
-	apply(r, c.base)
-	base := r.Commit("base")
-	r.Checkout("candidate", true)
-	apply(r, c.cand)
-	cand := r.Commit("candidate")
+	r, base, cand := caseCommits(t, c)
 	run := verify(t, r, base, cand, func(o *engine.VerifyOptions) {
 		if c.operator != "" {
 			p := filepath.Join(t.TempDir(), "policy.yaml")
@@ -57,6 +52,18 @@ func runOutcome(t *testing.T, c outcomeCase) *engine.Run {
 }
 
 func apply(r *gittest.Repo, c files) { verifytest.Apply(r, c) }
+
+// caseCommits makes a case's repository: its base commit, and the
+// candidate's edits on a branch from it.
+func caseCommits(t *testing.T, c outcomeCase) (r *gittest.Repo, base, cand string) {
+	t.Helper()
+	r = gittest.New(t)
+	apply(r, c.base)
+	base = r.Commit("base")
+	r.Checkout("candidate", true)
+	apply(r, c.cand)
+	return r, base, r.Commit("candidate")
+}
 
 // rejudge holds the recorded statuses to their facts, as evidence verify
 // does: each run's status, coverage and findings, and the verdict.

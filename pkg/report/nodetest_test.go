@@ -26,6 +26,22 @@ func nodeResult(inv *report.Inventory) []string {
 	return out
 }
 
+// parsedAsWanted holds a parse to the error a case wants (code and a
+// substring), or to none; it reports whether an inventory is there to check.
+func parsedAsWanted(t *testing.T, err error, code rmerr.Code, msg string) bool {
+	t.Helper()
+	if code != "" {
+		if err == nil || rmerr.CodeOf(err) != code || !strings.Contains(err.Error(), msg) {
+			t.Fatalf("error %v, want %s containing %q", err, code, msg)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
 // TestNodeTestRecorded: what node:test's reporters write (Node 20, 22 and
 // 24.11, testdata/recorded/README.md) and the ids runmill reads from it —
 // the file in the id where the reporter names it, the helper recorded as a
@@ -84,14 +100,8 @@ func TestNodeTestRecorded(t *testing.T) {
 			}
 			defer f.Close()
 			inv, err := report.Parse(f, c.format, c.opts)
-			if c.code != "" {
-				if err == nil || rmerr.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error %v, want %s containing %q", err, c.code, c.err)
-				}
+			if !parsedAsWanted(t, err, c.code, c.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			tail := tail
 			if c.files != "" {
@@ -195,14 +205,8 @@ func TestNodeTestRules(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			inv, err := report.Parse(strings.NewReader(c.doc), c.format, report.Options{Root: root, Identity: report.IdentitySuitePath})
-			if c.code != "" {
-				if err == nil || rmerr.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error %v, want %s containing %q", err, c.code, c.err)
-				}
+			if !parsedAsWanted(t, err, c.code, c.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := nodeResult(inv); !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("got  %q\nwant %q", got, c.want)
