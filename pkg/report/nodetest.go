@@ -7,33 +7,37 @@ import (
 )
 
 // node:test's conventions, which its JUnit and TAP reporters share and
-// which change what an id means (docs/reports.md § node:test):
+// which change what an id means (docs/reports.md § node:test; real reports
+// of Node 20.20, 22.23 and 24.11 in testdata/recorded):
 //
 //   - The JUnit reporter writes classname="test", a placeholder, on every
 //     testcase. Node 24.11 and later add file= with the absolute path of the
-//     file that defined the test; the file is then the classname, written
+//     file that defined the test; the file then replaces the placeholder,
 //     relative to Options.Root: <testcase classname="test" name="rounds"
 //     file="/runmill/checkout/test/a.test.js"/> is test/a.test.js::rounds, so
-//     the same name in two files is two tests (also under suite-path). It is
-//     the id a reporter gets that puts the relative file in the classname
+//     the same name in two files is two tests (also under suite-path). That
+//     is the id a reporter gets that puts the relative file in the classname
 //     itself (the recipe for older Node in docs/reports.md), so a project
-//     that upgrades Node keeps its ids. No other attribute or classname is
-//     rewritten: TAP's node:test stream names no file for a passing test.
-//   - node --test runs every file its patterns match (node 20: any .js,
-//     .cjs or .mjs under a test/ directory), and a file that defines no test
-//     shows as one passing top-level test named by its absolute path: a
-//     helper the runner loaded. Such an entry is recorded as a file
-//     (Inventory.Files), not a test: renaming or removing a helper is no
-//     deletion of a test, and a report of nothing but loaded files ran no
-//     test (RM-REPORT-005). The entry must look exactly as node writes it —
-//     JUnit: a top-level testcase whose name is a clean absolute path with a
-//     JavaScript or TypeScript extension, classname "test" (or the path
-//     relative to Options.Root), file= absent or the same path, no result
-//     element; TAP: a top-level "ok" point without directive whose
-//     description is such a path, right after node's "# Subtest: <path>"
-//     header. A failing one (the file threw while loading) stays a failed
-//     test. An eslint TAP stream, which also names files by absolute path,
-//     has no Subtest headers and keeps its points.
+//     that upgrades Node keeps its ids. Only that placeholder is replaced:
+//     pytest's file= beside its own classname changes nothing. No Node
+//     writes a passing test's file in TAP.
+//   - node --test runs every file its patterns match (any .js, .cjs or .mjs
+//     under a test/ directory, *.test.js, test-*.js …), and a file that
+//     defines no test shows as one passing top-level test named by its path
+//     (absolute on Node 20, relative to the working directory on 22 and
+//     later): a helper the runner loaded. Such an entry is recorded as a
+//     file (Inventory.Files, relative to Options.Root), not a test: renaming
+//     or removing a helper is no deletion of a test, and a report of nothing
+//     but loaded files ran no test (RM-REPORT-005). The entry must look
+//     exactly as node writes it — JUnit: a top-level testcase named by a
+//     path nodeLoadedPath accepts, classname "test" (or that path relative
+//     to Options.Root), file= absent or that same file, no result element;
+//     TAP: a top-level "ok" point without directive or subtests, named by
+//     such a path, right after node's "# Subtest: <path>" header (node
+//     numbers it by the file's place among the files: the number is not
+//     held to the sequence). A failing one (the file threw while loading)
+//     stays a failed test; eslint's TAP, which names files by path without
+//     Subtest headers, keeps its points.
 
 // nodePlaceholderClass is the classname node:test's JUnit reporter writes
 // when a test has none of its own.
