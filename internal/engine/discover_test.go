@@ -252,8 +252,8 @@ func TestBrokenManifest(t *testing.T) {
 		"empty":                {func(r *gittest.Repo) { r.Write(".runmill/checks.yaml", "") }, "empty"},
 		"too large":            {func(r *gittest.Repo) { r.Write(".runmill/checks.yaml", big) }, "too large"},
 		"a directory":          {func(r *gittest.Repo) { r.Write(".runmill/checks.yaml/x", "y") }, "directory"},
-		"a symlink out":        {func(r *gittest.Repo) { symlink(t, r, "/etc/passwd", ".runmill/checks.yaml") }, "symlink"},
-		"dir is a symlink out": {func(r *gittest.Repo) { symlink(t, r, "/etc", ".runmill") }, ".runmill is a symlink"},
+		"a symlink out":        {func(r *gittest.Repo) { r.Symlink("/etc/passwd", ".runmill/checks.yaml") }, "symlink"},
+		"dir is a symlink out": {func(r *gittest.Repo) { r.Symlink("/etc", ".runmill") }, ".runmill is a symlink"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := gittest.New(t)
@@ -371,15 +371,4 @@ func writeFile(t *testing.T, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func symlink(t *testing.T, r *gittest.Repo, target, path string) {
-	t.Helper()
-	full := filepath.Join(r.Dir, path)
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(target, full); err != nil {
-		t.Fatal(err)
-	}
 }
