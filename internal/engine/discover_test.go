@@ -346,6 +346,7 @@ func TestManifestJSON(t *testing.T) {
 					DeclaredSkips: []policy.DeclaredSkip{{TestID: "net::live", Cause: "needs staging; ENG-88"}}, Timeout: policy.Duration(10 * time.Minute)},
 				{ID: "migration", Run: "./check-migrations", Paths: []string{"migrations/**"}},
 				{ID: "docs", Run: "make docs", Paths: []string{"docs/**"}},
+				{ID: "schema", Run: "make schema", Paths: []string{"schema/*.sql"}},
 				{ID: "lint", Run: "make lint", Required: &no},
 			}},
 			Ref: discovery.PolicyRef{Path: ".runmill/checks.yaml", Commit: "b", Digest: "sha256:00"}, ReadFrom: discovery.ReadFromBase},
@@ -353,7 +354,9 @@ func TestManifestJSON(t *testing.T) {
 			Doc: policy.Operator{Autonomy: policy.GuardedMerge, Verification: policy.Verification{
 				Commands: []policy.CheckSpec{{ID: "unit", Run: "npm test -- --ci", Report: &policy.ReportSpec{Path: "reports/unit.xml", Format: "junit"}}}}},
 			Ref: discovery.PolicyRef{Path: "/etc/runmill/policy.yaml", Digest: "sha256:11"}},
-		ChangedPaths: []string{"migrations/1.sql"},
+		ChangedPaths: []string{"migrations/1.sql", "db/1.sql"},
+		Links:        []discovery.Links{{Commit: "c", Targets: map[string]string{"schema": "db"}, Dirs: map[string]bool{"db": true}}},
+		CheckoutRoot: "/runmill/checkout",
 		GitHub:       discovery.GitHub{Consulted: true, Contexts: []string{"ci"}},
 		Proposals:    []string{"nope", "docs", "docs"},
 	})
