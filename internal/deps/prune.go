@@ -1,6 +1,7 @@
 package deps
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -46,8 +47,9 @@ type Tidied struct {
 // shared store that no entry links (its link count is 1: the store's own).
 // Objects are judged only while no import holds the store (objects.fill):
 // a new object has no other link until its import makes one; when an
-// import is under way they wait for the next run.
-func Tidy(stateDir string, unusedFor time.Duration, now time.Time) (Tidied, error) {
+// import is under way they wait for the next run. A done ctx stops it
+// between two files, and is the error.
+func Tidy(ctx context.Context, stateDir string, unusedFor time.Duration, now time.Time) (Tidied, error) {
 	var t Tidied
 	var errs []error
 	for _, s := range cached {
@@ -60,6 +62,9 @@ func Tidy(stateDir string, unusedFor time.Duration, now time.Time) (Tidied, erro
 			continue
 		}
 		for _, e := range entries {
+			if ctx.Err() != nil {
+				return t, errors.Join(append(errs, ctx.Err())...)
+			}
 			p := filepath.Join(dir, e.Name())
 			info, err := e.Info()
 			if err != nil || !info.Mode().IsRegular() {
@@ -104,6 +109,9 @@ func Tidy(stateDir string, unusedFor time.Duration, now time.Time) (Tidied, erro
 			continue
 		}
 		for _, o := range objs {
+			if ctx.Err() != nil {
+				return t, errors.Join(append(errs, ctx.Err())...)
+			}
 			p := filepath.Join(dir, o.Name())
 			var st syscall.Stat_t
 			if syscall.Lstat(p, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Nlink != 1 {

@@ -2,6 +2,7 @@ package deps_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,7 +120,7 @@ func TestPruneCache(t *testing.T) {
 		if st, err := os.Stat(mods); err != nil || time.Since(st.ModTime()) > time.Hour {
 			t.Fatalf("the module cache's last use was not recorded: %v %v", st, err)
 		}
-		tidied, err := deps.Tidy(state, limits.UnusedFor, time.Now())
+		tidied, err := deps.Tidy(context.Background(), state, limits.UnusedFor, time.Now())
 		if err != nil || tidied.Index != 0 || tidied.Objects != 0 {
 			t.Fatalf("Tidy = %+v, %v: removed what the kept entry needs", tidied, err)
 		}
@@ -136,7 +137,7 @@ func TestPruneCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tidied, err := deps.Tidy(state, limits.UnusedFor, time.Now())
+		tidied, err := deps.Tidy(context.Background(), state, limits.UnusedFor, time.Now())
 		importing.Close()
 		if err != nil || tidied.Index != 1 || tidied.Objects != 0 {
 			t.Fatalf("Tidy while an import holds the store = %+v, %v; want the record only", tidied, err)
@@ -148,7 +149,13 @@ func TestPruneCache(t *testing.T) {
 			}
 			return nil
 		})
-		if tidied, err = deps.Tidy(state, limits.UnusedFor, time.Now()); err != nil || stored == 0 || tidied.Objects != stored || tidied.ObjectBytes <= 0 {
+		// Cancelled (SIGTERM): it stops before the first object.
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		if tidied, err := deps.Tidy(done, state, limits.UnusedFor, time.Now()); !errors.Is(err, context.Canceled) || tidied.Objects != 0 {
+			t.Fatalf("Tidy with a done ctx = %+v, %v; want nothing removed, context.Canceled", tidied, err)
+		}
+		if tidied, err = deps.Tidy(context.Background(), state, limits.UnusedFor, time.Now()); err != nil || stored == 0 || tidied.Objects != stored || tidied.ObjectBytes <= 0 {
 			t.Fatalf("Tidy = %+v, %v; want the %d objects of the pruned entry", tidied, err, stored)
 		}
 		if _, err := os.Stat(filepath.Join(state, "deps", "index", deps.GoModules, base)); !os.IsNotExist(err) {

@@ -64,7 +64,7 @@ func checkState(stateDir string) Result {
 	rest := u.Bytes - u.RunsBytes - u.DepsBytes - u.ToolCacheBytes - u.SandboxBytes
 	return Result{Name: State, OK: true, Detail: fmt.Sprintf(
 		"%s uses %s: %s (%s), prepared dependencies %s, Go toolchain caches %s, the sandbox's directory (a private containerd's image store) %s, the rest %s; "+
-			"each verify keeps %s; of the dependency and toolchain caches %s; images unused for %s go",
+			"each verify keeps %s (verify --keep-runs, --keep-days); of the dependency and toolchain caches %s; images unused for %s go",
 		stateDir, printable.Bytes(u.Bytes), printable.Plural(u.Runs, "run", "runs"), printable.Bytes(u.RunsBytes), printable.Bytes(u.DepsBytes),
 		printable.Bytes(u.ToolCacheBytes), printable.Bytes(u.SandboxBytes), printable.Bytes(rest),
 		engine.DefaultRetention, engine.CacheLimitsText(engine.DefaultCacheLimits), printable.Days(engine.DefaultCacheLimits.UnusedFor))}

@@ -103,7 +103,7 @@ func TestStateCheck(t *testing.T) {
 	for _, want := range []string{state + " uses " + printable.Bytes(u.Bytes), "1 run (" + printable.Bytes(u.RunsBytes) + ")",
 		"prepared dependencies " + printable.Bytes(u.DepsBytes), "Go toolchain caches " + printable.Bytes(u.ToolCacheBytes),
 		"image store) " + printable.Bytes(u.SandboxBytes),
-		"each verify keeps the newest 50 runs and those of the last 14 days, never more than 200",
+		"each verify keeps at most the newest 200 runs, none older than 14 days (verify --keep-runs, --keep-days)",
 		"an entry unused for 14 days goes, and beyond 10.0 GiB together the least recently used go first (never one used within 1 hour)",
 		"images unused for 14 days go"} {
 		if !strings.Contains(d, want) {

@@ -16,28 +16,37 @@ import (
 	"github.com/runmill/verify/pkg/printable"
 )
 
-// Retention says which run directories (STATE/runs/<run-id>) pruning keeps.
-// A run goes when it is beyond the MaxRuns newest, whatever its age, or
-// when it is beyond the KeepLast newest and started more than KeepFor ago.
-// A run's start is what its id says; a name that is not a run id, and an id
-// dated after now (a clock that was ahead), start when the directory was
-// last modified. The current run and a run a live runmill holds (HoldRun)
+// Retention says which run directories (STATE/runs/<run-id>) pruning
+// keeps: at most MaxRuns, the newest, and none that started more than
+// MaxAge ago — count and age together, so neither a busy runner (hundreds
+// of young runs) nor an idle one (a few old ones) keeps more than either
+// bound lets. A run's start is what its id says; a name that is not a run
+// id, and an id dated after now (a clock that was ahead), start when the
+// directory was last modified; a removal that was stopped (lastuse.Leftover)
+// goes at once. The current run and a run a live runmill holds (HoldRun)
 // are never removed. The content-keyed caches are pruned by last use
 // instead (CacheLimits).
 type Retention struct {
-	KeepLast int
-	KeepFor  time.Duration
-	MaxRuns  int
+	MaxRuns int
+	MaxAge  time.Duration
 }
 
-// DefaultRetention keeps the last 50 runs and every run of the last 14
-// days — enough to inspect or re-verify a recent merge — but never more
-// than 200: a run is about 0.1 MB when its reports are small and can be
-// tens of MB when they are not, and a busy runner (100 runs a day) would
-// otherwise keep 1 400 runs of the last 14 days. 200 is two weeks at 14
-// runs a day, and more earlier runs than baseline reuse finds a use for
-// (it needs one at the base under verification).
-var DefaultRetention = Retention{KeepLast: 50, KeepFor: 14 * 24 * time.Hour, MaxRuns: 200}
+// DefaultRetention keeps at most 200 runs and none older than 14 days. A
+// run is about 0.1 MB when its reports are small and can be tens of MB
+// when they are not; 14 days is enough to inspect or re-verify a recent
+// merge (and more than baseline reuse finds a use for: it needs a run at
+// the base under verification), and 200 is those two weeks at 14 runs a
+// day — a busy runner (100 runs a day) would otherwise keep 1 400.
+var DefaultRetention = Retention{MaxRuns: 200, MaxAge: 14 * 24 * time.Hour}
+
+// orDefault is r, or DefaultRetention for the zero Retention (options that
+// name none).
+func (r Retention) orDefault() Retention {
+	if r == (Retention{}) {
+		return DefaultRetention
+	}
+	return r
+}
 
 // runIDLayout is the time prefix of every run id (newRunID); ids sort by it.
 const runIDLayout = "20060102T150405Z"
@@ -70,7 +79,7 @@ func (run RunDir) started(now time.Time) time.Time {
 
 // Prunable is the retention rule, a pure function: of runs, the names r
 // lets go at now, oldest first. keep vetoes a run whatever its age and
-// rank (the current run).
+// rank (the current run); a vetoed run still counts towards MaxRuns.
 func Prunable(runs []RunDir, now time.Time, r Retention, keep func(name string) bool) []string {
 	runs = slices.Clone(runs)
 	slices.SortFunc(runs, func(a, b RunDir) int { // newest first
@@ -80,9 +89,14 @@ func Prunable(runs []RunDir, now time.Time, r Retention, keep func(name string) 
 		return strings.Compare(b.Name, a.Name)
 	})
 	var out []string
-	for i, run := range runs {
-		old := now.Sub(run.started(now)) >= r.KeepFor
-		if (i < r.MaxRuns && (i < r.KeepLast || !old)) || (keep != nil && keep(run.Name)) {
+	rank := 0 // among the runs; a leftover is not one
+	for _, run := range runs {
+		due := lastuse.Leftover(run.Name)
+		if !due {
+			due = rank >= r.MaxRuns || now.Sub(run.started(now)) > r.MaxAge
+			rank++
+		}
+		if !due || (keep != nil && keep(run.Name)) {
 			continue
 		}
 		out = append(out, run.Name)
@@ -101,8 +115,10 @@ func HoldRun(dir string) (*os.File, error) { return lastuse.Hold(dir) }
 // under stateDir/runs r lets go, never the current run nor one another
 // live runmill holds. It returns the held directory, to be closed when the
 // run ends, and the names it removed. A failed removal is reported, not
-// fatal: the evidence of this run does not depend on it.
-func PruneRuns(stateDir, current string, now time.Time, r Retention) (hold *os.File, pruned []string, err error) {
+// fatal: the evidence of this run does not depend on it. A done ctx stops
+// it between two files (lastuse.Remove: the next run finishes what it
+// left) and is the error.
+func PruneRuns(ctx context.Context, stateDir, current string, now time.Time, r Retention) (hold *os.File, pruned []string, err error) {
 	runs := filepath.Join(stateDir, "runs")
 	if current != "" {
 		if hold, err = HoldRun(filepath.Join(runs, current)); err != nil {
@@ -121,13 +137,19 @@ func PruneRuns(stateDir, current string, now time.Time, r Retention) (hold *os.F
 	}
 	var errs []error
 	for _, name := range Prunable(dirs, now, r, func(name string) bool { return name == current }) {
-		removed, err := lastuse.Remove(filepath.Join(runs, name), func(time.Time) bool { return true })
-		if err != nil {
+		if ctx.Err() != nil {
+			break
+		}
+		removed, err := lastuse.Remove(ctx, filepath.Join(runs, name), func(time.Time) bool { return true })
+		if err != nil && ctx.Err() == nil {
 			errs = append(errs, err)
 		}
 		if removed {
 			pruned = append(pruned, name)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return hold, pruned, fmt.Errorf("pruning old runs: stopped: %w", err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return hold, pruned, fmt.Errorf("pruning old runs: %w", err)
@@ -137,11 +159,11 @@ func PruneRuns(stateDir, current string, now time.Time, r Retention) (hold *os.F
 
 // String states what r keeps, for a person.
 func (r Retention) String() string {
-	return fmt.Sprintf("the newest %d runs and those of the last %s, never more than %d", r.KeepLast, printable.Days(r.KeepFor), r.MaxRuns)
+	return fmt.Sprintf("at most the newest %d runs, none older than %s", r.MaxRuns, printable.Days(r.MaxAge))
 }
 
 // pruneAtStart is Verify's one call, made right after the run directory
-// exists: it prunes runs under DefaultRetention, starts pruning the
+// exists: it prunes runs under r, starts pruning the
 // content-keyed caches under DefaultCacheLimits, logs what went, and
 // returns the release (defer it): it waits for the cache pruning and lets
 // go of the current run's hold.
@@ -151,12 +173,15 @@ func (r Retention) String() string {
 // 25–30 on 2 cores, docs/benchmarks.md), which would otherwise delay every
 // start. Meanwhile is safe: the run holds each entry it uses before it
 // reads it, and the pruner never takes a held one.
-func pruneAtStart(ctx context.Context, stateDir, goToolCacheDir, current string, now time.Time, logf func(string, ...any)) (release func()) {
-	hold, pruned, err := PruneRuns(stateDir, current, now, DefaultRetention)
+//
+// Both honour ctx (SIGTERM): the runs' prune stops between two files, and
+// the caches' between two files of the walk or the removals.
+func pruneAtStart(ctx context.Context, stateDir, goToolCacheDir, current string, now time.Time, r Retention, logf func(string, ...any)) (release func()) {
+	hold, pruned, err := PruneRuns(ctx, stateDir, current, now, r)
 	for _, id := range pruned {
-		logf("pruned run %s (retention keeps %s)", id, DefaultRetention)
+		logf("pruned run %s (retention keeps %s)", id, r)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, context.Canceled) {
 		logf("%v", err)
 	}
 	caches := async(func() struct{} {
@@ -195,7 +220,7 @@ func pruneCachesLogged(ctx context.Context, stateDir, goToolCacheDir string, now
 // (STATE/toolcache/go) and the images imported into runmill's containerd
 // namespace. Why these numbers:
 //
-//   - an entry no run used for 14 days goes (the runs' own KeepFor): what a
+//   - an entry no run used for 14 days goes (the runs' own MaxAge): what a
 //     state dir holds is what its last two weeks used. Making one again
 //     costs an import (seconds), a `go build std` (20 s to a few minutes)
 //     or an image import (seconds) — once, when it is next needed;
@@ -235,7 +260,7 @@ func PruneCaches(ctx context.Context, stateDir, goToolCacheDir string, now time.
 	if ctx.Err() != nil {
 		return removed, deps.Tidied{}, usage, err
 	}
-	tidied, terr := deps.Tidy(stateDir, l.UnusedFor, now)
+	tidied, terr := deps.Tidy(ctx, stateDir, l.UnusedFor, now)
 	return removed, tidied, usage, errors.Join(err, terr)
 }
 

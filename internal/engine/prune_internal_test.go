@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +85,12 @@ func TestToolCacheHeldAndStamped(t *testing.T) {
 	g.release()
 	if removed := prune(t, time.Now()); len(removed) != 0 {
 		t.Fatalf("released, used just now: pruned %v", removed)
+	}
+	// Cancelled (SIGTERM): what is due stays, and the error says why.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if removed, _, _, err := PruneCaches(done, state, dir, time.Now().Add(DefaultCacheLimits.UnusedFor+time.Hour), DefaultCacheLimits); len(removed) != 0 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("PruneCaches with a done ctx = %v, %v; want nothing removed, context.Canceled", removed, err)
 	}
 	if removed := prune(t, time.Now().Add(DefaultCacheLimits.UnusedFor+time.Hour)); !slices.Equal(removed, []string{key}) {
 		t.Fatalf("unused for longer than the bound: pruned %v, want %s", removed, key)

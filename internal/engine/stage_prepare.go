@@ -45,7 +45,7 @@ func (v *verification) openRun(ctx context.Context) error {
 		return fmt.Errorf("creating the run directory: %w", err)
 	}
 	v.run = run
-	v.onExit(pruneAtStart(ctx, v.o.StateDir, goToolCacheDir(v.o), run.ID, v.o.Now(), v.logf))
+	v.onExit(pruneAtStart(ctx, v.o.StateDir, goToolCacheDir(v.o), run.ID, v.o.Now(), v.o.Retention.orDefault(), v.logf))
 	v.event("run.started", map[string]any{"base": v.m.Base, "candidate": v.m.Candidate})
 	v.logf("run %s: %d checks in the manifest (policy read from %s)", run.ID, len(v.m.Checks), v.m.ReadFrom)
 	return nil

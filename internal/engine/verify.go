@@ -56,6 +56,9 @@ type VerifyOptions struct {
 	Reuse      []string
 	ReuseTrust []byte
 	NoReuse    bool
+	// Retention bounds the runs kept under StateDir/runs (prune.go); the
+	// zero Retention is DefaultRetention.
+	Retention Retention
 }
 
 // Run is the outcome of Verify: the run's directory and its records.

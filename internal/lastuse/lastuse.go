@@ -215,7 +215,7 @@ func Prune(ctx context.Context, roots []Root, l Limits, now time.Time) ([]Remove
 		if ctx.Err() != nil {
 			return false
 		}
-		ok, err := remove1(c.path, c.dir, stillDue)
+		ok, err := remove1(ctx, c.path, c.dir, stillDue)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -228,7 +228,13 @@ func Prune(ctx context.Context, roots []Root, l Limits, now time.Time) ([]Remove
 	var kept []*candidate
 	for i := len(all) - 1; i >= 0; i-- { // oldest first
 		c := all[i]
-		if now.Sub(c.lastUse) > l.UnusedFor {
+		if Leftover(filepath.Base(c.path)) {
+			// What a cancelled removal left: no one can hold it any more.
+			c.bytes, _ = diskUse(ctx, c.path, map[[2]uint64]bool{})
+			if remove(c, "left by a removal that was stopped", func(time.Time) bool { return true }) {
+				continue
+			}
+		} else if now.Sub(c.lastUse) > l.UnusedFor {
 			// Its own size, for the record: what it shares with a kept
 			// entry is counted too.
 			c.bytes, _ = diskUse(ctx, c.path, map[[2]uint64]bool{})
@@ -269,19 +275,29 @@ func Prune(ctx context.Context, roots []Root, l Limits, now time.Time) ([]Remove
 // Remove removes path (a directory tree, or a file) unless a live process
 // holds it (Hold) or due, given its modification time, no longer lets it
 // go (it was used since it was judged). It reports whether it removed it.
-func Remove(path string, due func(modified time.Time) bool) (bool, error) {
+// A ctx done meanwhile stops the removal between two files: what is left
+// is renamed aside (Leftover) and the next pruning finishes it.
+func Remove(ctx context.Context, path string, due func(modified time.Time) bool) (bool, error) {
 	st, err := os.Lstat(path)
 	if err != nil {
 		return false, nil
 	}
-	return remove1(path, st.IsDir(), due)
+	return remove1(ctx, path, st.IsDir(), due)
 }
+
+// asidePrefix starts the name a directory being removed is renamed to.
+const asidePrefix = ".pruning-"
+
+// Leftover reports whether name (in a pruned directory) is what a removal
+// stopped midway left: a pruner removes it whatever its age — no holder
+// can hold it (Hold checks the name still names what it opened).
+func Leftover(name string) bool { return strings.HasPrefix(name, asidePrefix) }
 
 // remove1 is Remove of what was listed as a directory or not. A directory
 // is locked exclusively, checked again, renamed out of the way (a process
 // that waited for the lock then finds it gone) and removed while still
 // locked, so a second pruner never works on it too.
-func remove1(path string, dir bool, due func(time.Time) bool) (bool, error) {
+func remove1(ctx context.Context, path string, dir bool, due func(time.Time) bool) (bool, error) {
 	if !dir {
 		st, err := os.Lstat(path)
 		if err != nil || st.IsDir() || !due(st.ModTime()) {
@@ -304,11 +320,17 @@ func remove1(path string, dir bool, due func(time.Time) bool) (bool, error) {
 	if err != nil || !sameFile(f, path) || !due(st.ModTime()) {
 		return false, nil
 	}
-	aside := filepath.Join(filepath.Dir(path), ".pruning-"+fsname.Random(8))
-	if err := os.Rename(path, aside); err != nil {
-		return false, fmt.Errorf("pruning %s: %w", path, err)
+	aside := path
+	if !Leftover(filepath.Base(path)) {
+		aside = filepath.Join(filepath.Dir(path), asidePrefix+fsname.Random(8))
+		if err := os.Rename(path, aside); err != nil {
+			return false, fmt.Errorf("pruning %s: %w", path, err)
+		}
 	}
-	if err := remover.Tree(aside); err != nil {
+	if err := remover.TreeContext(ctx, aside); err != nil {
+		if ctx.Err() != nil {
+			return true, ctx.Err()
+		}
 		return true, fmt.Errorf("pruning %s: %w (what is left is %s)", path, err, aside)
 	}
 	return true, nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,10 +228,70 @@ func TestHoldAfterRemoval(t *testing.T) {
 func TestRemoveRechecks(t *testing.T) {
 	root := t.TempDir()
 	dir := entry(t, root, "e", 10, 30*day)
-	if ok, err := lastuse.Remove(dir, func(time.Time) bool { return false }); ok || err != nil || !exists(dir) {
+	if ok, err := lastuse.Remove(context.Background(), dir, func(time.Time) bool { return false }); ok || err != nil || !exists(dir) {
 		t.Errorf("Remove with due false = %v, %v; want it kept", ok, err)
 	}
-	if ok, err := lastuse.Remove(dir, func(time.Time) bool { return true }); !ok || err != nil || exists(dir) {
+	if ok, err := lastuse.Remove(context.Background(), dir, func(time.Time) bool { return true }); !ok || err != nil || exists(dir) {
 		t.Errorf("Remove = %v, %v; want it gone", ok, err)
+	}
+}
+
+// cancelAfter is a context whose Err turns to context.Canceled after n
+// calls: a cancellation that lands midway through a removal, exactly.
+type cancelAfter struct {
+	context.Context
+	n atomic.Int64
+}
+
+func newCancelAfter(n int64) *cancelAfter {
+	c := &cancelAfter{Context: context.Background()}
+	c.n.Store(n)
+	return c
+}
+
+func (c *cancelAfter) Err() error {
+	if c.n.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestPruneCancelled: a done ctx removes nothing; one done midway through a
+// removal stops it between two files, the entry renamed aside already (no
+// holder gets it again), and the next prune removes that leftover however
+// recent it looks.
+func TestPruneCancelled(t *testing.T) {
+	root := t.TempDir()
+	dir := entry(t, root, "e", 10, 30*day)
+	for i := range 50 {
+		if err := os.WriteFile(filepath.Join(dir, "f"+strings.Repeat("x", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	age1(t, dir, 30*day)
+	roots := []lastuse.Root{{Dir: root}}
+	limits := lastuse.Limits{UnusedFor: 14 * day}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if removed, _, err := lastuse.Prune(done, roots, limits, time.Now()); len(removed) != 0 || !errors.Is(err, context.Canceled) || !exists(dir) {
+		t.Fatalf("Prune with a done ctx = %v, %v; want nothing removed, context.Canceled", paths(removed), err)
+	}
+	ok, err := lastuse.Remove(newCancelAfter(10), dir, func(time.Time) bool { return true })
+	if !ok || !errors.Is(err, context.Canceled) || exists(dir) {
+		t.Fatalf("Remove cancelled midway = %v, %v (entry exists %v); want it taken, context.Canceled", ok, err, exists(dir))
+	}
+	left, _ := os.ReadDir(root)
+	if len(left) != 1 || !lastuse.Leftover(left[0].Name()) {
+		t.Fatalf("after a stopped removal %s holds %v, want one leftover", root, left)
+	}
+	if rest, _ := os.ReadDir(filepath.Join(root, left[0].Name())); len(rest) == 0 {
+		t.Fatal("the removal was not stopped midway: the leftover is empty")
+	}
+	removed, _, err := lastuse.Prune(context.Background(), roots, limits, time.Now())
+	if err != nil || len(removed) != 1 || !lastuse.Leftover(filepath.Base(removed[0].Path)) {
+		t.Fatalf("the next Prune removed %v (%v), want the leftover", paths(removed), err)
+	}
+	if left, _ := os.ReadDir(root); len(left) != 0 {
+		t.Errorf("%s still holds %v", root, left)
 	}
 }
