@@ -35,7 +35,8 @@ import (
 // alone. A missing directory is an fs.ErrNotExist error — also one that a
 // pruner took away while this waited for the lock (the pruner holds the
 // exclusive lock while it does, so a holder never keeps a directory that
-// is going). The wait is for one removal at most, not cancellable.
+// is going). The wait is for one rename at most (remove1 lets go once the
+// entry is aside), so it needs no cancellation.
 func Hold(dir string) (*os.File, error) {
 	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
@@ -294,9 +295,12 @@ const asidePrefix = ".pruning-"
 func Leftover(name string) bool { return strings.HasPrefix(name, asidePrefix) }
 
 // remove1 is Remove of what was listed as a directory or not. A directory
-// is locked exclusively, checked again, renamed out of the way (a process
-// that waited for the lock then finds it gone) and removed while still
-// locked, so a second pruner never works on it too.
+// is locked exclusively, checked again and renamed out of the way; then the
+// lock goes (a process that waited for it finds the name no longer names
+// what it opened: fs.ErrNotExist) and the tree is removed. Unlocking
+// before the removal bounds a holder's wait to a rename, not the unlinking
+// of a large tree (a run waiting there would not obey SIGTERM); a second
+// pruner that takes up the leftover meanwhile only unlinks the same files.
 func remove1(ctx context.Context, path string, dir bool, due func(time.Time) bool) (bool, error) {
 	if !dir {
 		st, err := os.Lstat(path)
@@ -327,6 +331,7 @@ func remove1(ctx context.Context, path string, dir bool, due func(time.Time) boo
 			return false, fmt.Errorf("pruning %s: %w", path, err)
 		}
 	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	if err := remover.TreeContext(ctx, aside); err != nil {
 		if ctx.Err() != nil {
 			return true, ctx.Err()

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -293,5 +295,39 @@ func TestPruneCancelled(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(root); len(left) != 0 {
 		t.Errorf("%s still holds %v", root, left)
+	}
+}
+
+// onFirstErr is a context that calls f at its first Err, from inside the
+// removal: what a concurrent process sees at that moment.
+type onFirstErr struct {
+	context.Context
+	once sync.Once
+	f    func()
+}
+
+func (c *onFirstErr) Err() error { c.once.Do(c.f); return nil }
+
+// TestHolderWaitsForRenameOnly: once an entry is renamed aside the pruner
+// lets go of its lock, so a process that opened the entry before and
+// waits to hold it is not kept waiting while the tree is unlinked (it
+// would not obey SIGTERM there); it finds the entry gone.
+func TestHolderWaitsForRenameOnly(t *testing.T) {
+	root := t.TempDir()
+	dir := entry(t, root, "e", 10, 30*day)
+	waiting, err := os.Open(dir) // a holder between its open and its flock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Close()
+	var lockErr error
+	ctx := &onFirstErr{Context: context.Background(), f: func() {
+		lockErr = syscall.Flock(int(waiting.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	}}
+	if ok, err := lastuse.Remove(ctx, dir, func(time.Time) bool { return true }); !ok || err != nil || exists(dir) {
+		t.Fatalf("Remove = %v, %v; want it gone", ok, err)
+	}
+	if lockErr != nil {
+		t.Errorf("a holder could not lock the entry while its tree was being removed: %v", lockErr)
 	}
 }
