@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/runmill/verify/internal/corpus"
 	"github.com/runmill/verify/pkg/report"
 )
 
@@ -118,6 +120,47 @@ func (c *junitCountWriter) Write(p []byte) (int, error) {
 // xmllint --stream --noout on the same file (docs/benchmarks.md).
 func BenchmarkJUnit100MB(b *testing.B) {
 	benchmarkJUnitFile(b, junitBenchFile(b, "junit-100MB-v1.xml", writeJUnitBench))
+}
+
+// junitAggregateSource is the real aggregate BenchmarkJUnitAggregate100MB
+// repeats: Jenkins' junit plugin's Eclipse PDE report, an Ant
+// TESTS-TestSuites aggregate of 16 suites, 3,366 test cases and 1,706
+// properties (783 KB).
+const junitAggregateSource = "junit-plugin__eclipse-plugin-test-report.xml"
+
+// BenchmarkJUnitAggregate100MB parses a real aggregate report from the
+// shared corpus repeated to 100 MB (issue 26: the parser on real bytes, not
+// only on the generator's); xmllint --stream reads the same file in
+// docs/benchmarks.md.
+func BenchmarkJUnitAggregate100MB(b *testing.B) {
+	src, err := os.ReadFile(filepath.Join(corpus.Dir(b), "junit", junitAggregateSource))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchmarkJUnitFile(b, junitBenchFile(b, "junit-aggregate-100MB-v1.xml", func(w io.Writer, size int64) int {
+		return writeJUnitRepeated(b, w, src, size)
+	}))
+}
+
+// writeJUnitRepeated writes src's <testsuites> root once around copies of
+// its content until size bytes are written. Copy k prefixes every classname
+// with "copyK." so the ids stay unique, and is otherwise src byte for byte.
+func writeJUnitRepeated(tb testing.TB, w io.Writer, src []byte, size int64) int {
+	open, close := []byte("<testsuites>"), []byte("</testsuites>")
+	i, j := bytes.Index(src, open), bytes.LastIndex(src, close)
+	if i < 0 || j < i {
+		tb.Fatalf("%s has no <testsuites> root", junitAggregateSource)
+	}
+	head, body, tail := src[:i+len(open)], src[i+len(open):j], src[j:]
+	cw := &junitCountWriter{w: w}
+	cw.Write(head)
+	tests := 0
+	for k := 0; cw.n+int64(len(tail)) < size; k++ {
+		cw.Write(bytes.ReplaceAll(body, []byte(`classname="`), fmt.Appendf(nil, `classname="copy%d.`, k)))
+		tests += bytes.Count(body, []byte("<testcase "))
+	}
+	cw.Write(tail)
+	return tests
 }
 
 // BenchmarkJUnit100MBManyIDs reads 100 MB of bare test cases (about 1.3
