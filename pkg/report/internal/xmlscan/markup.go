@@ -111,7 +111,7 @@ func (s *Scanner) comment() error {
 func (s *Scanner) cdata() error {
 	sink := s.h.Sink()
 	for {
-		c, err := s.until(&stopCDATA, sink)
+		c, err := s.until(stopCDATA, sink)
 		if err != nil {
 			return s.eofIn(err, "in a CDATA section")
 		}
@@ -275,9 +275,9 @@ func (s *Scanner) attribute() error {
 		sink = &s.attrs.F[id]
 		sink.Set = true
 	}
-	stop := &stopAttrQ
+	stop := stopAttrQ
 	if q == '\'' {
-		stop = &stopAttrA
+		stop = stopAttrA
 	}
 	for {
 		c, err := s.until(stop, sink)

@@ -3,9 +3,11 @@ package xmlscan
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"hash"
 	"io"
+	"math/bits"
 	"unicode/utf8"
 
 	"github.com/runmill/verify/pkg/report/internal/textcap"
@@ -53,26 +55,64 @@ var single = func() (t [256]byte) {
 
 func oneByte(c byte) []byte { return single[c : int(c)+1] }
 
-// Byte classes. Each table marks the bytes that end the fast loop of one
+// Byte classes. Each stop set marks the bytes that end the fast loop of one
 // context; everything else is copied or skipped in bulk.
 var (
-	stopText  [256]bool // character data: markup, reference, "]]>" check, CR
-	stopCDATA [256]bool
-	stopAttrQ [256]bool // attribute value in "…"
-	stopAttrA [256]bool // attribute value in '…'
+	stopText  = newStops("<&]\r") // character data: markup, reference, "]]>" check, CR
+	stopCDATA = newStops("]\r")
+	stopAttrQ = newStops("\"<&\r") // attribute value in "…"
+	stopAttrA = newStops("'<&\r")  // attribute value in '…'
 	nameStart [256]bool
 	nameChar  [256]bool
 )
 
+// stops is a set of at most four stop bytes, read eight bytes at a time:
+// most text and attribute values are long runs without one, and a table
+// lookup per byte cost more than the rest of the scan.
+type stops struct {
+	tab  [256]bool
+	word [4]uint64 // each stop byte in all eight lanes (repeated to fill four)
+}
+
+func newStops(set string) *stops {
+	st := &stops{}
+	for i := range st.word {
+		c := set[i%len(set)]
+		st.tab[c] = true
+		st.word[i] = 0x0101010101010101 * uint64(c)
+	}
+	return st
+}
+
+// skip returns the length of the run at the start of p without a stop byte.
+func (st *stops) skip(p []byte) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	s0, s1, s2, s3 := st.word[0], st.word[1], st.word[2], st.word[3]
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		w := binary.LittleEndian.Uint64(p[i : i+8])
+		// A lane of x is zero where w holds that stop byte. (x-lo)&^x&hi
+		// flags every zero lane and may flag a lane above one (a borrow),
+		// never below: the lowest flag is the first stop byte.
+		x := w ^ s0
+		m := (x - lo) &^ x
+		x = w ^ s1
+		m |= (x - lo) &^ x
+		x = w ^ s2
+		m |= (x - lo) &^ x
+		x = w ^ s3
+		m |= (x - lo) &^ x
+		if m &= hi; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(p) && !st.tab[p[i]] {
+		i++
+	}
+	return i
+}
+
 func init() {
-	for _, c := range "<&]\r" {
-		stopText[c] = true
-	}
-	stopCDATA[']'], stopCDATA['\r'] = true, true
-	for _, c := range "<&\r" {
-		stopAttrQ[c], stopAttrA[c] = true, true
-	}
-	stopAttrQ['"'], stopAttrA['\''] = true, true
 	for c := 0; c < 128; c++ {
 		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 		nameStart[c] = letter || c == '_' || c == ':'
@@ -202,13 +242,10 @@ func (s *Scanner) top() string {
 // has one), refilling the buffer as needed, and returns that stop byte
 // without consuming it. It is the one inner loop of text, CDATA and
 // attribute values.
-func (s *Scanner) until(stop *[256]bool, sink *textcap.Field) (byte, error) {
+func (s *Scanner) until(stop *stops, sink *textcap.Field) (byte, error) {
 	for {
 		buf := s.buf[s.pos:s.vend]
-		i := 0
-		for i < len(buf) && !stop[buf[i]] {
-			i++
-		}
+		i := stop.skip(buf)
 		if sink != nil && i > 0 {
 			sink.Write(buf[:i])
 		}
@@ -227,7 +264,7 @@ func (s *Scanner) until(stop *[256]bool, sink *textcap.Field) (byte, error) {
 func (s *Scanner) text() error {
 	sink := s.h.Sink()
 	for {
-		c, err := s.until(&stopText, sink)
+		c, err := s.until(stopText, sink)
 		if err != nil {
 			return err
 		}
