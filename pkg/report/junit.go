@@ -239,15 +239,9 @@ type junitBuilder struct {
 	recs  [][]jbRecord
 	n     int
 	arena []byte
-	// slots is an open-addressing set of ids: each slot holds the id's
-	// 32-bit hash above its record index+1 (0: empty). Probes compare hashes
-	// and only touch a record on a match, and growing never rehashes an id:
-	// with a million ids, every record touched is a cache miss.
-	slots   []uint64
-	unique  int     // ids in slots
-	pending []int32 // records not yet in slots
-	touch   uint64
-	seed    maphash.Seed
+	// keys holds each record's id hash above its index, sorted in dedup.
+	keys []uint64
+	seed maphash.Seed
 
 	msgs    []string
 	files   []string
@@ -279,8 +273,6 @@ func newJUnitBuilder(id Identity, lim Limits) *junitBuilder {
 	b := &junitBuilder{
 		identity:   id,
 		lim:        lim,
-		slots:      make([]uint64, 1024),
-		pending:    make([]int32, 0, jbBatch),
 		seed:       maphash.MakeSeed(),
 		fileIdx:    map[string]int32{},
 		pathsSplit: true,
