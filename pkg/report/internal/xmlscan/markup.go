@@ -9,11 +9,11 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-// name reads an XML name into dst. Names are ASCII in the subset; element and
-// attribute names (qualified) have at most one colon, as encoding/xml
-// requires of them.
-func (s *Scanner) name(dst []byte, what string, qualified bool) ([]byte, error) {
-	dst = dst[:0]
+// appendName reads an XML name and appends it to dst. Names are ASCII in
+// the subset; element and attribute names (qualified) have at most one
+// colon, as encoding/xml requires of them.
+func (s *Scanner) appendName(dst []byte, what string, qualified bool) ([]byte, error) {
+	from := len(dst)
 	c, err := s.peek()
 	if err != nil {
 		return dst, s.eofIn(err, "in a name")
@@ -28,15 +28,18 @@ func (s *Scanner) name(dst []byte, what string, qualified bool) ([]byte, error) 
 	for {
 		buf := s.buf[s.pos:s.vend]
 		i := 0
-		for i < len(buf) && nameChar[buf[i]] {
-			if buf[i] == ':' {
+		for i < len(buf) {
+			if k := nameChar[buf[i]]; k != 1 {
+				if k != nameColon {
+					break
+				}
 				colons++
 			}
 			i++
 		}
 		dst = append(dst, buf[:i]...)
 		s.pos += i
-		if len(dst) > MaxName {
+		if len(dst)-from > MaxName {
 			return dst, rmerr.New(rmerr.ReportLimit, "line %d: %s name longer than %d bytes (cap: XML name length)", s.line(s.pos), what, MaxName).
 				WithHint("the report is not a plausible JUnit file; check the reporter")
 		}
@@ -51,7 +54,7 @@ func (s *Scanner) name(dst []byte, what string, qualified bool) ([]byte, error) 
 		}
 	}
 	if qualified && colons > 1 {
-		return dst, s.errorf(s.pos, "%s name %q has more than one colon", what, dst)
+		return dst, s.errorf(s.pos, "%s name %q has more than one colon", what, dst[from:])
 	}
 	return dst, nil
 }
@@ -136,11 +139,12 @@ func (s *Scanner) cdata() error {
 // report; a second XML declaration is refused.
 func (s *Scanner) pi() error {
 	s.pos += 2
-	target, err := s.name(s.elem, "processing instruction", false)
-	s.elem = target
+	var err error
+	s.elem, err = s.appendName(s.elem[:0], "processing instruction", false)
 	if err != nil {
 		return err
 	}
+	target := s.elem
 	if equalFold(string(target), "xml") {
 		return s.errorf(s.pos, "misplaced or malformed XML declaration <?%s: one may come only first in the file, as <?xml version=\"1.0\" …?>", target)
 	}
@@ -174,7 +178,7 @@ func (s *Scanner) pi() error {
 func (s *Scanner) startTag() error {
 	s.pos++
 	var err error
-	if s.elem, err = s.name(s.elem, "element", true); err != nil {
+	if s.elem, err = s.appendName(s.elem[:0], "element", true); err != nil {
 		return err
 	}
 	for i := range s.attrs.F {
@@ -245,12 +249,11 @@ func (s *Scanner) attribute() error {
 			WithHint("the report is not a plausible JUnit file; check the reporter")
 	}
 	at := len(s.anames)
-	name, err := s.name(s.anames[at:], "attribute", true)
-	if err != nil {
+	var err error
+	if s.anames, err = s.appendName(s.anames, "attribute", true); err != nil {
 		return err
 	}
-	s.anames = append(s.anames, name...)
-	name = s.anames[at:]
+	name := s.anames[at:]
 	if s.dupAttr(name) {
 		return s.errorf(s.pos, "attribute %q appears twice in <%s>", name, s.elem)
 	}
@@ -339,7 +342,7 @@ func (s *Scanner) dupAttr(name []byte) bool {
 func (s *Scanner) endTag() error {
 	s.pos += 2
 	var err error
-	if s.elem, err = s.name(s.elem, "element", true); err != nil {
+	if s.elem, err = s.appendName(s.elem[:0], "element", true); err != nil {
 		return err
 	}
 	if _, err := s.space(); err != nil {

@@ -63,8 +63,10 @@ var (
 	stopAttrQ = newStops("\"<&\r") // attribute value in "…"
 	stopAttrA = newStops("'<&\r")  // attribute value in '…'
 	nameStart [256]bool
-	nameChar  [256]bool
+	nameChar  [256]uint8 // 0: ends a name; nameColon: ':'; else another name byte
 )
+
+const nameColon = 2
 
 // stops is a set of at most four stop bytes, read eight bytes at a time:
 // most text and attribute values are long runs without one, and a table
@@ -116,8 +118,11 @@ func init() {
 	for c := 0; c < 128; c++ {
 		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 		nameStart[c] = letter || c == '_' || c == ':'
-		nameChar[c] = nameStart[c] || '0' <= c && c <= '9' || c == '.' || c == '-'
+		if nameStart[c] || '0' <= c && c <= '9' || c == '.' || c == '-' {
+			nameChar[c] = 1
+		}
 	}
+	nameChar[':'] = nameColon
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
