@@ -209,18 +209,19 @@ const jbClaimCap = 1 << 53
 
 // jbCase is the testcase being read.
 type jbCase struct {
-	id     string
-	loaded string // node:test's entry for a loaded file that defined no test, if it is one
-	path   uint32
-	file   int32
-	line   int32
-	flags  int
-	msg    [jmCount]textcap.Field
-	seen   [jmCount]bool
-	rfile  []byte // file and line of the first result element, used when
-	rline  int32  // the testcase has none (Catch2 writes them there)
-	rfound bool
-	shown  int64 // failure-like result elements, for Claims.Shown
+	id       string
+	blk, off uint32 // where id is in the arena
+	loaded   string // node:test's entry for a loaded file that defined no test, if it is one
+	path     uint32
+	file     int32
+	line     int32
+	flags    int
+	msg      [jmCount]textcap.Field
+	seen     [jmCount]bool
+	rfile    []byte // file and line of the first result element, used when
+	rline    int32  // the testcase has none (Catch2 writes them there)
+	rfound   bool
+	shown    int64 // failure-like result elements, for Claims.Shown
 }
 
 // junitBuilder applies the JUnit rules of parseJUnit to a stream of
@@ -236,12 +237,13 @@ type junitBuilder struct {
 	fault    textcap.Field
 	nCases   int
 
-	recs  [][]jbRecord
-	n     int
-	arena []byte
-	// keys holds each record's id hash above its index, sorted in dedup.
-	keys []uint64
-	seed maphash.Seed
+	recs [][]jbRecord
+	n    int
+	// arena is the block the ids are being written to; blocks are all of
+	// them (each slice's array; a record names its block by index).
+	arena  []byte
+	blocks [][]byte
+	seed   maphash.Seed
 
 	msgs    []string
 	files   []string
@@ -452,8 +454,10 @@ func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 	}
 	if cap(b.arena)-len(b.arena) < size {
 		b.arena = make([]byte, 0, max(256<<10, size))
+		b.blocks = append(b.blocks, b.arena)
 	}
 	mark := len(b.arena)
+	tc.blk, tc.off = uint32(len(b.blocks)-1), uint32(mark)
 	if suites {
 		for i := range b.frames {
 			if f := &b.frames[i]; f.kind == jkSuite && f.name != "" {
@@ -660,7 +664,7 @@ func (b *junitBuilder) endCase() error {
 	case status == 1:
 		p.counted[jcFailures]++
 	}
-	r := jbRecord{id: tc.id, path: tc.path, msg: -1, file: tc.file, meta: uint32(status) << jbLineBits}
+	r := jbRecord{blk: tc.blk, off: tc.off, n: uint32(len(tc.id)), path: tc.path, msg: -1, file: tc.file, meta: uint32(status) << jbLineBits}
 	if tc.flags&(jfFlaky|jfRerunFail|jfRerunError) != 0 {
 		r.meta |= jbFlakyFlag
 	}

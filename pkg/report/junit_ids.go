@@ -3,6 +3,7 @@ package report
 import (
 	"hash/maphash"
 	"slices"
+	"unsafe"
 )
 
 // The JUnit builder's records and its ids: records are kept in chunks and
@@ -10,13 +11,15 @@ import (
 
 // jbRecord is one test while the report is read; records become []Test only
 // at the end, so the peak memory per id is a 32-byte record, the id bytes and
-// 16 bytes of sort keys, plus the final Test.
+// 16 bytes of sort keys, plus the final Test. A record holds no pointer (its
+// id is a place in the arena): the collector never scans the records.
 type jbRecord struct {
-	id   string
-	msg  int32
-	file int32
-	meta uint32 // line (low 28 bits), status (2 bits), a loaded file (bit 30), flaky (top bit)
-	path uint32 // FNV-1a of the suite path, for the duplicate hint
+	blk, off, n uint32 // the id: arena block, offset, length
+	hash        uint32 // of the id, for dedup
+	msg         int32
+	file        int32
+	meta        uint32 // line (low 28 bits), status (2 bits), a loaded file (bit 30), flaky (top bit)
+	path        uint32 // FNV-1a of the suite path, for the duplicate hint
 }
 
 const (
@@ -40,15 +43,22 @@ const jbChunk = 4096 // records per chunk
 
 func (b *junitBuilder) rec(i int32) *jbRecord { return &b.recs[i/jbChunk][i%jbChunk] }
 
-// insert records a test and its id's hash, taken while the id's bytes are
-// still in cache. Whether the id is new is decided once, at the end (dedup).
+// id is record r's id, in the arena.
+func (b *junitBuilder) id(r *jbRecord) string {
+	blk := b.blocks[r.blk]
+	return unsafe.String(&blk[:cap(blk)][r.off], r.n)
+}
+
+// insert records a test and the hash of its id, taken while the id's bytes
+// are still in cache. Whether the id is new is decided once, at the end
+// (dedup).
 func (b *junitBuilder) insert(r jbRecord) {
 	if len(b.recs) == 0 || len(b.recs[len(b.recs)-1]) == jbChunk {
 		b.recs = append(b.recs, make([]jbRecord, 0, jbChunk))
 	}
+	r.hash = uint32(maphash.String(b.seed, b.id(&r)))
 	last := &b.recs[len(b.recs)-1]
 	*last = append(*last, r)
-	b.keys = append(b.keys, uint64(uint32(maphash.String(b.seed, r.id)))<<32|uint64(b.n))
 	b.n++
 }
 
@@ -57,8 +67,11 @@ func (b *junitBuilder) insert(r jbRecord) {
 // set probed per id costs a cache miss per id once a million ids outgrow
 // the CPU caches, where a radix sort's passes read and write in order.
 func (b *junitBuilder) dedup() {
-	keys := sortKeys(b.keys, make([]uint64, len(b.keys)))
-	b.keys = nil
+	keys := make([]uint64, b.n)
+	for i := range keys {
+		keys[i] = uint64(b.rec(int32(i)).hash)<<32 | uint64(i)
+	}
+	keys = sortKeys(keys, make([]uint64, b.n))
 	var firsts []int32 // the distinct ids among one run of equal hashes
 	for lo := 0; lo < len(keys); {
 		hi := lo + 1
@@ -73,7 +86,7 @@ func (b *junitBuilder) dedup() {
 			for _, k := range keys[lo:hi] {
 				i := int32(uint32(k))
 				for _, f := range firsts {
-					if b.rec(f).id == b.rec(i).id {
+					if b.id(b.rec(f)) == b.id(b.rec(i)) {
 						b.duplicate(f, b.rec(i).path)
 						continue next
 					}

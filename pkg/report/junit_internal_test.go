@@ -361,11 +361,16 @@ func TestJUnitDedupCollisions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newJUnitBuilder(IdentityDefault, DefaultLimits)
+			b.blocks = [][]byte{[]byte(strings.Join(tc.ids, ""))}
+			off := 0
 			for i, id := range tc.ids {
-				b.insert(jbRecord{id: id, path: tc.paths[i]})
+				b.insert(jbRecord{off: uint32(off), n: uint32(len(id)), path: tc.paths[i]})
+				off += len(id)
 			}
-			for i := range b.keys {
-				b.keys[i] = 7<<32 | b.keys[i]&0xFFFFFFFF
+			for _, chunk := range b.recs {
+				for i := range chunk {
+					chunk[i].hash = 7
+				}
 			}
 			b.dedup()
 			if len(b.dupExtra) != len(tc.extra) {
