@@ -14,10 +14,12 @@ import (
 // colon, as encoding/xml requires of them.
 func (s *Scanner) appendName(dst []byte, what string, qualified bool) ([]byte, error) {
 	from := len(dst)
-	c, err := s.peek()
-	if err != nil {
-		return dst, s.eofIn(err, "in a name")
+	if s.pos >= s.vend {
+		if err := s.fill(1); err != nil {
+			return dst, s.eofIn(err, "in a name")
+		}
 	}
+	c := s.buf[s.pos]
 	if !nameStart[c] {
 		if c >= 0x80 {
 			return dst, s.errorf(s.pos, "non-ASCII %s name: runmill's XML subset accepts ASCII names only", what)
@@ -181,10 +183,8 @@ func (s *Scanner) startTag() error {
 	if s.elem, err = s.appendName(s.elem[:0], "element", true); err != nil {
 		return err
 	}
-	for i := range s.attrs.F {
-		s.attrs.F[i].Reset()
-	}
-	s.anames, s.aoffs = s.anames[:0], s.aoffs[:0]
+	s.attrs.reset()
+	s.anames, s.aoffs, s.nattrs = s.anames[:0], s.aoffs[:0], 0
 	empty := false
 	for {
 		ws, err := s.space()
@@ -244,7 +244,7 @@ func (s *Scanner) located(at int, err error) error {
 }
 
 func (s *Scanner) attribute() error {
-	if len(s.aoffs) == MaxAttrs {
+	if s.nattrs == MaxAttrs {
 		return rmerr.New(rmerr.ReportLimit, "line %d: element <%s> has more than %d attributes (cap: attributes per element)", s.line(s.pos), s.elem, MaxAttrs).
 			WithHint("the report is not a plausible JUnit file; check the reporter")
 	}
@@ -253,20 +253,32 @@ func (s *Scanner) attribute() error {
 	if s.anames, err = s.appendName(s.anames, "attribute", true); err != nil {
 		return err
 	}
+	s.nattrs++
 	name := s.anames[at:]
-	if s.dupAttr(name) {
+	// An attribute the handler reads has its field, which says whether it
+	// was seen; only the names of the others are kept, to compare.
+	id := s.attrOf(name)
+	if id >= 0 && s.attrs.F[id].Set || id < 0 && s.dupAttr(name) {
 		return s.errorf(s.pos, "attribute %q appears twice in <%s>", name, s.elem)
 	}
-	s.aoffs = append(s.aoffs, int32(at))
-	if _, err := s.space(); err != nil {
-		return s.eofIn(err, "in an attribute")
+	if id >= 0 {
+		s.anames = s.anames[:at] // name stays readable until the next attribute
+	} else {
+		s.aoffs = append(s.aoffs, int32(at))
+	}
+	if s.atSpace() {
+		if _, err := s.space(); err != nil {
+			return s.eofIn(err, "in an attribute")
+		}
 	}
 	if s.buf[s.pos] != '=' {
 		return s.errorf(s.pos, "expected \"=\" after attribute %q in <%s>", name, s.elem)
 	}
 	s.pos++
-	if _, err := s.space(); err != nil {
-		return s.eofIn(err, "in an attribute")
+	if s.atSpace() {
+		if _, err := s.space(); err != nil {
+			return s.eofIn(err, "in an attribute")
+		}
 	}
 	q := s.buf[s.pos]
 	if q != '"' && q != '\'' {
@@ -274,9 +286,8 @@ func (s *Scanner) attribute() error {
 	}
 	s.pos++
 	var sink *textcap.Field
-	if id := s.attrOf(name); id >= 0 {
-		sink = &s.attrs.F[id]
-		sink.Set = true
+	if id >= 0 {
+		sink = s.attrs.set(id)
 	}
 	stop := stopAttrQ
 	if q == '\'' {
@@ -303,8 +314,8 @@ func (s *Scanner) attribute() error {
 	}
 }
 
-// dupAttr reports whether name (the newest attribute name, already at the
-// end of anames) was seen before in this element.
+// dupAttr reports whether name (the newest attribute name the handler does
+// not read, already at the end of anames) was seen before in this element.
 func (s *Scanner) dupAttr(name []byte) bool {
 	prev := func(k int) []byte {
 		end := len(s.anames) - len(name)

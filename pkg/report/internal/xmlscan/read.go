@@ -192,15 +192,21 @@ func (s *Scanner) eofIn(err error, what string) error {
 func (s *Scanner) space() (bool, error) {
 	seen := false
 	for {
-		for s.pos < s.vend {
-			if !isSpace(s.buf[s.pos]) {
-				return seen, nil
-			}
-			s.pos++
-			seen = true
+		buf, i := s.buf[:s.vend], s.pos
+		for i < len(buf) && spaceByte[buf[i]] {
+			i++
+		}
+		seen = seen || i > s.pos
+		s.pos = i
+		if i < len(buf) {
+			return seen, nil
 		}
 		if err := s.fill(1); err != nil {
 			return seen, err
 		}
 	}
 }
+
+// atSpace is whether space has anything to do: most calls in a tag meet
+// no whitespace (between a name and '=') and are answered without a call.
+func (s *Scanner) atSpace() bool { return s.pos >= s.vend || spaceByte[s.buf[s.pos]] }

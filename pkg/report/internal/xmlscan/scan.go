@@ -30,10 +30,10 @@ type Handler interface {
 type Config struct {
 	MaxBytes int64 // cap on the document (RM-REPORT-003 beyond)
 	MaxField int   // bytes kept of each text field (textcap.Field.Max)
-	// Attr numbers an attribute the handler reads, 0 ≤ id < Attrs, or
-	// returns -1: values of all other attributes are checked and dropped
-	// unread, so what one element costs in memory is bounded by Attrs
-	// fields of MaxField each.
+	// Attr numbers an attribute the handler reads, 0 ≤ id < Attrs (one id
+	// per name), or returns -1: values of all other attributes are checked
+	// and dropped unread, so what one element costs in memory is bounded
+	// by Attrs fields of MaxField each.
 	Attr  func(name []byte) int
 	Attrs int
 }
@@ -125,7 +125,9 @@ func init() {
 	nameChar[':'] = nameColon
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+func isSpace(c byte) bool { return spaceByte[c] }
+
+var spaceByte = [256]bool{' ': true, '\n': true, '\t': true, '\r': true}
 
 // Scanner reads one document and drives a Handler.
 type Scanner struct {
@@ -153,8 +155,9 @@ type Scanner struct {
 	offs     []int32 // start of each name in stack
 	elem     []byte  // name of the element being read
 	attrs    Attrs
-	anames   []byte  // attribute names of the element being read
+	anames   []byte  // names of the element's attributes the handler does not read
 	aoffs    []int32 // start of each name in anames
+	nattrs   int     // attributes of the element being read
 	aseen    map[string]struct{}
 	scratch  []byte
 }
