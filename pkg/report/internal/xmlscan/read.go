@@ -91,13 +91,27 @@ func (s *Scanner) fill(need int) error {
 		if s.eof {
 			return errEOF
 		}
-		if s.pos > 0 {
-			s.lines += bytes.Count(s.buf[s.lineFrom:s.pos], []byte{'\n'})
-			s.end = copy(s.buf, s.buf[s.pos:s.end])
-			s.vend -= s.pos
-			s.pos, s.lineFrom = 0, 0
+		var n int
+		var err error
+		if s.mp != nil {
+			if s.pos-s.lineFrom >= releaseStep {
+				s.lines += bytes.Count(s.buf[s.lineFrom:s.pos], []byte{'\n'})
+				s.lineFrom = s.pos
+				s.mp.release(s.pos)
+			}
+			n = min(bufSize, len(s.buf)-s.end)
+			if s.end+n == len(s.buf) {
+				err = io.EOF
+			}
+		} else {
+			if s.pos > 0 {
+				s.lines += bytes.Count(s.buf[s.lineFrom:s.pos], []byte{'\n'})
+				s.end = copy(s.buf, s.buf[s.pos:s.end])
+				s.vend -= s.pos
+				s.pos, s.lineFrom = 0, 0
+			}
+			n, err = s.r.Read(s.buf[s.end:])
 		}
-		n, err := s.r.Read(s.buf[s.end:])
 		if n > 0 {
 			stalls = 0
 			s.sum.Write(s.buf[s.end : s.end+n])

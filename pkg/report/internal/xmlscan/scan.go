@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"math/bits"
+	"runtime/debug"
 	"unicode/utf8"
 
 	"github.com/runmill/verify/pkg/report/internal/textcap"
@@ -138,6 +139,9 @@ type Scanner struct {
 	end   int // buf[vend:end] is read, not yet validated
 	eof   bool
 	ascii bool // declared US-ASCII
+	// mp, when the file is mapped (mapFile): buf is then the file itself,
+	// revealed bufSize bytes at a time as if read, and never moved.
+	mp *mapping
 
 	sum      hash.Hash
 	n        int64 // bytes read
@@ -164,15 +168,19 @@ type Scanner struct {
 
 // New returns a scanner of r that drives h; Run reads the document.
 func New(r io.Reader, h Handler, c Config) *Scanner {
-	return &Scanner{
+	s := &Scanner{
 		r:        r,
-		buf:      make([]byte, bufSize),
 		sum:      sha256.New(),
 		maxBytes: c.MaxBytes,
 		h:        h,
 		attrOf:   c.Attr,
 		attrs:    NewAttrs(c.Attrs, c.MaxField),
 	}
+	// The cap stops parsing at MaxBytes; a read past it sees a little more.
+	if s.mp, s.buf = mapFile(r, c.MaxBytes+bufSize); s.mp == nil {
+		s.buf = make([]byte, bufSize)
+	}
+	return s
 }
 
 // SHA256 is the digest of every byte read, in hex.
@@ -190,6 +198,21 @@ func (s *Scanner) Run() (err error) {
 			err = s.eofIn(err, "")
 		}
 	}()
+	if s.mp != nil {
+		defer s.mp.close()
+		// A file that shrinks under its mapping faults where it is read
+		// (SIGBUS): that is an error of this report, not a crash.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			r := recover()
+			if f, ok := r.(interface{ Addr() uintptr }); ok && s.mp.contains(f.Addr()) {
+				err = rmerr.New(rmerr.ReportMalformed, "the report file shrank while it was read").
+					WithHint("leave the report unchanged until runmill has read it")
+			} else if r != nil {
+				panic(r)
+			}
+		}()
+	}
 	if err := s.prolog(); err != nil {
 		return err
 	}
