@@ -58,11 +58,12 @@ func mapFile(r io.Reader, limit int64) (*mapping, []byte) {
 	return mp, m[mp.lead:]
 }
 
-// release drops the pages wholly before data[upTo] from the process (they
-// stay in the page cache); the scanner never reads behind itself.
+// release drops the pages wholly before data[upTo] from the process, once
+// they add up to releaseStep: they stay in the page cache, and the scanner
+// reads behind itself only to count lines for an error.
 func (mp *mapping) release(upTo int) {
 	end := (mp.lead + upTo) &^ (os.Getpagesize() - 1)
-	if end > mp.done {
+	if end-mp.done >= releaseStep {
 		_ = unix.Madvise(mp.m[mp.done:end], unix.MADV_DONTNEED)
 		mp.done = end
 	}

@@ -1,6 +1,7 @@
 package xmlscan
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 	"unicode/utf8"
@@ -101,6 +102,32 @@ func TestStopsSkip(t *testing.T) {
 			}
 			if got := st.skip(p); got != want {
 				t.Fatalf("skip(%q) = %d, want %d", p, got, want)
+			}
+		}
+	}
+}
+
+// TestASCIIWithBreaks holds the word test to a byte-by-byte reading: every
+// byte value in every lane, among neighbours that are tabs, line ends,
+// spaces or letters.
+func TestASCIIWithBreaks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	fill := []byte{'\t', '\n', '\r', ' ', 'a', 0x7F}
+	for lane := range 8 {
+		for c := range 256 {
+			for range 8 {
+				var p [8]byte
+				for i := range p {
+					p[i] = fill[rng.IntN(len(fill))]
+				}
+				p[lane] = byte(c)
+				want := true
+				for _, b := range p {
+					want = want && b < 0x80 && (b >= 0x20 || b == '\t' || b == '\n' || b == '\r')
+				}
+				if got := asciiWithBreaks(binary.LittleEndian.Uint64(p[:])); got != want {
+					t.Fatalf("asciiWithBreaks(%q) = %v, want %v", p, got, want)
+				}
 			}
 		}
 	}
