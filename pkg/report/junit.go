@@ -551,7 +551,9 @@ func (b *junitBuilder) startResult(kind jbKind, a *xmlscan.Attrs) *textcap.Field
 
 // End is xmlscan's call for an element closing.
 func (b *junitBuilder) End() error {
-	f := b.frames[len(b.frames)-1]
+	// A pointer, not a copy of the frame's counters: nothing is pushed
+	// before End returns, so the popped frame stays as it was.
+	f := &b.frames[len(b.frames)-1]
 	b.frames = b.frames[:len(b.frames)-1]
 	switch f.kind {
 	case jkCase:
@@ -573,13 +575,13 @@ func (b *junitBuilder) End() error {
 				}
 			}
 		} else {
-			b.claims(&f)
+			b.claims(f)
 		}
 		for i := range f.declared {
 			if f.declared[i] >= 0 && f.declared[i] != f.counted[i] {
 				m := &b.mismatch[i]
 				if m.n == 0 {
-					m.scope, m.declared, m.counted = jbScope(&f), f.declared[i], f.counted[i]
+					m.scope, m.declared, m.counted = jbScope(f), f.declared[i], f.counted[i]
 				}
 				m.n++
 			}
