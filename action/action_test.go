@@ -1,6 +1,7 @@
 package action_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,7 +111,7 @@ func newJob(t *testing.T, f fixture, eventName, head string, inputs map[string]s
 	root := t.TempDir()
 	j := &job{t: t, actionPath: actionRoot(t), root: root, inputs: inputs, artifacts: filepath.Join(root, "artifacts")}
 	j.action = loadAction(t, filepath.Join(j.actionPath, "action.yml"))
-	for _, d := range []string{"_temp", "stub", "artifacts"} {
+	for _, d := range []string{"_temp", "_tool", "stub", "artifacts"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -140,6 +142,7 @@ func newJob(t *testing.T, f fixture, eventName, head string, inputs map[string]s
 		"GITHUB_ACTIONS":        "true",
 		"RUNNER_OS":             "Linux",
 		"RUNNER_TEMP":           filepath.Join(root, "_temp"),
+		"RUNNER_TOOL_CACHE":     filepath.Join(root, "_tool"), // /opt/hostedtoolcache on GitHub's images
 		"GITHUB_WORKSPACE":      f.dir,
 		"GITHUB_EVENT_NAME":     eventName,
 		"GITHUB_EVENT_PATH":     eventPath,
@@ -161,7 +164,25 @@ func newJob(t *testing.T, f fixture, eventName, head string, inputs map[string]s
 			j.env[k] = v
 		}
 	}
+	// The Go toolchain the Build step fetches comes from the module cache
+	// scripts/setup.sh filled (go mod download golang.org/toolchain@…),
+	// as a file:// proxy before the job's own: the same bytes the public
+	// proxy serves, checked against the same pin.
+	j.env["GOPROXY"] = "file://" + filepath.Join(goModCache(t), "cache", "download") + "," + cmp.Or(j.env["GOPROXY"], "https://proxy.golang.org,direct")
 	return j
+}
+
+var goModCacheDir = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	return strings.TrimSpace(string(out)), err
+})
+
+func goModCache(t *testing.T) string {
+	dir, err := goModCacheDir()
+	if err != nil || dir == "" {
+		t.Fatalf("go env GOMODCACHE: %q %v", dir, err)
+	}
+	return dir
 }
 
 func (j *job) sudoLog() string {
@@ -169,7 +190,7 @@ func (j *job) sudoLog() string {
 	return string(b)
 }
 
-var wantOrder = []string{"Set up Go", "Preflight", "Build runmill", "runmill verify", "Upload the evidence", "Gate on the verdict"}
+var wantOrder = []string{"Preflight", "Install the released runmill", "Restore the build cache", "Build runmill", "runmill verify", "Upload the evidence", "Gate on the verdict"}
 
 func signingKey(t *testing.T) string {
 	key, _, err := evidence.Keygen(24 * time.Hour)
@@ -204,23 +225,39 @@ func TestActionOnPullRequests(t *testing.T) {
 				"parallel":           "2",
 				"github-token":       "", // no token: runmill makes no GitHub call
 			})
+			// The action used at a branch: no release checksums, so it
+			// builds its source, stamped with the ref.
+			j.actionRef, j.actionRepo = "main", "runmill/verify"
+			pathBefore := j.env["PATH"]
 			j.run()
 			defer func() {
 				if t.Failed() {
 					t.Logf("job log:\n%s", j.log.String())
 				}
 			}()
-			if got := j.order(); !slices.Equal(got, wantOrder) {
-				t.Fatalf("steps ran %q, want %q", got, wantOrder)
+			// The first job saves the build cache, the second restores it.
+			hit := j.ran[stepRestore].Outputs["cache-hit"] == "true"
+			order := slices.DeleteFunc(j.order(), func(s string) bool { return s == "Save the build cache" })
+			if !slices.Equal(order, wantOrder) {
+				t.Fatalf("steps ran %q, want %q", j.order(), wantOrder)
 			}
 			var outcomes []string
 			for _, r := range j.ran {
 				outcomes = append(outcomes, r.Outcome)
 			}
+			save := map[bool]string{false: "success", true: "skipped"}[hit]
 			// Prepare dependencies is opt-in: skipped without prepare-dependencies.
-			want := []string{"success", "success", "success", "skipped", "success", "success", tc.gate}
+			want := []string{"success", "success", "success", "success", save, "skipped", "success", "success", tc.gate}
 			if !slices.Equal(outcomes, want) {
 				t.Fatalf("step outcomes %q, want %q", outcomes, want)
+			}
+			// The job's PATH is the workflow's: no step added to it (the
+			// action's Go is its own) or set it through GITHUB_ENV.
+			if len(j.path) > 0 || j.env["PATH"] != pathBefore {
+				t.Errorf("the action changed the job's PATH: GITHUB_PATH added %q; PATH %q, was %q", j.path, j.env["PATH"], pathBefore)
+			}
+			if log := j.ran[stepBuild].Log; !strings.Contains(log, "runmill dev+main\n") || !strings.Contains(log, "matches the action's pin") && !hit {
+				t.Errorf("the build did not stamp dev+main or check its Go:\n%s", log)
 			}
 			if j.failed != (tc.gate == "failure") {
 				t.Errorf("job failed %v", j.failed)
@@ -253,6 +290,9 @@ func TestActionOnPullRequests(t *testing.T) {
 			}
 			if st.Predicate.Manifest.Policies.Operator == nil {
 				t.Error("the policy input did not reach runmill")
+			}
+			if st.Predicate.RunmillVersion != "dev+main" {
+				t.Errorf("runmill_version %q, want the version stamped from the action's ref", st.Predicate.RunmillVersion)
 			}
 			sum := j.summary.String()
 			if !strings.Contains(sum, "runmill: "+strings.Replace(tc.verdict, "not-", "not ", 1)) || !strings.Contains(sum, "runmill evidence download --repo octo-org/shop --run-id 4242") {
@@ -298,7 +338,7 @@ func TestPreflightWithoutSudo(t *testing.T) {
 	j := newJob(t, f, "pull_request", f.good, map[string]string{"github-token": ""})
 	j.env["RUNMILL_TEST_SUDO"] = "deny"
 	j.run()
-	if got, want := j.order(), []string{"Set up Go", "Preflight", "Gate on the verdict"}; !slices.Equal(got, want) {
+	if got, want := j.order(), []string{"Preflight", "Gate on the verdict"}; !slices.Equal(got, want) {
 		t.Fatalf("steps ran %q, want %q", got, want)
 	}
 	if j.ran[stepPreflight].Outcome != "failure" || !strings.Contains(j.ran[stepPreflight].Log, "RM-ACTIONS-002") || !strings.Contains(j.ran[stepPreflight].Log, "sudo -n true") {
@@ -408,16 +448,16 @@ func TestVerifyInputs(t *testing.T) {
 }
 
 // TestRunmillVersion: runmill-version must be a module version; anything
-// else stops the build step before it reaches the module proxy.
+// else stops the install step before anything is downloaded or built.
 func TestRunmillVersion(t *testing.T) {
 	f := shop(t)
 	j := newJob(t, f, "pull_request", f.good, map[string]string{"runmill-version": "latest; curl evil"})
-	for i := range j.action.Runs.Steps {
-		j.action.Runs.Steps[i].If = "cancelled()"
-	}
-	j.action.Runs.Steps[stepBuild].If = "always()"
+	buildOnly(j)
 	j.run()
-	if r := j.ran[stepBuild]; r.Outcome != "failure" || !strings.Contains(r.Log, "RM-ACTIONS-003") || strings.Contains(r.Log, "go: ") {
+	if r := j.ran[stepInstall]; r.Outcome != "failure" || !strings.Contains(r.Log, "RM-ACTIONS-003") {
+		t.Errorf("install step %s:\n%s", r.Outcome, r.Log)
+	}
+	if r := j.ran[stepBuild]; r.Outcome != "skipped" {
 		t.Errorf("build step %s:\n%s", r.Outcome, r.Log)
 	}
 }
@@ -570,18 +610,24 @@ func TestActionlint(t *testing.T) {
 // The indices of action.yml's steps the tests drive (issue 15 inserted
 // "Prepare dependencies" before verify; issue 23 moved the preflight before
 // the build, which installs runmill with sudo).
+// Issue 27 removed "Set up Go" (the action's Go is its own, never on PATH)
+// and put the release install and the build cache around the build.
 const (
-	stepPreflight = 1
-	stepBuild     = 2
-	stepPrepare   = 3
-	stepVerify    = 4
-	stepUpload    = 5
-	stepGate      = 6
+	stepPreflight = 0
+	stepInstall   = 1
+	stepRestore   = 2
+	stepBuild     = 3
+	stepSave      = 4
+	stepPrepare   = 5
+	stepVerify    = 6
+	stepUpload    = 7
+	stepGate      = 8
 )
 
 func TestStepOrder(t *testing.T) {
 	a := loadAction(t, filepath.Join(actionRoot(t), "action.yml"))
 	for i, name := range map[int]string{stepBuild: "Build runmill", stepPreflight: "Preflight", stepPrepare: "Prepare dependencies",
+		stepInstall: "Install the released runmill", stepRestore: "Restore the build cache", stepSave: "Save the build cache",
 		stepVerify: "runmill verify", stepUpload: "Upload the evidence", stepGate: "Gate on the verdict"} {
 		if a.Runs.Steps[i].Name != name {
 			t.Errorf("step %d is %q, want %q", i, a.Runs.Steps[i].Name, name)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -25,10 +26,12 @@ import (
 // -eo pipefail, a fresh GITHUB_OUTPUT, GITHUB_ENV, GITHUB_PATH and
 // GITHUB_STEP_SUMMARY per step, `if:` with the implicit success(), a step's
 // env: over what GITHUB_ENV set, and a comparison in an expression written
-// into env: as true or false. The two `uses:` steps are stood in for:
-// setup-go checks its go-version-file and that Go is installed;
+// into env: as true or false. The `uses:` steps are stood in for:
 // upload-artifact copies its path into the job's artifacts with its
-// if-no-files-found rule and v4's unique names.
+// if-no-files-found rule and v4's unique names; cache/restore and
+// cache/save keep directories by exact key in a store every job of the
+// test binary shares (GitHub's cache service: a later job restores what an
+// earlier one saved, and a saved key is never overwritten).
 //
 // Where it is not the runner: the tests run as root, so the steps do too
 // (the runner user on GitHub's images is uid 1001 with passwordless sudo);
@@ -85,6 +88,8 @@ type job struct {
 	action     *actionMeta
 	actionPath string
 	root       string            // the runner's work root
+	actionRef  string            // github.action_ref: the ref of uses: (empty for a local action)
+	actionRepo string            // github.action_repository
 	env        map[string]string // the job's environment (GITHUB_*, RUNNER_*, PATH …)
 	inputs     map[string]string // with: of the workflow step
 	event      map[string]any
@@ -277,6 +282,10 @@ func (j *job) value(e string) string {
 		return j.expand(in.Default)
 	case e == "github.action_path":
 		return j.actionPath
+	case e == "github.action_ref":
+		return j.actionRef
+	case e == "github.action_repository":
+		return j.actionRepo
 	case e == "github.token":
 		return j.env["RUNMILL_TEST_TOKEN"]
 	case parts[0] == "github" && len(parts) > 2 && parts[1] == "event":
@@ -395,9 +404,16 @@ func (j *job) exec(i int, s stepMeta) stepResult {
 	return r
 }
 
-var pinned = regexp.MustCompile(`^[\w.-]+/[\w.-]+@[0-9a-f]{40}$`)
+var pinned = regexp.MustCompile(`^[\w.-]+/[\w.-]+(/[\w.-]+)*@[0-9a-f]{40}$`)
 
-// uses stands in for the two actions action.yml uses.
+// caches is the cache service's store, shared by every job of the test
+// binary (testMain removes it): one directory per key.
+var caches struct {
+	once sync.Once
+	dir  string
+}
+
+// uses stands in for the actions action.yml uses.
 func (j *job) uses(s stepMeta) stepResult {
 	t := j.t
 	r := stepResult{Name: s.Name, Outputs: map[string]string{}, Outcome: "success"}
@@ -414,12 +430,39 @@ func (j *job) uses(s stepMeta) stepResult {
 		return r
 	}
 	switch name, _, _ := strings.Cut(s.Uses, "@"); name {
-	case "actions/setup-go":
-		if _, err := os.Stat(with["go-version-file"]); err != nil {
-			return fail("go-version-file: %v", err)
+	case "actions/cache/restore", "actions/cache/save":
+		path, key := with["path"], with["key"]
+		if path == "" || key == "" {
+			return fail("Input required and not supplied: path and key")
 		}
-		if _, err := exec.LookPath("go"); err != nil {
-			return fail("no Go installed: %v", err)
+		caches.once.Do(func() {
+			var err error
+			if caches.dir, err = os.MkdirTemp("", "runmill-action-caches-"); err != nil {
+				t.Fatal(err)
+			}
+		})
+		stored := filepath.Join(caches.dir, strings.ReplaceAll(key, "/", "%2F"))
+		_, err := os.Stat(stored)
+		if name == "actions/cache/restore" {
+			r.Outputs["cache-hit"] = "false"
+			if err == nil {
+				if err := os.CopyFS(path, os.DirFS(stored)); err != nil {
+					return fail("restoring: %v", err)
+				}
+				r.Outputs["cache-hit"], r.Outputs["cache-matched-key"] = "true", key
+			}
+			r.Outputs["cache-primary-key"] = key
+			return r
+		}
+		if err == nil {
+			r.Log = "Failed to save: Unable to reserve cache with key " + key + ", another job may be creating this cache."
+			return r
+		}
+		if _, err := os.Stat(path); err != nil {
+			return fail("Path Validation Error: Path(s) specified in the action for caching do(es) not exist")
+		}
+		if err := os.CopyFS(stored, os.DirFS(path)); err != nil {
+			return fail("saving: %v", err)
 		}
 	case "actions/upload-artifact":
 		name, path := with["name"], with["path"]

@@ -19,4 +19,10 @@ const (
 	// dependency-scripts in a job with the signing key); printed by the
 	// action's shell steps.
 	ActionsInput Code = "RM-ACTIONS-003"
+	// ActionsChecksum: a download the action would run (the release's
+	// runmill binary, the Go toolchain of the source build) does not match
+	// the checksum committed in the action, or the action's release
+	// checksums are malformed or another release's; printed by
+	// action/install.sh and lib.sh.
+	ActionsChecksum Code = "RM-ACTIONS-004"
 )
