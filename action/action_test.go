@@ -3,6 +3,7 @@ package action_test
 import (
 	"cmp"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,7 +229,7 @@ func TestActionOnPullRequests(t *testing.T) {
 			// The action used at a branch: no release checksums, so it
 			// builds its source, stamped with the ref.
 			j.actionRef, j.actionRepo = "main", "runmill/verify"
-			pathBefore := j.env["PATH"]
+			envBefore := maps.Clone(j.env)
 			j.run()
 			defer func() {
 				if t.Failed() {
@@ -251,10 +252,10 @@ func TestActionOnPullRequests(t *testing.T) {
 			if !slices.Equal(outcomes, want) {
 				t.Fatalf("step outcomes %q, want %q", outcomes, want)
 			}
-			// The job's PATH is the workflow's: no step added to it (the
-			// action's Go is its own) or set it through GITHUB_ENV.
-			if len(j.path) > 0 || j.env["PATH"] != pathBefore {
-				t.Errorf("the action changed the job's PATH: GITHUB_PATH added %q; PATH %q, was %q", j.path, j.env["PATH"], pathBefore)
+			// The job's PATH and environment are the workflow's: no step
+			// added to PATH (the action's Go is its own) or wrote GITHUB_ENV.
+			if len(j.path) > 0 || !maps.Equal(j.env, envBefore) {
+				t.Errorf("the action changed the job's environment: GITHUB_PATH added %q; PATH %q, was %q", j.path, j.env["PATH"], envBefore["PATH"])
 			}
 			if log := j.ran[stepBuild].Log; !strings.Contains(log, "runmill dev+main\n") || !strings.Contains(log, "matches the action's pin") && !hit {
 				t.Errorf("the build did not stamp dev+main or check its Go:\n%s", log)
