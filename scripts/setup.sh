@@ -18,6 +18,8 @@
 #   cargo                the Cargo sample (Debian's cargo brings rustc)
 #   openssl              TestOpenSSLKeys (pkg/evidence)
 #   time                 GNU /usr/bin/time -v: peak memory in docs/benchmarks.md
+#   libxml2-utils        xmllint --stream, the yardstick of the JUnit parser's
+#                        figures in docs/benchmarks.md
 #   curl, unzip          the action's Build step fetches and unpacks its pinned Go
 #                        (action/lib.sh private_go); its Install step downloads
 #                        the release binary
@@ -65,6 +67,7 @@ install_pkgs() {
 	command -v cargo >/dev/null 2>&1 || missing+=(cargo)
 	visible openssl || missing+=(openssl)
 	[ -x /usr/bin/time ] || missing+=(time)
+	command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
 	visible curl || missing+=(curl)
 	visible unzip || missing+=(unzip)
 	[ ${#missing[@]} -eq 0 ] && return 0
