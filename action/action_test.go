@@ -547,8 +547,9 @@ func TestInputsAreMapped(t *testing.T) {
 
 // TestActionlint lints the composite steps with actionlint, rendered as a
 // reusable workflow (actionlint reads action.yml only for the inputs a
-// workflow passes it). scripts/test.sh sets RUNMILL_ACTIONLINT and lints
-// .github/workflows itself; with CI=true a missing actionlint fails.
+// workflow passes it), then every workflow in .github/workflows, the release
+// workflow among them. scripts/test.sh sets RUNMILL_ACTIONLINT; with CI=true
+// a missing actionlint fails.
 func TestActionlint(t *testing.T) {
 	bin := os.Getenv("RUNMILL_ACTIONLINT")
 	if bin == "" {
@@ -605,6 +606,16 @@ func TestActionlint(t *testing.T) {
 	cmd.Dir = filepath.Dir(filepath.Dir(dir))
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("actionlint on the composite steps: %v\n%s\n--- rendered workflow\n%s", err, msg, out)
+	}
+	// And every workflow of the repository, the release workflow with it.
+	workflows, err := filepath.Glob(filepath.Join(actionRoot(t), ".github", "workflows", "*.yml"))
+	if err != nil || len(workflows) < 2 {
+		t.Fatalf("workflows %q: %v", workflows, err)
+	}
+	cmd = exec.Command(bin, append([]string{"-color=false"}, workflows...)...)
+	cmd.Dir = actionRoot(t)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("actionlint on .github/workflows: %v\n%s", err, msg)
 	}
 }
 
