@@ -110,7 +110,7 @@ func actionRoot(t *testing.T) string {
 // head (or on eventName with an empty payload).
 func newJob(t *testing.T, f fixture, eventName, head string, inputs map[string]string) *job {
 	root := t.TempDir()
-	j := &job{t: t, actionPath: actionRoot(t), root: root, inputs: inputs, artifacts: filepath.Join(root, "artifacts")}
+	j := &job{t: t, actionPath: actionRoot(t), root: root, inputs: inputs, artifacts: filepath.Join(root, "artifacts"), store: &artifactStore{}, attempt: 1}
 	j.action = loadAction(t, filepath.Join(j.actionPath, "action.yml"))
 	for _, d := range []string{"_temp", "_tool", "stub", "artifacts"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
@@ -411,12 +411,14 @@ func TestVerifyInputs(t *testing.T) {
 		{"proposals text", map[string]string{"agent-proposals": "unit\nlint"}, "", "/agent-proposals.txt"},
 		{"explicit commits", map[string]string{"base": "main", "candidate": "good"}, "", "--base main --candidate good "},
 		{"shallow checkout", map[string]string{"base": strings.Repeat("0", 40)}, "is not in the checkout", ""},
-		{"shard", map[string]string{"shard": "2/3"}, "", "--parallel 0 --shard 2/3 --github-job verify"},
-		{"shard and merge job", map[string]string{"shard": "1/2", "merge-job": "gate"}, "", "--shard 1/2 --github-job gate"},
+		{"shard", map[string]string{"shard": "2/3", "signing-key": "PEM"}, "", "--parallel 0 --shard 2/3 --github-job verify"},
+		{"shard and merge job", map[string]string{"shard": "1/2", "merge-job": "gate", "signing-key": "PEM"}, "", "--shard 1/2 --github-job gate"},
+		{"retention-days", map[string]string{"retention-days": "91"}, "retention-days must be a number of days from 1 to 90", ""},
+		{"policy-required", map[string]string{"policy-required": "yes"}, "policy-required must be true or false", ""},
 		{"shard not K/N", map[string]string{"shard": "2 of 3"}, "shard must be K/N", ""},
 		{"merge not a boolean", map[string]string{"merge": "yes"}, "merge must be true or false", ""},
 		{"merge without shards-dir", map[string]string{"merge": "true", "trust": "{}"}, "merge: true needs shards-dir", ""},
-		{"merge without trust", map[string]string{"merge": "true", "shards-dir": "shards"}, "merge: true needs trust", ""},
+		{"merge without trust", map[string]string{"merge": "true", "shards-dir": "shards"}, "without the trust document the shard bundles must verify against", ""},
 		{"merge and shard", map[string]string{"merge": "true", "shards-dir": "shards", "shard": "1/2"}, "not both", ""},
 		{"reuse-dir", map[string]string{"reuse-dir": reuseDir, "signing-key": "PEM"}, "", "--parallel 0 --reuse " + reuseDir},
 		{"reuse-dir without signing-key", map[string]string{"reuse-dir": reuseDir}, "reuse-dir needs signing-key", ""},
@@ -504,9 +506,13 @@ func TestInputsAreMapped(t *testing.T) {
 	if _, ok := a.Inputs["reuse-dir"]; !ok {
 		t.Error(`input "reuse-dir" of issue 16 is missing`)
 	}
-	if len(a.Inputs) != 21 || len(a.Outputs) != 4 {
-		t.Errorf("%d inputs and %d outputs, want 21 and 4", len(a.Inputs), len(a.Outputs))
-
+	for _, name := range []string{"policy-required", "retention-days"} {
+		if _, ok := a.Inputs[name]; !ok {
+			t.Errorf("input %q of issue 27 is missing", name)
+		}
+	}
+	if len(a.Inputs) != 23 || len(a.Outputs) != 4 {
+		t.Errorf("%d inputs and %d outputs, want 23 and 4", len(a.Inputs), len(a.Outputs))
 	}
 	for _, name := range []string{"prepare-dependencies", "dependency-scripts"} {
 		if _, ok := a.Inputs[name]; !ok {

@@ -136,3 +136,36 @@ install_root_owned() {
 	RUNMILL_BIN="$home/runmill" installed_runmill >/dev/null
 	"$home/runmill" --version
 }
+
+# fork_pull_request: this is a pull_request run of a pull request from
+# another repository — one GitHub gives no repository or organisation
+# variables, no secrets (other than a read-only GITHUB_TOKEN), so every
+# input the workflow fills from vars.* or secrets.* arrives empty.
+fork_pull_request() {
+	[ "${GITHUB_EVENT_NAME:-}" = pull_request ] && [ -n "${RUNMILL_EVENT_HEAD_REPO:-}" ] &&
+		[ "$RUNMILL_EVENT_HEAD_REPO" != "${GITHUB_REPOSITORY:-}" ]
+}
+
+# fork_cause WHAT prints why WHAT (an input) is empty on a fork pull request
+# and the safe patterns that give it its value (docs/action.md § Fork pull
+# requests).
+fork_cause() {
+	printf '%s is empty because this is a pull request from the fork %s: GitHub gives pull_request workflows of forks no variables or secrets. To verify fork pull requests with them, run the verification from the default branch: on pull_request_target with the base checked out (the pull request fetched as data, never run outside the sandbox), or in a workflow_run job after the pull_request run (docs/action.md § Fork pull requests)' "$1" "$RUNMILL_EVENT_HEAD_REPO"
+}
+
+# retention_output: the evidence artifact's retention-days (the Upload
+# step's input, as this step's output): retention-days when given (1 to 90,
+# GitHub's range), else 1 day for a shard job's bundle (the merge job reads
+# it minutes later; a re-run replaces it), else empty, the repository's
+# default.
+retention_output() {
+	local days=${INPUT_RETENTION_DAYS:-}
+	if [ -n "$days" ] && ! { [[ $days =~ ^[1-9][0-9]?$ ]] && [ "$days" -le 90 ]; }; then
+		echo "::error title=runmill (RM-ACTIONS-003)::retention-days must be a number of days from 1 to 90, or empty for the repository's default, not '$days'"
+		return 2
+	fi
+	if [ -z "$days" ] && [ -n "${INPUT_SHARD:-}" ]; then
+		days=1
+	fi
+	echo "retention-days=$days" >>"$GITHUB_OUTPUT"
+}

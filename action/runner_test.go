@@ -27,8 +27,13 @@ import (
 // GITHUB_STEP_SUMMARY per step, `if:` with the implicit success(), a step's
 // env: over what GITHUB_ENV set, and a comparison in an expression written
 // into env: as true or false. The `uses:` steps are stood in for:
-// upload-artifact copies its path into the job's artifacts with its
-// if-no-files-found rule and v4's unique names; cache/restore and
+// upload-artifact copies its path into the workflow run's artifacts with
+// its if-no-files-found rule and v4's names, unique in a run unless
+// overwrite replaces the earlier one (a re-run job's upload), and a
+// retention-days of 1 to 90; download-artifact (downloadArtifact, for the
+// workflow's own steps) sees only the current attempt's uploads unless
+// given github-token and run-id, which list the whole run's, as GitHub's
+// artifact service does after "re-run failed jobs"; cache/restore and
 // cache/save keep directories by exact key in a store every job of the
 // test binary shares (GitHub's cache service: a later job restores what an
 // earlier one saved, and a saved key is never overwritten).
@@ -100,7 +105,11 @@ type job struct {
 	failed    bool
 	summary   bytes.Buffer
 	log       bytes.Buffer
-	artifacts string // the job's uploaded artifacts, one directory per name
+	artifacts string // the workflow run's uploaded artifacts, one directory per name
+	// store records which attempt of the workflow run uploaded each
+	// artifact and its retention; jobs of one run (runJob) share it.
+	store   *artifactStore
+	attempt int // github.run_attempt
 	// afterStep, when set, is called after each step that ran, for a test
 	// to look at the runner between steps (the runner itself has no such
 	// hook).
@@ -316,6 +325,10 @@ func (j *job) value(e string) string {
 			return s.Outcome
 		}
 		return ""
+	case e == "github.run_id":
+		return j.env["GITHUB_RUN_ID"]
+	case e == "github.run_attempt":
+		return strconv.Itoa(j.attempt)
 	case e == "runner.temp":
 		return j.env["RUNNER_TEMP"]
 	}
@@ -474,7 +487,16 @@ func (j *job) uses(s stepMeta) stepResult {
 		}
 		dst := filepath.Join(j.artifacts, name)
 		if _, err := os.Stat(dst); err == nil {
-			return fail("an artifact named %q already exists in this workflow run", name)
+			if with["overwrite"] != "true" {
+				return fail("an artifact named %q already exists in this workflow run", name)
+			}
+			if err := os.RemoveAll(dst); err != nil {
+				return fail("overwriting: %v", err)
+			}
+		}
+		days := with["retention-days"]
+		if n, err := strconv.Atoi(days); days != "" && (err != nil || n < 1 || n > 90) {
+			return fail("retention-days %q: must be a number from 1 to 90", days)
 		}
 		n := 0
 		_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
@@ -492,10 +514,63 @@ func (j *job) uses(s stepMeta) stepResult {
 		if err := os.CopyFS(dst, os.DirFS(path)); err != nil {
 			return fail("uploading: %v", err)
 		}
+		j.store.put(name, j.attempt, days)
 		r.Outputs["artifact-id"] = "1"
 	default:
 		t.Fatalf("step %q uses %q, which the test runner does not stand in for", s.Name, s.Uses)
 	}
+	return r
+}
+
+// artifactStore is what GitHub knows of a workflow run's artifacts: the
+// attempt that uploaded each (by name) and its retention-days.
+type artifactStore struct {
+	mu        sync.Mutex
+	attempt   map[string]int
+	retention map[string]string
+}
+
+func (a *artifactStore) put(name string, attempt int, days string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.attempt == nil {
+		a.attempt, a.retention = map[string]int{}, map[string]string{}
+	}
+	a.attempt[name], a.retention[name] = attempt, days
+}
+
+// downloadArtifact stands in for actions/download-artifact@v4 with a
+// workflow step's with: (expanded): the artifacts matching pattern (or
+// name) into path, one directory each. Without github-token and run-id it
+// asks the runner's artifact service, which answers for the current
+// attempt only; with them the REST API, which lists the run's artifacts
+// whatever attempt uploaded them (the newest of a name: overwrite leaves
+// one). None found fails the step, as v4 does.
+func (j *job) downloadArtifact(with map[string]string) stepResult {
+	r := stepResult{Name: "download-artifact", Outputs: map[string]string{}, Outcome: "success"}
+	pattern := with["pattern"]
+	if pattern == "" {
+		pattern = with["name"]
+	}
+	wholeRun := with["github-token"] != "" && with["run-id"] == j.env["GITHUB_RUN_ID"]
+	j.store.mu.Lock()
+	var names []string
+	for name, attempt := range j.store.attempt {
+		if ok, _ := filepath.Match(pattern, name); ok && (wholeRun || attempt == j.attempt) {
+			names = append(names, name)
+		}
+	}
+	j.store.mu.Unlock()
+	if len(names) == 0 {
+		r.Outcome, r.Log = "failure", "Unable to download artifact(s): No artifacts found for run"
+		return r
+	}
+	for _, name := range names {
+		if err := os.CopyFS(filepath.Join(with["path"], name), os.DirFS(filepath.Join(j.artifacts, name))); err != nil {
+			j.t.Fatal(err)
+		}
+	}
+	r.Log = fmt.Sprintf("downloaded %d artifacts", len(names))
 	return r
 }
 
