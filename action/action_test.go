@@ -88,6 +88,15 @@ func shop(t *testing.T) fixture {
 	r.Remove("tests/zero_qty.t")
 	r.Remove("tests/::warning title=fake::from a test name.t")
 	f.bad = r.Commit("bad: two tests less")
+	pullMerge(t, r, &f)
+	return f
+}
+
+// pullMerge makes the merge commit GitHub would put in GITHUB_SHA (main
+// with the good head merged) and gives the workspace to the runner user,
+// as on a hosted runner.
+func pullMerge(t *testing.T, r *gittest.Repo, f *fixture) {
+	t.Helper()
 	r.Checkout("main", false)
 	r.Checkout("pull-merge", true)
 	r.Git("merge", "-q", "--no-ff", "-m", "Merge good into main", "good")
@@ -95,7 +104,6 @@ func shop(t *testing.T) fixture {
 	if out, err := exec.Command("chown", "-R", runnerUID+":"+runnerUID, r.Dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
-	return f
 }
 
 func actionRoot(t *testing.T) string {
@@ -426,14 +434,7 @@ func TestVerifyInputs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.inputs["github-token"] = ""
 			j := newJob(t, f, "pull_request", f.good, tc.inputs)
-			j.env["RUNMILL_TEST_SUDO"] = "deny"
-			for i := range j.action.Runs.Steps {
-				j.action.Runs.Steps[i].If = "cancelled()"
-			}
-			standInBuild(t, j)
-			j.action.Runs.Steps[stepVerify].If = "always()"
-			j.run()
-			r := j.ran[stepVerify]
+			r := verifyAlone(t, j)
 			if r.Outcome != "failure" {
 				t.Fatalf("verify step %s (sudo refuses, so it cannot succeed)", r.Outcome)
 			}
@@ -448,6 +449,21 @@ func TestVerifyInputs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// verifyAlone runs the verify step alone after a stand-in for the build
+// step, with sudo refusing (runmill is never reached; the sudo log shows
+// the command line it was given), and returns its result.
+func verifyAlone(t *testing.T, j *job) stepResult {
+	t.Helper()
+	j.env["RUNMILL_TEST_SUDO"] = "deny"
+	for i := range j.action.Runs.Steps {
+		j.action.Runs.Steps[i].If = "cancelled()"
+	}
+	standInBuild(t, j)
+	j.action.Runs.Steps[stepVerify].If = "always()"
+	j.run()
+	return j.ran[stepVerify]
 }
 
 // TestRunmillVersion: runmill-version must be a module version; anything

@@ -10,10 +10,6 @@
 # hands it the version to stamp and the build cache's key and directory.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-input_error() {
-	echo "::error title=runmill (RM-ACTIONS-003)::$*"
-	exit 2
-}
 requested=${INPUT_RUNMILL_VERSION:-}
 if [ -n "$requested" ] && ! [[ $requested =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
 	input_error "runmill-version must be a module version such as v1.2.3, or empty to use the action's own release or source"

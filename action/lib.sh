@@ -4,6 +4,13 @@
 # handed on as that step's output (not PATH, not GITHUB_ENV: the runner
 # user can write both), and checks it first.
 
+# input_error MESSAGE: an input of the action is invalid or missing
+# (RM-ACTIONS-003); the step fails with exit 2.
+input_error() {
+	echo "::error title=runmill (RM-ACTIONS-003)::$*"
+	exit 2
+}
+
 # installed_runmill prints $RUNMILL_BIN once it is a regular file owned by
 # root that only root can write, on a path of root-owned directories only
 # root can write, without a symlink anywhere on it; else it says why on
@@ -161,8 +168,7 @@ fork_cause() {
 retention_output() {
 	local days=${INPUT_RETENTION_DAYS:-}
 	if [ -n "$days" ] && ! { [[ $days =~ ^[1-9][0-9]?$ ]] && [ "$days" -le 90 ]; }; then
-		echo "::error title=runmill (RM-ACTIONS-003)::retention-days must be a number of days from 1 to 90, or empty for the repository's default, not '$days'"
-		return 2
+		input_error "retention-days must be a number of days from 1 to 90, or empty for the repository's default, not '$days'"
 	fi
 	if [ -z "$days" ] && [ -n "${INPUT_SHARD:-}" ]; then
 		days=1

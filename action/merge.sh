@@ -6,10 +6,6 @@
 # refused) is an answer: the upload step runs first, the gate fails the job.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-input_error() {
-	echo "::error title=runmill (RM-ACTIONS-003)::$*"
-	exit 2
-}
 
 dir=${INPUT_SHARDS_DIR:-}
 [ -n "$dir" ] || input_error "merge: true needs shards-dir: the directory actions/download-artifact wrote the shard jobs' evidence to"
@@ -22,7 +18,7 @@ if [ -z "$trust" ] && fork_pull_request; then
 	input_error "$(fork_cause "the trust input"); the merge fails closed without the trust document the shard bundles must verify against"
 fi
 [ -n "$trust" ] || input_error "merge: true needs trust: the trust document (runmill evidence keygen --trust-out) the shard bundles must verify against"
-retention_output || exit 2
+retention_output
 
 out=$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")
 echo "evidence-dir=$out/runs" >>"$GITHUB_OUTPUT"

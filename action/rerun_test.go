@@ -198,10 +198,6 @@ func twoChecks(t *testing.T) fixture {
 	r.Checkout("good", true)
 	r.Write("tests/discount.t", "x\n")
 	f.good = r.Commit("good: a test more")
-	r.Checkout("main", false)
-	r.Checkout("pull-merge", true)
-	r.Git("merge", "-q", "--no-ff", "-m", "Merge good into main", "good")
-	f.merge = r.Git("rev-parse", "HEAD")
-	run(t, "", "chown", "-R", runnerUID+":"+runnerUID, r.Dir)
+	pullMerge(t, r, &f)
 	return f
 }

@@ -91,11 +91,7 @@ func TestJobToolchain(t *testing.T) {
 	r.Checkout("good", true)
 	r.Write("shop_test.go", "package shop\n\nimport \"testing\"\n\nfunc TestTotal(t *testing.T) {\n\tif Total(1, 2) != 3 {\n\t\tt.Fatal(\"1+2\")\n\t}\n}\n\nfunc TestZero(t *testing.T) {\n\tif Total(0, 0) != 0 {\n\t\tt.Fatal(\"0+0\")\n\t}\n}\n")
 	f.good = r.Commit("good: a test more")
-	r.Checkout("main", false)
-	r.Checkout("pull-merge", true)
-	r.Git("merge", "-q", "--no-ff", "-m", "Merge good into main", "good")
-	f.merge = r.Git("rev-parse", "HEAD")
-	run(t, "", "chown", "-R", runnerUID+":"+runnerUID, r.Dir)
+	pullMerge(t, r, &f)
 
 	var hostPaths []string
 	for _, d := range sandbox.DefaultHostPaths {

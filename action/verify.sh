@@ -6,10 +6,6 @@
 # this step: the upload step must run first, the gate step fails the job.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-input_error() {
-	echo "::error title=runmill (RM-ACTIONS-003)::$*"
-	exit 2
-}
 
 # The fan-in job of a sharded verification merges instead (docs/scale.md).
 case ${INPUT_MERGE:-false} in
@@ -33,7 +29,7 @@ case ${INPUT_POLICY_REQUIRED:-false} in
 true | false) ;;
 *) input_error "policy-required must be true or false" ;;
 esac
-retention_output || exit 2
+retention_output
 
 # The pull request's base.sha and head.sha (a merge queue's base_sha and
 # head_sha), never GITHUB_SHA: on pull_request that is a merge commit GitHub
