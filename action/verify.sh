@@ -80,6 +80,7 @@ if [ -z "$policy_file" ] && [ -n "$policy" ]; then
 		# share, and RUNNER_TEMP is one path on every GitHub-hosted runner.
 		policy_file="$RUNNER_TEMP/runmill-policy-$(printf '%s\n' "$policy" | sha256sum | cut -c1-16)/policy.yaml"
 		mkdir -p -- "$(dirname -- "$policy_file")"
+		rm -f -- "$policy_file"
 		printf '%s\n' "$policy" >"$policy_file"
 	fi
 fi
