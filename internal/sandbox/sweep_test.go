@@ -8,10 +8,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
+
 	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/internal/sandbox/sandboxtest"
 )
 
 // helperEnv makes the test binary a stand-in runmill that starts a long run
@@ -148,4 +152,126 @@ func sleeperRuns(arg string) bool {
 		}
 	}
 	return false
+}
+
+// TestSweepReapsWhatContainerdForgot (issue #23 Why 4): runmill is killed
+// mid-run and containerd then loses the container records while the tasks
+// live on (a sweep's Delete dropped them when it could not look the task
+// up): the shim, the keeper's `runc init` and both tmpfs roots remain, and
+// nothing in containerd names them. Before, every later Sweep failed on
+// the mounted bundles (RM-SANDBOX-006, for good). Sweep now finds them by
+// their bundles, which name this state directory and a dead runmill, and
+// removes processes, shim, mounts, cgroups and bundles.
+func TestSweepReapsWhatContainerdForgot(t *testing.T) {
+	s := needSandbox(t)
+	id, helper := helperRun(t, s.Address(), stateDir, "313.7")
+	helper.Process.Kill()
+	helper.Wait()
+	left := sandboxtest.LeftBy(t, helper.Process.Pid, id)
+	checkLeft(t, left)
+	sandboxtest.ForgetContainers(t, s.Address(), left.IDs)
+	reaped(t, s, left, "313.7")
+}
+
+// TestSweepReapsStrayShimsOfPrivateDaemon: the same with a private
+// containerd, which dies with the killed runmill; a containerd that then
+// comes back on its state without the container records deletes their
+// bundles (unmounting the roots) but leaves the shim and its processes
+// running. The next runmill's Sweep finds that shim by its address (its
+// private containerd's socket) and removes it, its processes and cgroups.
+func TestSweepReapsStrayShimsOfPrivateDaemon(t *testing.T) {
+	s := needSandbox(t)
+	if !s.Private() {
+		t.Skip("the sandbox under test uses a shared containerd")
+	}
+	state, err := os.MkdirTemp("", "rmsb-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(state)
+	id, helper := helperRun(t, "-", state, "313.8")
+	helper.Process.Kill()
+	helper.Wait()
+	left := sandboxtest.LeftBy(t, helper.Process.Pid, id)
+	checkLeft(t, left)
+	// The killed runmill's containerd, started again on its own
+	// configuration to forget the containers, then stopped.
+	dir := filepath.Join(state, "sandbox", "containerd")
+	daemon := exec.Command("containerd", "--config", filepath.Join(dir, "config.toml"))
+	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := containerd.New(filepath.Join(dir, "containerd.sock"), containerd.WithTimeout(time.Second)); err == nil {
+			_, verr := c.Version(context.Background())
+			c.Close()
+			if verr == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			daemon.Process.Kill()
+			daemon.Wait()
+			t.Fatal("containerd did not come back")
+		}
+	}
+	sandboxtest.ForgetContainers(t, filepath.Join(dir, "containerd.sock"), left.IDs)
+	daemon.Process.Signal(syscall.SIGTERM)
+	daemon.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	next, err := sandbox.Connect(ctx, sandbox.Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := next.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	// Still there once the new containerd has dealt with the bundles: the
+	// test is not vacuous.
+	if alive := slices.ContainsFunc(left.Remaining(), func(r string) bool { return strings.HasPrefix(r, "process ") }); !alive {
+		t.Fatalf("nothing of the killed run lives on after its containerd forgot it: %q", left.Remaining())
+	}
+	reaped(t, next, left, "313.8")
+}
+
+// checkLeft is the precondition of a reaping test: the killed runmill left
+// its shim, a process under it (the keeper's runc init), and a mounted
+// root, so that their absence afterwards means something.
+func checkLeft(t *testing.T, left sandboxtest.Leftovers) {
+	t.Helper()
+	rem := left.Remaining()
+	if len(left.Shims) == 0 || len(left.Procs) == 0 || !slices.ContainsFunc(rem, func(r string) bool { return strings.HasPrefix(r, "mount ") }) {
+		t.Fatalf("the killed runmill left no shim, shim process or mounted root to sweep: %+v %q", left, rem)
+	}
+	t.Logf("left by the killed runmill: %q", rem)
+}
+
+// reaped sweeps and checks that nothing of the leftovers remains, that the
+// sweep said what it removed, and that a second sweep finds nothing.
+func reaped(t *testing.T, s *sandbox.Sandbox, left sandboxtest.Leftovers, tag string) {
+	t.Helper()
+	start := time.Now()
+	removed, err := s.Sweep(context.Background())
+	if err != nil {
+		t.Fatalf("Sweep: %v (removed %q)", err, removed)
+	}
+	t.Logf("the sweep took %v and removed %q", time.Since(start), removed)
+	for _, sh := range left.Shims {
+		if !slices.Contains(removed, fmt.Sprintf("shim %d", sh)) {
+			t.Errorf("the sweep does not report shim %d: %q", sh, removed)
+		}
+	}
+	if rem := left.Remaining(); len(rem) > 0 {
+		t.Errorf("left after the sweep: %q", rem)
+	}
+	assertNoSleeper(t, tag+"0")
+	assertNoSleeper(t, tag+"1")
+	again, err := s.Sweep(context.Background())
+	if err != nil || len(again) != 0 {
+		t.Errorf("second sweep: %q, %v", again, err)
+	}
 }
