@@ -215,7 +215,7 @@ func (s *Sandbox) reap(ctx context.Context, tasks []leftover, shims []int, all [
 			removed = append(removed, fmt.Sprintf("process %d (%s) of task %s", p.pid, p.name, t.id))
 		}
 	}
-	errs = append(errs, waitAll(killed)...)
+	errs = append(errs, waitAll(ctx, killed)...)
 
 	killed = nil
 	for _, pid := range shims {
@@ -237,14 +237,14 @@ func (s *Sandbox) reap(ctx context.Context, tasks []leftover, shims []int, all [
 		killed = append(killed, p)
 		removed = append(removed, fmt.Sprintf("shim %d", pid))
 	}
-	errs = append(errs, waitAll(killed)...)
+	errs = append(errs, waitAll(ctx, killed)...)
 
 	// A containerd that still holds the tasks cleans up after the shims
 	// it lost (runc delete, the root unmounted, the bundle removed); give
 	// it the chance, then remove whatever it did not.
 	deadline := time.Now().Add(reapWait)
 	for _, t := range tasks {
-		for t.bundle != "" && exists(t.bundle) && time.Now().Before(deadline) {
+		for t.bundle != "" && exists(t.bundle) && time.Now().Before(deadline) && ctx.Err() == nil {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
@@ -405,21 +405,12 @@ func processes() []proc {
 }
 
 func readProc(pid int) (proc, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return proc{}, false
-	}
-	// pid (comm) state ppid …; comm may hold spaces and parentheses.
-	open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
-	if open < 0 || end < open {
-		return proc{}, false
-	}
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 2 || len(f[0]) != 1 {
+	comm, f, err := stat(pid)
+	if err != nil || len(f) < 2 || len(f[0]) != 1 {
 		return proc{}, false
 	}
 	ppid, _ := strconv.Atoi(f[1])
-	p := proc{pid: pid, ppid: ppid, state: f[0][0], name: string(b[open+1 : end])}
+	p := proc{pid: pid, ppid: ppid, state: f[0][0], name: comm}
 	if cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
 		p.args = strings.Split(strings.TrimSuffix(string(cmd), "\x00"), "\x00")
 	}
@@ -536,23 +527,28 @@ func (p *pinned) kill() error {
 
 func (p *pinned) close() { unix.Close(p.fd) }
 
-// waitAll waits (reapWait at most) for every pinned process to exit — a
-// pidfd turns readable on exit, a zombie no one reaps included — and
-// releases them.
-func waitAll(ps []*pinned) []error {
+// waitAll waits (reapWait at most, and not past ctx) for every pinned
+// process to exit — a pidfd turns readable on exit, a zombie no one reaps
+// included — and releases them.
+func waitAll(ctx context.Context, ps []*pinned) []error {
 	var errs []error
 	deadline := time.Now().Add(reapWait)
 	for _, p := range ps {
-		for {
-			ms := max(int(time.Until(deadline)/time.Millisecond), 0)
-			n, err := unix.Poll([]unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}, ms)
-			if err == unix.EINTR {
-				continue
+		var err error = fmt.Errorf("process %d (%s) did not exit within %s of SIGKILL", p.pid, p.name, reapWait)
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			// Short polls, so a cancelled sweep stops waiting at once.
+			n, perr := unix.Poll([]unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}, 50)
+			if n > 0 {
+				err = nil
+				break
 			}
-			if n == 0 || err != nil {
-				errs = append(errs, fmt.Errorf("process %d (%s) did not exit within %s of SIGKILL", p.pid, p.name, reapWait))
+			if perr != nil && perr != unix.EINTR {
+				err = fmt.Errorf("waiting for process %d (%s): %w", p.pid, p.name, perr)
+				break
 			}
-			break
+		}
+		if err != nil {
+			errs = append(errs, err)
 		}
 		p.close()
 	}
