@@ -30,6 +30,7 @@ import (
 
 	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/mountinfo"
+	"github.com/runmill/verify/internal/procfs"
 )
 
 // annotationState names, in every task's spec and so in its bundle's
@@ -146,7 +147,7 @@ func (s *Sandbox) strays(ctx context.Context, all []proc) (shims []int, tasks []
 		var held []leftover
 		served := false
 		for _, c := range all {
-			if c.ppid != p.pid || c.state == 'Z' {
+			if c.PPID != p.PID || c.Exited() {
 				continue
 			}
 			// A task's process is in containerd's cgroup for it,
@@ -157,12 +158,12 @@ func (s *Sandbox) strays(ctx context.Context, all []proc) (shims []int, tasks []
 				served = true
 				break
 			}
-			held = append(held, leftover{id: id, cgroup: cg, init: c.pid})
+			held = append(held, leftover{id: id, cgroup: cg, init: c.PID})
 		}
 		if served {
 			continue
 		}
-		shims, tasks = append(shims, p.pid), append(tasks, held...)
+		shims, tasks = append(shims, p.PID), append(tasks, held...)
 	}
 	return shims, tasks
 }
@@ -174,15 +175,15 @@ func (s *Sandbox) strays(ctx context.Context, all []proc) (shims []int, tasks []
 func (s *Sandbox) reap(ctx context.Context, tasks []leftover, shims []int, all []proc) (removed []string, errs []error) {
 	byPID := map[int]proc{}
 	for _, p := range all {
-		byPID[p.pid] = p
+		byPID[p.PID] = p
 	}
 	for _, t := range tasks {
-		if sh, ok := byPID[byPID[t.init].ppid]; ok && t.init != 0 && sh.isShim(s.namespace) {
-			shims = append(shims, sh.pid)
+		if sh, ok := byPID[byPID[t.init].PPID]; ok && t.init != 0 && sh.isShim(s.namespace) {
+			shims = append(shims, sh.PID)
 		}
 		for _, p := range all {
 			if p.isShim(s.namespace) && (p.flag("id") == t.id || t.bundle != "" && p.cwd() == t.bundle) {
-				shims = append(shims, p.pid)
+				shims = append(shims, p.PID)
 			}
 		}
 	}
@@ -200,7 +201,7 @@ func (s *Sandbox) reap(ctx context.Context, tasks []leftover, shims []int, all [
 		}
 		for _, pid := range pids {
 			p, err := pin(pid, func(p proc) bool {
-				return t.cgroup != "" && p.inCgroup(t.cgroup) || pid == t.init && slices.Contains(shims, p.ppid)
+				return t.cgroup != "" && p.inCgroup(t.cgroup) || pid == t.init && slices.Contains(shims, p.PPID)
 			})
 			if err != nil {
 				errs = append(errs, err)
@@ -382,53 +383,30 @@ func cgroupProcs(roots []string, cgroup string) []int {
 	return out
 }
 
-// proc is one process as /proc shows it.
-type proc struct {
-	pid, ppid int
-	state     byte
-	name      string
-	args      []string
-}
+// proc is one process, with what the sweep asks of it.
+type proc struct{ procfs.Process }
 
 // processes lists every process /proc shows.
 func processes() []proc {
-	entries, _ := os.ReadDir("/proc")
 	var out []proc
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			if p, ok := readProc(pid); ok {
-				out = append(out, p)
-			}
-		}
+	for _, p := range procfs.All() {
+		out = append(out, proc{p})
 	}
 	return out
 }
 
-func readProc(pid int) (proc, bool) {
-	comm, f, err := stat(pid)
-	if err != nil || len(f) < 2 || len(f[0]) != 1 {
-		return proc{}, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	p := proc{pid: pid, ppid: ppid, state: f[0][0], name: comm}
-	if cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
-		p.args = strings.Split(strings.TrimSuffix(string(cmd), "\x00"), "\x00")
-	}
-	return p, true
-}
-
 // isShim: a runc shim (not a zombie) serving the containerd namespace ns.
 func (p proc) isShim(ns string) bool {
-	return p.state != 'Z' && len(p.args) > 0 && filepath.Base(p.args[0]) == shimBinary && p.flag("namespace") == ns
+	return !p.Exited() && len(p.Args) > 0 && filepath.Base(p.Args[0]) == shimBinary && p.flag("namespace") == ns
 }
 
 // flag is the value of a Go-style flag (-name value, -name=value) in the
 // process's arguments.
 func (p proc) flag(name string) string {
-	for i, a := range p.args {
+	for i, a := range p.Args {
 		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
-		if a == name && i+1 < len(p.args) && len(p.args[i]) > len(a) {
-			return p.args[i+1]
+		if a == name && i+1 < len(p.Args) && len(p.Args[i]) > len(a) {
+			return p.Args[i+1]
 		}
 		if v, ok := strings.CutPrefix(a, name+"="); ok {
 			return v
@@ -440,53 +418,31 @@ func (p proc) flag(name string) string {
 // cwd is the process's working directory (a shim's is its first task's
 // bundle), without the " (deleted)" the kernel adds to a removed one.
 func (p proc) cwd() string {
-	d, _ := os.Readlink("/proc/" + strconv.Itoa(p.pid) + "/cwd")
+	d, _ := os.Readlink("/proc/" + strconv.Itoa(p.PID) + "/cwd")
 	return strings.TrimSuffix(d, " (deleted)")
 }
 
-// cgroup is the process's cgroup path (the unified hierarchy's, else the
-// first hierarchy's).
+// cgroup is the process's cgroup path, in the first hierarchy that does not
+// hold it at the root (a task's is the same in every hierarchy).
 func (p proc) cgroup() string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cgroup")
-	if err != nil {
+	cgs := slices.DeleteFunc(procfs.Cgroups(p.PID), func(c string) bool { return c == "/" })
+	if len(cgs) == 0 {
 		return ""
 	}
-	var first string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || parts[2] == "/" {
-			continue
-		}
-		if parts[0] == "0" {
-			return parts[2]
-		}
-		if first == "" {
-			first = parts[2]
-		}
-	}
-	return first
+	return cgs[0]
 }
 
 // inCgroup: the process is in cgroup (or below it) in some hierarchy.
 func (p proc) inCgroup(cgroup string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cgroup")
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && (parts[2] == cgroup || strings.HasPrefix(parts[2], cgroup+"/")) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(procfs.Cgroups(p.PID), func(c string) bool { return c == cgroup || strings.HasPrefix(c, cgroup+"/") })
 }
 
 // liveChildren are a process's children that have not exited.
 func liveChildren(pid int) []int {
 	var out []int
 	for _, p := range processes() {
-		if p.ppid == pid && p.state != 'Z' {
-			out = append(out, p.pid)
+		if p.PPID == pid && !p.Exited() {
+			out = append(out, p.PID)
 		}
 	}
 	return out
@@ -510,12 +466,12 @@ func pin(pid int, ok func(proc) bool) (*pinned, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pidfd_open %d: %w", pid, err)
 	}
-	p, found := readProc(pid)
-	if !found || p.state == 'Z' || !ok(p) {
+	p, found := procfs.Read(pid)
+	if !found || p.Exited() || !ok(proc{p}) {
 		unix.Close(fd)
 		return nil, nil
 	}
-	return &pinned{pid: pid, fd: fd, name: p.name}, nil
+	return &pinned{pid: pid, fd: fd, name: p.Name}, nil
 }
 
 func (p *pinned) kill() error {

@@ -59,28 +59,44 @@ func TestSweepAfterKill(t *testing.T) {
 // own containerd, which dies with it; the next runmill starts a new private
 // containerd on the same state, which finds the orphaned task, and sweeps it.
 func TestSweepAfterKillWithPrivateDaemon(t *testing.T) {
-	s := needSandbox(t)
-	if !s.Private() {
+	state := privateState(t)
+	id := killedRun(t, "-", state)
+	sweep(t, nextRunmill(t, state), id, "313.4")
+}
+
+// privateState is a state directory of its own for a stand-in runmill
+// that starts its private containerd there; skipped where the sandbox
+// under test uses a shared one.
+func privateState(t *testing.T) string {
+	t.Helper()
+	if !needSandbox(t).Private() {
 		t.Skip("the sandbox under test uses a shared containerd")
 	}
+	// A short path: the private daemon's socket lives under it.
 	state, err := os.MkdirTemp("", "rmsb-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(state)
-	id := killedRun(t, "-", state)
+	t.Cleanup(func() { os.RemoveAll(state) })
+	return state
+}
+
+// nextRunmill is the next runmill's sandbox on state: a new private
+// containerd on the killed one's state, closed when the test ends.
+func nextRunmill(t *testing.T, state string) *sandbox.Sandbox {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	next, err := sandbox.Connect(ctx, sandbox.Options{StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		if err := next.Close(); err != nil {
 			t.Error(err)
 		}
-	}()
-	sweep(t, next, id, "313.4")
+	})
+	return next
 }
 
 // killedRun starts a run in a stand-in runmill, kills that process with
@@ -180,15 +196,7 @@ func TestSweepReapsWhatContainerdForgot(t *testing.T) {
 // running. The next runmill's Sweep finds that shim by its address (its
 // private containerd's socket) and removes it, its processes and cgroups.
 func TestSweepReapsStrayShimsOfPrivateDaemon(t *testing.T) {
-	s := needSandbox(t)
-	if !s.Private() {
-		t.Skip("the sandbox under test uses a shared containerd")
-	}
-	state, err := os.MkdirTemp("", "rmsb-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(state)
+	state := privateState(t)
 	id, helper := helperRun(t, "-", state, "313.8")
 	helper.Process.Kill()
 	helper.Wait()
@@ -219,17 +227,7 @@ func TestSweepReapsStrayShimsOfPrivateDaemon(t *testing.T) {
 	sandboxtest.ForgetContainers(t, filepath.Join(dir, "containerd.sock"), left.IDs)
 	daemon.Process.Signal(syscall.SIGTERM)
 	daemon.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	next, err := sandbox.Connect(ctx, sandbox.Options{StateDir: state})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := next.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	next := nextRunmill(t, state)
 	// Still there once the new containerd has dealt with the bundles: the
 	// test is not vacuous.
 	if alive := slices.ContainsFunc(left.Remaining(), func(r string) bool { return strings.HasPrefix(r, "process ") }); !alive {

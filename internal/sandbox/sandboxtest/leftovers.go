@@ -3,8 +3,8 @@ package sandboxtest
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"github.com/runmill/verify/internal/mountinfo"
+	"github.com/runmill/verify/internal/procfs"
 	"github.com/runmill/verify/internal/sandbox"
 )
 
@@ -31,19 +32,18 @@ func LeftBy(t testing.TB, pid int, ids ...string) Leftovers {
 	t.Helper()
 	l := Leftovers{IDs: ids}
 	keeper := "runmill-keeper-" + strconv.Itoa(pid) + "-"
-	for _, p := range procs() {
-		if len(p.args) > 0 && filepath.Base(p.args[0]) == "containerd-shim-runc-v2" && p.state != 'Z' && strings.HasPrefix(arg(p.args, "-id"), keeper) {
-			l.Shims = append(l.Shims, p.pid)
-			l.IDs = appendNew(l.IDs, arg(p.args, "-id"))
+	all := procfs.All()
+	for _, p := range all {
+		if len(p.Args) > 0 && filepath.Base(p.Args[0]) == "containerd-shim-runc-v2" && !p.Exited() && strings.HasPrefix(arg(p.Args, "-id"), keeper) {
+			l.Shims = append(l.Shims, p.PID)
+			l.IDs = appendNew(l.IDs, arg(p.Args, "-id"))
 		}
 	}
-	for _, p := range procs() {
-		for _, sh := range l.Shims {
-			if p.ppid == sh && p.state != 'Z' {
-				l.Procs = append(l.Procs, p.pid)
-				if cg := cgroupID(p.pid); cg != "" {
-					l.IDs = appendNew(l.IDs, cg)
-				}
+	for _, p := range all {
+		if slices.Contains(l.Shims, p.PPID) && !p.Exited() {
+			l.Procs = append(l.Procs, p.PID)
+			if id := cgroupID(p.PID); id != "" {
+				l.IDs = appendNew(l.IDs, id)
 			}
 		}
 	}
@@ -55,8 +55,8 @@ func LeftBy(t testing.TB, pid int, ids ...string) Leftovers {
 func (l Leftovers) Remaining() []string {
 	var out []string
 	for _, pid := range append(append([]int(nil), l.Shims...), l.Procs...) {
-		if p, ok := readProc(pid); ok && p.state != 'Z' {
-			out = append(out, fmt.Sprintf("process %d %q", pid, strings.Join(p.args, " ")))
+		if p, ok := procfs.Read(pid); ok && !p.Exited() {
+			out = append(out, fmt.Sprintf("process %d %q", pid, strings.Join(p.Args, " ")))
 		}
 	}
 	points, _ := mountinfo.Self()
@@ -95,43 +95,6 @@ func ForgetContainers(t testing.TB, address string, ids []string) {
 	}
 }
 
-type proc struct {
-	pid, ppid int
-	state     byte
-	args      []string
-}
-
-func procs() []proc {
-	entries, _ := os.ReadDir("/proc")
-	var out []proc
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			if p, ok := readProc(pid); ok {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
-
-func readProc(pid int) (proc, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return proc{}, false
-	}
-	end := strings.LastIndexByte(string(b), ')')
-	if end < 0 {
-		return proc{}, false
-	}
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 2 {
-		return proc{}, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	return proc{pid: pid, ppid: ppid, state: f[0][0], args: strings.Split(strings.TrimSuffix(string(cmd), "\x00"), "\x00")}, true
-}
-
 func arg(args []string, flag string) string {
 	for i, a := range args {
 		if a == flag && i+1 < len(args) {
@@ -144,22 +107,17 @@ func arg(args []string, flag string) string {
 // cgroupID is the container id a task process's cgroup names
 // ("/runmill/<id>"), "" for another cgroup.
 func cgroupID(pid int) string {
-	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
-	for _, line := range strings.Split(string(b), "\n") {
-		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 {
-			if id, ok := strings.CutPrefix(parts[2], "/"+sandbox.DefaultNamespace+"/"); ok && !strings.Contains(id, "/") {
-				return id
-			}
+	for _, cg := range procfs.Cgroups(pid) {
+		if id, ok := strings.CutPrefix(cg, "/"+sandbox.DefaultNamespace+"/"); ok && !strings.Contains(id, "/") {
+			return id
 		}
 	}
 	return ""
 }
 
 func appendNew(s []string, v string) []string {
-	for _, x := range s {
-		if x == v {
-			return s
-		}
+	if slices.Contains(s, v) {
+		return s
 	}
 	return append(s, v)
 }
