@@ -202,6 +202,11 @@ func (v *verification) end(err error) {
 func (v *verification) claim(ctx context.Context) connection {
 	v.claimed = true
 	select {
+	case <-v.sandbox.done: // made already: taken even by a cancelled run, to close it observed
+		return v.sandbox.v
+	default:
+	}
+	select {
 	case <-v.sandbox.done:
 		return v.sandbox.v
 	case <-ctx.Done():
