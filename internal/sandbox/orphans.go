@@ -1,11 +1,10 @@
 package sandbox
 
 // Orphans: what a killed runmill of this state directory left that
-// containerd can no longer remove, because it has forgotten the container
-// (issue #23: a sweep dropped the records of a killed run's keeper and
-// check task while their shim, the keeper's `runc init` and both tmpfs
-// roots lived on; every later sweep found the bundles mounted and failed,
-// RM-SANDBOX-006, for good). Such a task is found by what the kernel and
+// containerd has forgotten, or failed to remove (issue #23: a sweep dropped
+// the records of a killed run's keeper and check task while their shim,
+// the keeper's `runc init` and both tmpfs roots lived on; every later
+// sweep found the bundles mounted and failed, RM-SANDBOX-006, for good). Such a task is found by what the kernel and
 // the bundle still say — never by containerd alone — and only when it is
 // provably this state directory's and its runmill is dead: its processes,
 // its shim, its mounts, its cgroups, runc's state and the bundle are then
