@@ -30,13 +30,13 @@ func ReadAll(r io.Reader, max int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(r, max+1))
 }
 
-// ReadFile reads path, which must be a regular file of at most max bytes;
-// anything else, or a file that grew past max while it was read, is an
-// error rather than a truncation. It never opens anything but a regular
-// file (OpenRegular), so a FIFO in its place cannot make it wait.
+// ReadFile reads path, which must be a regular file (OpenRegular: not a
+// symlink, nothing that can make it wait) of at most max bytes; anything
+// else, or a file that grew past max while it was read, is an error rather
+// than a truncation.
 func ReadFile(path string, max int64) ([]byte, error) {
 	refused := fmt.Errorf("%s is not a regular file of at most %d bytes", path, max)
-	f, err := OpenRegular(path)
+	f, fi, err := OpenRegular(path)
 	if errors.Is(err, ErrNotRegular) {
 		return nil, fmt.Errorf("%w: %w", refused, err)
 	}
@@ -44,9 +44,7 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return nil, err
-	} else if fi.Size() > max {
+	if fi.Size() > max {
 		return nil, refused
 	}
 	b, err := ReadAll(f, max)

@@ -96,9 +96,10 @@ func TestBuffer(t *testing.T) {
 }
 
 // TestOpenRegularNeverWaits: a FIFO (with no writer, whose plain open would
-// wait forever), a directory, a device and a symlink to a FIFO are refused
-// at once with ErrNotRegular; a regular file and a symlink to one open. The
-// test's own timeout is the only clock: a blocking open hangs it.
+// wait forever), a directory, a device and a symlink are refused at once
+// with ErrNotRegular naming what they are; a regular file opens, with its
+// FileInfo. The test's own timeout is the only clock: a blocking open
+// hangs it.
 func TestOpenRegularNeverWaits(t *testing.T) {
 	dir := t.TempDir()
 	file, fifo := filepath.Join(dir, "file"), filepath.Join(dir, "fifo")
@@ -113,21 +114,21 @@ func TestOpenRegularNeverWaits(t *testing.T) {
 		kind string // "" opens
 	}{
 		"regular":          {file, ""},
-		"symlink to file":  {filepath.Join(dir, "to-file"), ""},
+		"symlink to file":  {filepath.Join(dir, "to-file"), "symlink"},
 		"fifo":             {fifo, "named pipe"},
-		"symlink to fifo":  {filepath.Join(dir, "to-fifo"), "named pipe"},
+		"symlink to fifo":  {filepath.Join(dir, "to-fifo"), "symlink"},
 		"directory":        {dir, "directory"},
 		"character device": {"/dev/null", "device"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f, err := bounded.OpenRegular(tc.path)
+			f, fi, err := bounded.OpenRegular(tc.path)
 			if tc.kind == "" {
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer f.Close()
-				if b, err := io.ReadAll(f); err != nil || string(b) != "content" || f.Name() != tc.path {
-					t.Fatalf("read %q, %v from %s", b, err, f.Name())
+				if b, err := io.ReadAll(f); err != nil || string(b) != "content" || f.Name() != tc.path || fi.Size() != 7 {
+					t.Fatalf("read %q, %v from %s (size %d)", b, err, f.Name(), fi.Size())
 				}
 				return
 			}
@@ -142,5 +143,8 @@ func TestOpenRegularNeverWaits(t *testing.T) {
 				t.Fatalf("ReadFile: %v, want ErrNotRegular", err)
 			}
 		})
+	}
+	if _, _, err := bounded.OpenRegular(filepath.Join(dir, "none")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v, want ErrNotExist", err)
 	}
 }

@@ -93,7 +93,7 @@ const maxReceipt = 1 << 20
 // byte"). A mutated entry is removed so the next run imports afresh.
 func reuse(ctx context.Context, dir, strategy, key string, inputs map[string]string) (Receipt, error) {
 	r, err := func() (Receipt, error) {
-		f, err := bounded.OpenRegular(filepath.Join(dir, "receipt.json"))
+		f, _, err := bounded.OpenRegular(filepath.Join(dir, "receipt.json"))
 		if err != nil {
 			return Receipt{}, fmt.Errorf("its receipt is unreadable: %w", err)
 		}

@@ -220,7 +220,7 @@ func indexed(stateDir, strategy, commit string) (dir, key string, inputs map[str
 		return "", "", nil, refuse(strategy, "the install index %s is malformed; delete it and import again", indexPath(stateDir, strategy, commit))
 	}
 	dir = filepath.Join(cacheDir(stateDir, strategy), hexKey)
-	f, err := bounded.OpenRegular(filepath.Join(dir, "receipt.json"))
+	f, _, err := bounded.OpenRegular(filepath.Join(dir, "receipt.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		// The entry was removed (found mutated, or pruned): the commit
 		// has no install until it is imported again.

@@ -113,9 +113,9 @@ func openReport(c discovery.Check, path string, finding func(rule, code, format 
 		limit(err)
 		return nil
 	}
-	// OpenRegular: a FIFO swapped in after the Lstat is refused, not
-	// waited on; SameFile refuses any other file (a symlink's target).
-	f, err := bounded.OpenRegular(path)
+	// OpenRegular: a FIFO or symlink swapped in after the Lstat is refused,
+	// neither waited on nor followed; SameFile refuses another file.
+	f, fst, err := bounded.OpenRegular(path)
 	if errors.Is(err, bounded.ErrNotRegular) {
 		finding("report.unreadable", string(rmerr.ReportMalformed), "the report %s was replaced while runmill read it", c.Report.Path)
 		return nil
@@ -124,7 +124,7 @@ func openReport(c discovery.Check, path string, finding func(rule, code, format 
 		finding("report.unreadable", string(rmerr.ReportMalformed), "opening the report %s: %v", c.Report.Path, err)
 		return nil
 	}
-	if fst, err := f.Stat(); err != nil || !os.SameFile(st, fst) {
+	if !os.SameFile(st, fst) {
 		f.Close()
 		finding("report.unreadable", string(rmerr.ReportMalformed), "the report %s was replaced while runmill read it", c.Report.Path)
 		return nil

@@ -98,9 +98,9 @@ func LoadOperatorPolicy(file, repoDir string) (*discovery.OperatorPolicy, error)
 				WithHint("keep the operator policy outside the repository, where a pull request cannot edit it")
 		}
 	}
-	f, err := bounded.OpenRegular(real)
-	if nr := (*bounded.NotRegularError)(nil); errors.As(err, &nr) {
-		return nil, rmerr.New(rmerr.PolicyInvalid, "operator policy is a %s, not a regular file", bounded.KindName(nr.Mode)).At(file, 0).
+	f, _, err := bounded.OpenRegular(real)
+	if errors.Is(err, bounded.ErrNotRegular) {
+		return nil, rmerr.New(rmerr.PolicyInvalid, "operator policy: %v", err).At(file, 0).
 			WithHint("pass --policy the path of the operator's policy.yaml")
 	}
 	if err != nil {
@@ -126,9 +126,14 @@ func readProposals(file string, stdin io.Reader) ([]string, error) {
 		}
 		return discovery.ParseProposals(stdin, "<stdin>")
 	}
-	f, err := bounded.OpenRegular(file)
-	if nr := (*bounded.NotRegularError)(nil); errors.As(err, &nr) {
-		return nil, rmerr.New(rmerr.PolicyProposals, "agent proposals is a %s, not a regular file", bounded.KindName(nr.Mode)).At(file, 0)
+	// The file named, not a symlink to it: OpenRegular refuses a link.
+	real, err := filepath.EvalSymlinks(file)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.PolicyProposals, err, "reading agent proposals").At(file, 0)
+	}
+	f, _, err := bounded.OpenRegular(real)
+	if errors.Is(err, bounded.ErrNotRegular) {
+		return nil, rmerr.New(rmerr.PolicyProposals, "agent proposals: %v", err).At(file, 0)
 	}
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.PolicyProposals, err, "reading agent proposals").At(file, 0)

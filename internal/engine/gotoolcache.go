@@ -328,7 +328,7 @@ func (g *goToolCaches) build(ctx context.Context, e *executor, work, image strin
 		}
 		return fmt.Errorf("go build std in the sandbox exited %d (timed out %t): %s", res.ExitCode, res.TimedOut, msg)
 	}
-	f, err := bounded.OpenRegular(out)
+	f, _, err := bounded.OpenRegular(out)
 	if err != nil {
 		return err
 	}
