@@ -178,9 +178,8 @@ func NewManager(ctx context.Context, repoDir, stateDir string) (*Manager, error)
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing the refs of %s", repo)
 	}
-	// bounded.ReadFile: never waits on a FIFO in the repository's git
-	// directory; 64 MiB is a million shallow commits.
-	shallow, err := bounded.ReadFile(shallowPath, 64<<20)
+	// 64 MiB is a million shallow commits.
+	shallow, err := readGitFile(shallowPath, 64<<20)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, rmerr.Wrap(rmerr.GitRepository, err, "reading %s", shallowPath)
 	}
@@ -229,7 +228,7 @@ func alternates(objects string) ([]string, error) {
 		}
 		seen[dir] = true
 		out = append(out, dir)
-		b, err := bounded.ReadFile(filepath.Join(dir, "info", "alternates"), 1<<20)
+		b, err := readGitFile(filepath.Join(dir, "info", "alternates"), 1<<20)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		} else if err != nil {
@@ -526,4 +525,16 @@ func (m *Manager) Close(ctx context.Context) error {
 		m.lock = nil
 	}
 	return errors.Join(errs...)
+}
+
+// readGitFile reads a file of the repository's git directory as git does,
+// through symlinks, but never waits on a FIFO or device in its place
+// (bounded.ReadFile): a repository must not be able to hold the run in
+// open(2).
+func readGitFile(path string, max int64) ([]byte, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	return bounded.ReadFile(real, max)
 }
