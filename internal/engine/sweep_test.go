@@ -218,3 +218,62 @@ func TestSIGTERMObeyedWithFIFOsPlanted(t *testing.T) {
 		}
 	}
 }
+
+// TestFIFOAmongReusableArtifacts is the bricking, end to end: FIFOs
+// planted among a reusable run's artifacts, a verification whose baseline
+// would be reused from that run, SIGTERM while its candidate's check
+// sleeps. Whether the open of a planted FIFO waits (something no context
+// reaches: the grace backstop ends runmill) or is refused (the baseline is
+// then executed and the run cancelled as any other), runmill exits 3 on
+// its own, and the next verification on the state directory (without
+// reuse) sweeps what it left and reaches a verdict.
+func TestFIFOAmongReusableArtifacts(t *testing.T) {
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	r, base, slow := sleepRepo(t, "300.2303")
+	state := t.TempDir()
+	args := []string{"--repo", r.Dir, "--out", state, "--containerd-address", containerdAddress, "--signing-key", keyFile(t), "--no-github"}
+	first, firstErr := runmillProcess(t, append([]string{"verify", "--base", base, "--candidate", base}, args...)...)
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the reusable run: %v\n%s", err, firstErr)
+	}
+	arts, _ := filepath.Glob(filepath.Join(state, "runs", "*", "artifacts", "sha256", "*"))
+	if len(arts) == 0 {
+		t.Fatal("the reusable run stored no artifact")
+	}
+	for _, a := range arts {
+		if err := os.Remove(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(a, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd, stderr := runmillProcess(t, append([]string{"verify", "--base", base, "--candidate", slow}, args...)...)
+	waitSleeper(t, cmd, stderr, "300.2303")
+	cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("runmill ignored SIGTERM for a minute:\n%s", stderr)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("after SIGTERM: %v, want exit 3\n%s", err, stderr)
+	}
+	t.Logf("runmill after SIGTERM:\n%s", stderr)
+	left := sandboxtest.LeftBy(t, cmd.Process.Pid)
+	next, nextErr := runmillProcess(t, append([]string{"verify", "--base", base, "--candidate", base, "--no-reuse"}, args...)...)
+	if err := next.Wait(); err != nil {
+		t.Fatalf("the next run: %v\n%s", err, nextErr)
+	}
+	if rem := left.Remaining(); len(rem) > 0 {
+		t.Errorf("left after the next run's sweep: %q\n%s", rem, nextErr)
+	}
+}
