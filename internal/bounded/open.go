@@ -22,8 +22,8 @@ var ErrNotRegular = errors.New("not a regular file")
 // (issue #23) — and an open of a device may act on it, O_NONBLOCK or not.
 // The path is first opened O_PATH|O_NOFOLLOW, which neither waits nor
 // acts; only a regular file is then reopened, through that descriptor
-// (/proc/self/fd), so the file checked is the file read. It returns the
-// file and what fstat says of it.
+// (/proc/self/fd, which runmill needs mounted anyway), so the file checked
+// is the file read. It returns the file and what fstat says of it.
 func OpenRegular(path string) (*os.File, os.FileInfo, error) {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
