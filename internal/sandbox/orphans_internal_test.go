@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/mountinfo"
 )
@@ -88,5 +90,38 @@ func TestRemoveRemains(t *testing.T) {
 		if _, err := os.Stat(filepath.Dir(d)); err != nil && strings.HasSuffix(filepath.Dir(d), "/"+DefaultNamespace) {
 			t.Errorf("the shared parent %s went too: %v", filepath.Dir(d), err)
 		}
+	}
+}
+
+// TestSpecOwner: a spec names its runmill and whether it was made for this
+// state directory — by its annotations, or, made before them, by the
+// generated /etc files it binds from this state directory's per-owner
+// directory; another state directory's, or no runmill's, is not here.
+func TestSpecOwner(t *testing.T) {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Sandbox{workDir: "/state/sandbox/sandbox", owner: ns + "/1/1"}
+	etc := func(dir string) []specs.Mount {
+		return []specs.Mount{{Source: "/usr", Destination: "/usr"}, {Source: dir + "/65534-65534/passwd", Destination: "/etc/passwd"}}
+	}
+	for name, tc := range map[string]struct {
+		spec  specs.Spec
+		owner string
+		here  bool
+	}{
+		"annotated here": {specs.Spec{Annotations: map[string]string{labelOwner: ns + "/42/777", annotationState: s.workDir}}, ns + "/42/777", true},
+		"annotated elsewhere": {specs.Spec{Annotations: map[string]string{labelOwner: ns + "/42/777", annotationState: "/other/sandbox/sandbox"},
+			Mounts: etc("/state/sandbox/sandbox/etc/42-777")}, ns + "/42/777", false},
+		"before the annotations":      {specs.Spec{Mounts: etc("/state/sandbox/sandbox/etc/42-777")}, ns + "/42/777", true},
+		"another state dir's, before": {specs.Spec{Mounts: etc("/other/sandbox/sandbox/etc/42-777")}, "", false},
+		"no runmill's":                {specs.Spec{Annotations: map[string]string{"io.containerd.runc.v2.group": "x"}}, "", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if owner, here := s.specOwner(&tc.spec); owner != tc.owner || here != tc.here {
+				t.Errorf("specOwner = %q, %v; want %q, %v", owner, here, tc.owner, tc.here)
+			}
+		})
 	}
 }
