@@ -109,6 +109,30 @@ func Unmount(target string) error {
 	return nil
 }
 
+// UnmountStacked unmounts every mount stacked on target (Unmount, top
+// first) until target is no mount point, and says how many it unmounted.
+// It asks the kernel, not the mount table: a read of the table can be
+// judged against a moment the mount no longer matches, and umount(2) on
+// the path is the one answer that cannot be stale. max bounds the mounts
+// it removes; more left is an error.
+func UnmountStacked(target string, max int) (int, error) {
+	for n := 0; n < max; n++ {
+		err := unix.Unmount(target, 0)
+		if err == unix.EBUSY {
+			err = unix.Unmount(target, unix.MNT_DETACH)
+		}
+		switch err {
+		case nil:
+			continue
+		case unix.EINVAL, unix.ENOENT: // no (longer a) mount point, or gone
+			return n, nil
+		default:
+			return n, &os.PathError{Op: "unmount", Path: target, Err: err}
+		}
+	}
+	return max, &os.PathError{Op: "unmount", Path: target, Err: errors.New("still a mount point after " + strconv.Itoa(max) + " unmounts")}
+}
+
 // UnmountUnder unmounts every mount at or below dir (Unmount), deepest
 // first, and returns their paths.
 func UnmountUnder(dir string) ([]string, error) {
