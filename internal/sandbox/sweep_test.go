@@ -2,7 +2,9 @@ package sandbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/internal/sandbox/sandboxtest"
 )
@@ -271,5 +274,92 @@ func reaped(t *testing.T, s *sandbox.Sandbox, left sandboxtest.Leftovers, tag st
 	again, err := s.Sweep(context.Background())
 	if err != nil || len(again) != 0 {
 		t.Errorf("second sweep: %q, %v", again, err)
+	}
+}
+
+// TestSweepSettlesLeftBundles: task bundles of this state directory whose
+// container containerd no longer knows, as a task deleted under load left
+// them (issue #23: every later Sweep then failed, "its rootfs holds files;
+// left in place", RM-SANDBOX-006), are unmounted and removed by the next
+// Sweep — a root still mounted and holding runc's mount points, a root no
+// longer mounted that still holds them — whatever a snapshot of the mount
+// table would have said. A root holding a file with content is not
+// runc's: it is left in place and named. Another state directory's
+// mounted bundle is never touched and does not fail the sweep.
+func TestSweepSettlesLeftBundles(t *testing.T) {
+	s := needSandbox(t)
+	dir := sandbox.BundleDir(s)
+	if dir == "" {
+		t.Skip("the sandbox under test uses a shared containerd: its bundles are not this test's to plant")
+	}
+	mine := sandbox.TaskAnnotations(s)
+	other := maps.Clone(mine)
+	other["dev.runmill.sandbox/state"] = "/nonexistent/another-state-dir"
+	// bundle makes a task bundle with a spec annotated as annotations say,
+	// its root mounted (a tmpfs) or not, holding runc's mount points and,
+	// with content, a file that is no mount point.
+	bundle := func(name string, annotations map[string]string, mount bool, content string) string {
+		t.Helper()
+		b := filepath.Join(dir, fmt.Sprintf("settle-%s-%d", name, time.Now().UnixNano()))
+		rootfs := filepath.Join(b, "rootfs")
+		if err := os.MkdirAll(rootfs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		spec, _ := json.Marshal(map[string]any{"ociVersion": "1.0.2", "annotations": annotations})
+		if err := os.WriteFile(filepath.Join(b, "config.json"), spec, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if mount {
+			if err := syscall.Mount("tmpfs", rootfs, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=1m"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() { mountinfo.UnmountUnder(b); os.RemoveAll(b) })
+		for _, d := range []string{"etc", "usr", ".runmill"} {
+			os.Mkdir(filepath.Join(rootfs, d), 0o755)
+		}
+		for _, f := range []string{"etc/passwd", "etc/hosts", ".runmill/init"} {
+			os.WriteFile(filepath.Join(rootfs, f), nil, 0o644)
+		}
+		if content != "" {
+			os.WriteFile(filepath.Join(rootfs, "usr", "data"), []byte(content), 0o644)
+		}
+		return b
+	}
+	mounted := bundle("mounted", mine, true, "")
+	unmounted := bundle("unmounted", mine, false, "")
+	others := bundle("another-state-dir", other, true, "")
+
+	removed, err := s.Sweep(context.Background())
+	if err != nil {
+		t.Fatalf("Sweep: %v (removed %q)", err, removed)
+	}
+	t.Logf("removed %q", removed)
+	for _, want := range []string{"mount " + filepath.Join(mounted, "rootfs"), "task bundle " + mounted, "task bundle " + unmounted} {
+		if !slices.Contains(removed, want) {
+			t.Errorf("the sweep does not report %q: %q", want, removed)
+		}
+	}
+	for _, b := range []string{mounted, unmounted} {
+		if _, err := os.Lstat(b); err == nil {
+			t.Errorf("%s is still there", b)
+		}
+	}
+	if left, _ := mountinfo.Under(others); len(left) != 1 {
+		t.Errorf("another state directory's bundle was touched: mounts %q", left)
+	}
+	if _, err := os.Stat(filepath.Join(others, "rootfs", "etc", "passwd")); err != nil {
+		t.Errorf("another state directory's root lost its files: %v", err)
+	}
+
+	// Content no runc mount point has: named, left, the sweep failing.
+	defer func(d time.Duration) { sandbox.SetReapWait(d) }(sandbox.SetReapWait(200 * time.Millisecond))
+	data := bundle("data", mine, false, "not runc's")
+	removed, err = s.Sweep(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "its rootfs holds files (usr/data: regular file, 10 bytes)") {
+		t.Errorf("Sweep over a root holding data: %v (removed %q); want it named and left", err, removed)
+	}
+	if _, err := os.Stat(filepath.Join(data, "rootfs", "usr", "data")); err != nil {
+		t.Errorf("the file with content was removed: %v", err)
 	}
 }
