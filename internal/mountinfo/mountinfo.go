@@ -1,6 +1,7 @@
 // Package mountinfo reads mount points: runmill's own mount namespace
 // through github.com/moby/sys/mountinfo, and a task's mountinfo text as its
-// probe printed it; and it unmounts what a killed run left (UnmountUnder).
+// probe printed it; and it unmounts what a killed run left (UnmountUnder,
+// UnmountStacked).
 package mountinfo
 
 import (
