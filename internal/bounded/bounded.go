@@ -1,5 +1,6 @@
 // Package bounded reads and keeps at most a fixed number of bytes: runmill's
-// one bounded reader (bundles, trust documents, stored records) and one
+// one bounded reader (bundles, trust documents, stored records), its one
+// non-blocking open of a file others may have planted (OpenRegular), and one
 // capped buffer (a child process's stderr folded into an error).
 package bounded
 
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // ReadAll reads r up to max+1 bytes, so a result longer than max shows the
@@ -29,23 +31,52 @@ func ReadAll(r io.Reader, max int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(r, max+1))
 }
 
-// ReadFile reads path, which must be a regular file of at most max bytes;
+// ErrNotRegular is OpenRegular's refusal of anything but a regular file.
+var ErrNotRegular = errors.New("is not a regular file (symlinks, FIFOs and devices are refused)")
+
+// OpenRegular opens path for reading only when it is a regular file, and
+// never blocks doing so: O_NOFOLLOW refuses a symlink as the last component,
+// O_NONBLOCK makes the open of a FIFO or device planted there return at once
+// (a FIFO without a writer would block open(2) forever), and fstat of what was
+// opened — not a stat of the name beforehand, which a swap would outrun —
+// refuses anything that is not a regular file. O_NONBLOCK does not affect
+// reads of a regular file.
+func OpenRegular(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, nil, fmt.Errorf("%s %w", path, ErrNotRegular)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s %w", path, ErrNotRegular)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// ReadFile reads path, which must be a regular file (opened by
+// OpenRegular: no symlink, nothing that blocks) of at most max bytes;
 // anything else, or a file that grew past max while it was read, is an
 // error rather than a truncation.
 func ReadFile(path string, max int64) ([]byte, error) {
 	refused := fmt.Errorf("%s is not a regular file of at most %d bytes", path, max)
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > max {
+	f, fi, err := OpenRegular(path)
+	if errors.Is(err, ErrNotRegular) {
 		return nil, refused
 	}
-	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi.Size() > max {
+		return nil, refused
+	}
 	b, err := ReadAll(f, max)
 	if err != nil {
 		return nil, err

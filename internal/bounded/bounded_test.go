@@ -2,9 +2,11 @@ package bounded_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/runmill/verify/internal/bounded"
@@ -55,6 +57,10 @@ func TestReadFile(t *testing.T) {
 	if err := os.Symlink(small, filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for name, tc := range map[string]struct {
 		path    string
 		want    string
@@ -64,6 +70,10 @@ func TestReadFile(t *testing.T) {
 		"over the cap":          {big, "", "not a regular file of at most 5 bytes"},
 		"a directory":           {dir, "", "not a regular file"},
 		"absent":                {filepath.Join(dir, "none"), "", "no such file"},
+		// Not followed: the caller named a file, not whatever the link names.
+		"a symlink": {filepath.Join(dir, "link"), "", "not a regular file"},
+		// Opened without blocking (no writer ever comes), then refused.
+		"a FIFO": {fifo, "", "not a regular file"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := bounded.ReadFile(tc.path, 5)
@@ -77,6 +87,36 @@ func TestReadFile(t *testing.T) {
 				t.Fatalf("ReadFile = %q, %v; want an error with %q", got, err, tc.errPart)
 			}
 		})
+	}
+}
+
+// TestOpenRegular: only a regular file opens, and nothing planted in its
+// place (a FIFO without a writer, a device, a symlink) blocks or is followed.
+func TestOpenRegular(t *testing.T) {
+	dir := t.TempDir()
+	reg, fifo, link := filepath.Join(dir, "f"), filepath.Join(dir, "fifo"), filepath.Join(dir, "link")
+	os.WriteFile(reg, []byte("body"), 0o644)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(reg, link); err != nil {
+		t.Fatal(err)
+	}
+	f, fi, err := bounded.OpenRegular(reg)
+	if err != nil || fi.Size() != 4 {
+		t.Fatalf("a regular file: %v, %v", fi, err)
+	}
+	f.Close()
+	for _, p := range []string{fifo, link, "/dev/zero", dir} {
+		if f, _, err := bounded.OpenRegular(p); !errors.Is(err, bounded.ErrNotRegular) {
+			if f != nil {
+				f.Close()
+			}
+			t.Errorf("%s: %v, want ErrNotRegular", p, err)
+		}
+	}
+	if _, _, err := bounded.OpenRegular(filepath.Join(dir, "none")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("absent: %v", err)
 	}
 }
 
