@@ -1,13 +1,18 @@
 package engine
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/runmill/verify/internal/bounded"
+	"github.com/runmill/verify/pkg/digest"
+	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/policy"
 )
@@ -181,4 +186,72 @@ func FuzzCommandWords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStoreLink: a reused body is a hard link to the source's file when
+// runmill owns it and no one else may write it, else a copy; anything that
+// is not a regular file of the recorded size hashing to its address is
+// refused, a FIFO without blocking (issue 23).
+func TestStoreLink(t *testing.T) {
+	src := t.TempDir()
+	put := func(name, body string, mode os.FileMode) (string, string) {
+		p := filepath.Join(src, name)
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		return p, evidence.ArtifactAddress(digest.Hex([]byte(body)))
+	}
+	same := func(a, b string) bool {
+		x, err1 := os.Stat(a)
+		y, err2 := os.Stat(b)
+		return err1 == nil && err2 == nil && os.SameFile(x, y)
+	}
+	st := newStore(t.TempDir())
+	own, ownAddr := put("own", "own body", 0o644)
+	if err := st.link(own, ownAddr, 8, nil); err != nil || !same(own, st.path(ownAddr)) {
+		t.Fatalf("runmill's own file: %v, linked %v", err, same(own, st.path(ownAddr)))
+	}
+	if err := st.link(own, ownAddr, 8, nil); err != nil {
+		t.Fatalf("stored twice: %v", err)
+	}
+	writable, wAddr := put("writable", "writable by all", 0o666)
+	if err := st.link(writable, wAddr, 15, nil); err != nil || same(writable, st.path(wAddr)) {
+		t.Fatalf("a file others may write: %v, linked %v (want a copy)", err, same(writable, st.path(wAddr)))
+	}
+	foreign, fAddr := put("foreign", "another user's", 0o644)
+	if err := os.Chown(foreign, 65534, 65534); err != nil {
+		t.Fatalf("chown (the tests run as root): %v", err)
+	}
+	if err := st.link(foreign, fAddr, 14, nil); err != nil || same(foreign, st.path(fAddr)) {
+		t.Fatalf("another user's file: %v, linked %v (want a copy)", err, same(foreign, st.path(fAddr)))
+	}
+	lying, _ := put("lying", "other bytes", 0o644)
+	_, otherAddr := put("x", "the recorded", 0o644)
+	if err := st.link(lying, otherAddr, 11, nil); err == nil {
+		t.Error("a body that does not hash to its address was stored")
+	}
+	if err := st.link(own, ownAddr+"", 9, nil); err == nil {
+		t.Error("a body of another size was stored")
+	}
+	fifo := filepath.Join(src, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.link(fifo, otherAddr, 12, nil); !errors.Is(err, bounded.ErrNotRegular) {
+		t.Errorf("a FIFO: %v", err)
+	}
+	// A trusted stamp links without reading; a changed file is read again.
+	tr, trAddr := put("trusted", "trusted body", 0o644)
+	fi, _ := os.Stat(tr)
+	stamp, _ := stampOf(fi)
+	st2 := newStore(t.TempDir())
+	if err := st2.link(tr, trAddr, 12, &stamp); err != nil || !same(tr, st2.path(trAddr)) {
+		t.Fatalf("a trusted file: %v", err)
+	}
+	st3 := newStore(t.TempDir())
+	os.WriteFile(tr, []byte("changed body"), 0o644) // same size, other bytes
+	if err := st3.link(tr, trAddr, 12, &stamp); err == nil {
+		t.Error("a file changed since it was hashed was linked unread")
+	}
 }
