@@ -50,6 +50,7 @@ const reuseTrustWindow = 30 * 24 * time.Hour
 // reuser computes input keys and holds the reusable runs; it is never nil.
 type reuser struct {
 	version string
+	on      bool               // earlier runs are read: a key without a source is a miss
 	ready   chan struct{}      // closed once byKey is loaded
 	byKey   map[string]*source // input key → the executed run
 
@@ -100,6 +101,7 @@ func newReuser(o VerifyOptions, logf func(string, ...any)) *reuser {
 		close(r.ready)
 		return r
 	}
+	r.on = true
 	go func() {
 		defer close(r.ready)
 		r.load(runDirs(dirs), trust, o.Now(), logf)
@@ -383,15 +385,23 @@ func (e *executor) reusedBaseline(ctx context.Context, c discovery.Check, commit
 	}
 	src := e.reuse.byKey[k.key]
 	if src == nil {
+		if e.reuse.on {
+			// Said, so a key that should have matched shows as a miss in
+			// the run's progress and event chain, not as silence.
+			e.logf("%s (baseline): reuse missed: no earlier run has input key %s", c.ID, k.key[:16])
+			e.missed(c, commit, k.key, "")
+		}
 		return sideResult{}, false
 	}
 	if err := e.sameRecord(ctx, c, commit, k.harness, &src.bundle.stmt.Predicate.Checks[src.index]); err != nil {
 		e.logf("%s (baseline): not reused from run %s: %v", c.ID, src.bundle.stmt.Predicate.RunID, err)
+		e.missed(c, commit, k.key, err.Error())
 		return sideResult{}, false
 	}
 	rec, err := e.adopt(src)
 	if err != nil {
 		e.logf("%s (baseline): not reused: %v", c.ID, err)
+		e.missed(c, commit, k.key, err.Error())
 		return sideResult{}, false
 	}
 	ref := rec.ReusedFrom
@@ -399,6 +409,12 @@ func (e *executor) reusedBaseline(ctx context.Context, c discovery.Check, commit
 	e.event("check.reused", map[string]any{"check": c.ID, "phase": string(record.Baseline), "commit": commit, "input_key": k.key, "bundle": ref.Bundle, "run_id": ref.RunID, "index": ref.Index})
 	e.judged(&rec)
 	return sideResult{rec: rec, inv: evidence.ReportInventory(rec.Report)}, true
+}
+
+// missed records in the event chain that c's baseline was looked up and
+// not reused (why: "" when no earlier run has its key): it executes.
+func (e *executor) missed(c discovery.Check, commit, key, why string) {
+	e.event("check.reuse-missed", map[string]any{"check": c.ID, "phase": string(record.Baseline), "commit": commit, "input_key": key, "why": why})
 }
 
 // sameRecord holds the source's record to the one this run would make

@@ -69,7 +69,7 @@ func symlinkForkRepo(t *testing.T) (r *gittest.Repo, m, b1, b2 string) {
 	r.Checkout(m, false)
 	r.Checkout("attacker-base", true)
 	r.Remove("tests/run.sh")
-	symlink(t, r, "tests/all.sh", "tests/run.sh")
+	r.Symlink("tests/all.sh", "tests/run.sh")
 	b2 = r.Commit("tests/run.sh: a symlink")
 	if x, y := r.Git("rev-parse", b1+":tests/run.sh"), r.Git("rev-parse", b2+":tests/run.sh"); x != y {
 		t.Fatalf("the fixture needs one blob id for both: %s, %s", x, y)
@@ -98,11 +98,15 @@ func TestSymlinkHarnessDoesNotPoisonReuse(t *testing.T) {
 	r.Checkout("victim", true)
 	r.Remove("tests/zero_qty.t")
 	r.Remove("tests/fixture.t")
-	victim := verify(t, r, b1, r.Commit("delete two tests"), signed)
+	var vlog bytes.Buffer
+	victim := verify(t, r, b1, r.Commit("delete two tests"), with(signed, logTo(&vlog)))
 	wantReasons(t, victim, false, []string{"RM-VERIFY-003", "zero_qty", "fixture"}, nil)
 	vb := baselineOf(t, victim)
 	if vb.ReusedFrom != nil {
 		t.Fatalf("the victim's baseline was reused from %+v", vb.ReusedFrom)
+	}
+	if vb.InputKey == "" || !strings.Contains(vlog.String(), "(baseline): reuse missed: no earlier run has input key "+vb.InputKey[:16]) {
+		t.Errorf("the victim's run does not record a reuse miss:\n%s", vlog.String())
 	}
 	if vb.InputKey == baselineOf(t, attacker).InputKey {
 		t.Fatal("a symlink and a regular file of one blob id give one input key")
@@ -258,9 +262,12 @@ func TestReuseKeyNamesEveryTool(t *testing.T) {
 		t.Fatalf("the first baseline: %+v", b)
 	}
 	writeTool("v2")
-	second := verify(t, r, m, push(r, m, "p2"), signed)
+	var log bytes.Buffer
+	second := verify(t, r, m, push(r, m, "p2"), with(signed, logTo(&log)))
 	if b := baselineOf(t, second); b.ReusedFrom != nil {
 		t.Fatalf("rmtool changed, yet the baseline was reused from %+v", b.ReusedFrom)
+	} else if b.InputKey == baselineOf(t, first).InputKey || !strings.Contains(log.String(), "(baseline): reuse missed: no earlier run has input key "+b.InputKey[:16]) {
+		t.Errorf("rmtool changed: the key must change and the run record a miss:\n%s", log.String())
 	}
 	third := verify(t, r, m, push(r, m, "p3"), signed)
 	if b := baselineOf(t, third); b.ReusedFrom == nil || b.ReusedFrom.RunID != second.ID {

@@ -264,7 +264,7 @@ func TestReuseSourceFIFO(t *testing.T) {
 	if b := baselineOf(t, run); b.ReusedFrom != nil {
 		t.Fatalf("reused a run whose output is a FIFO: %+v", b.ReusedFrom)
 	}
-	if !strings.Contains(log.String(), "(baseline): not reused: the source's artifact") || !strings.Contains(log.String(), "is not a regular file") {
+	if !strings.Contains(log.String(), "(baseline): not reused: the source's artifact") || !strings.Contains(log.String(), "is a named pipe, not a regular file") {
 		t.Errorf("no line says the FIFO was refused:\n%s", log.String())
 	}
 	if !run.MergeReady() {
