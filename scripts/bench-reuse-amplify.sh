@@ -21,13 +21,8 @@ set -euo pipefail
 out=${1:?usage: bench-reuse-amplify.sh OUTDIR [RUNS] [IDS]}
 runs=${2:-11}
 ids=${3:-900000}
-here=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-runmill=${RUNMILL:-$out/runmill}
-[ -x "$runmill" ] || (cd "$here" && go build -o "$runmill" ./cmd/runmill)
-export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
-export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.invalid GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.invalid
+. "$(dirname "$0")/bench-lib.sh"
+bench_prologue "$out" "$0"
 repo=$out/repo state=$out/state
 rm -rf "$repo" "$state" "$out/logs" "$out/key.pem" "$out/trust.json"
 mkdir -p "$repo" "$out/logs"
