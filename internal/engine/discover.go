@@ -232,11 +232,12 @@ func (p *Policies) Definitions() map[string]policy.CheckSpec {
 	return defs
 }
 
-// HostPaths are the operator's sandbox.host_paths; nil without an operator
-// policy (the sandbox's defaults apply).
+// HostPaths are the host paths the sandbox binds (jobHostPaths): the
+// operator's sandbox.host_paths, nil without an operator policy (the
+// sandbox's defaults apply), with the runner's tool-cache installs.
 func (p *Policies) HostPaths() []string {
 	if p == nil || p.Operator == nil {
-		return nil
+		return jobHostPaths(nil)
 	}
-	return p.Operator.Doc.Sandbox.HostPaths
+	return jobHostPaths(p.Operator.Doc.Sandbox.HostPaths)
 }

@@ -121,7 +121,7 @@ func (r *reuser) identity() string {
 // runmillIdentity is the version with the build's VCS revision, so two
 // builds of one version string with different code do not share keys.
 func runmillIdentity(version string) string {
-	id := version
+	id := version + " " + selfDigest()
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" || s.Key == "vcs.modified" {

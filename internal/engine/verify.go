@@ -222,13 +222,13 @@ func (v *verification) event(kind string, detail any) {
 	_ = v.chain.Append(v.o.Now(), kind, detail)
 }
 
-// limits are the operator policy's budgets and sandbox host paths (zero
-// without a policy).
+// limits are the operator policy's budgets (zero without a policy) and the
+// sandbox's host paths (jobHostPaths).
 func (v *verification) limits() (policy.Budgets, []string) {
 	if v.op == nil {
-		return policy.Budgets{}, nil
+		return policy.Budgets{}, jobHostPaths(nil)
 	}
-	return v.op.Doc.Budgets, v.op.Doc.Sandbox.HostPaths
+	return v.op.Doc.Budgets, jobHostPaths(v.op.Doc.Sandbox.HostPaths)
 }
 
 // progressLogger writes one progress line per call to w (nil discards).
