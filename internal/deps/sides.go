@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/digest"
@@ -208,7 +209,7 @@ func writeIndex(stateDir, strategy, commit, key string) error {
 // commit, or "" when none is. The entry is held in objs' Set, and the
 // record's use is stamped (prune.go).
 func indexed(stateDir, strategy, commit string, objs *objects) (dir, key string, inputs map[string]string, err error) {
-	b, err := os.ReadFile(indexPath(stateDir, strategy, commit))
+	b, err := bounded.ReadFile(indexPath(stateDir, strategy, commit), 1<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", nil, nil
 	}
@@ -228,7 +229,7 @@ func indexed(stateDir, strategy, commit string, objs *objects) (dir, key string,
 		os.Remove(indexPath(stateDir, strategy, commit))
 		return "", "", nil, nil
 	}
-	f, err := os.Open(filepath.Join(dir, "receipt.json"))
+	f, _, err := bounded.OpenRegular(filepath.Join(dir, "receipt.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		// The entry was removed (found mutated, or pruned): the commit
 		// has no install until it is imported again.

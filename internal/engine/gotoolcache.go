@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/lastuse"
 	"github.com/runmill/verify/internal/sandbox"
@@ -261,7 +262,7 @@ func (g *goToolCaches) prepare(ctx context.Context, e *executor, key, image stri
 	if err := g.uses.Use(final); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", "", fmt.Errorf("holding the toolchain cache %s: %w", final, err)
 	}
-	if want, err := os.ReadFile(filepath.Join(final, receiptName)); err == nil {
+	if want, err := bounded.ReadFile(filepath.Join(final, receiptName), 1<<10); err == nil {
 		d, st, err := treehash.Sum(ctx, tree, treehash.Options{})
 		if err == nil && d.String() == strings.TrimSpace(string(want)) {
 			return tree, fmt.Sprintf("prepared Go toolchain cache %s: tree %s (%d files), reused, every byte verified", key[:16], d, st.Files), nil
@@ -350,7 +351,7 @@ func (g *goToolCaches) build(ctx context.Context, e *executor, work, image strin
 		}
 		return fmt.Errorf("go build std in the sandbox exited %d (timed out %t): %s", res.ExitCode, res.TimedOut, msg)
 	}
-	f, err := os.Open(out)
+	f, _, err := bounded.OpenRegular(out)
 	if err != nil {
 		return err
 	}
