@@ -86,6 +86,7 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	}
 	hostPaths := jobHostPaths(nil)
 	e := &executor{manifest: m, logf: logf, event: func(string, any) {}, hostPaths: hostPaths}
+	defer e.release()
 	if op != nil {
 		hostPaths = jobHostPaths(op.Doc.Sandbox.HostPaths)
 		e.maxOutput, e.defaultTimeout, e.hostPaths = op.Doc.Budgets.MaxOutputBytes, op.Doc.Budgets.CheckTimeout.D(), hostPaths

@@ -57,6 +57,9 @@ type VerifyOptions struct {
 	Reuse      []string
 	ReuseTrust []byte
 	NoReuse    bool
+	// Retention bounds the runs kept under StateDir/runs (prune.go); the
+	// zero Retention is DefaultRetention.
+	Retention Retention
 }
 
 // Run is the outcome of Verify: the run's directory and its records.
@@ -234,12 +237,17 @@ func (v *verification) limits() (policy.Budgets, []string) {
 // progressLogger writes one progress line per call to w (nil discards).
 // Progress quotes repository text (file names, test ids, messages): each
 // line is escaped whole, so nothing it quotes can move the cursor or start a
-// line GitHub reads as a workflow command.
+// line GitHub reads as a workflow command. Checks and the cache pruner log
+// concurrently: one line is written at a time, whatever w is.
 func progressLogger(w io.Writer) func(format string, args ...any) {
 	if w == nil {
 		w = io.Discard
 	}
+	var mu sync.Mutex
 	return func(format string, args ...any) {
-		fmt.Fprintf(w, "runmill: %s\n", printable.Text(fmt.Sprintf(format, args...), 0))
+		line := "runmill: " + printable.Text(fmt.Sprintf(format, args...), 0) + "\n"
+		mu.Lock()
+		defer mu.Unlock()
+		io.WriteString(w, line)
 	}
 }
