@@ -1,0 +1,209 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runmill/verify/internal/cgrouptest"
+	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/internal/mountinfo"
+	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/rmerr"
+)
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// boundsChange is a base with one check whose harness is `conftest*.py`
+// and a candidate adding dir to the base's tree: issue 23's pull requests,
+// made of a few small objects with git plumbing (nothing is written as a
+// file).
+func boundsChange(t *testing.T, dir func(r *gittest.Repo) string) (r *gittest.Repo, base, cand string) {
+	t.Helper()
+	r = gittest.New(t)
+	r.Write(".runmill/checks.yaml", "checks:\n  - id: unit\n    run: \"true\"\n    harness: [\"conftest*.py\"]\n")
+	base = r.Commit("base")
+	cand = r.CommitTree(r.Tree(
+		gittest.TreeEntry{Mode: "040000", ID: r.Git("rev-parse", base+":.runmill"), Name: ".runmill"},
+		gittest.TreeEntry{Mode: "040000", ID: dir(r), Name: "added"},
+	), base, "the pull request")
+	return r, base, cand
+}
+
+// wideHarness: 200 000 files matching the harness glob, 200 directories
+// of 1 000.
+func wideHarness(r *gittest.Repo) string {
+	return r.Fanout("pkg%03d", 200, "040000", r.Fanout("conftest%03d.py", 1000, "100644", r.Blob(strings.NewReader("x"))))
+}
+
+// manyPaths: 1 000 000 paths, 1 000 directories of 1 000.
+func manyPaths(r *gittest.Repo) string {
+	return r.Fanout("d%03d", 1000, "040000", r.Fanout("f%03d", 1000, "100644", r.Blob(strings.NewReader("x"))))
+}
+
+// threeGB: 3 000 references to 1 MiB of zeros.
+func threeGB(r *gittest.Repo) string {
+	return r.Fanout("zeros%04d", 3000, "100644", r.Blob(io.LimitReader(zeros{}, 1<<20)))
+}
+
+// terminalEvent is the detail of the terminal statement's event kind in
+// the state dir's one run.
+func terminalEvent(t *testing.T, state, kind string) string {
+	t.Helper()
+	terms, _ := filepath.Glob(filepath.Join(state, "runs", "*", "terminal-statement.json"))
+	if len(terms) != 1 {
+		t.Fatalf("terminal statements: %v", terms)
+	}
+	var ts evidence.Statement[evidence.Terminal]
+	b, err := os.ReadFile(terms[0])
+	if err != nil || json.Unmarshal(b, &ts) != nil {
+		t.Fatalf("reading the terminal statement: %v", err)
+	}
+	if ts.Predicate.Outcome != "no-verdict" || !ts.Predicate.Cleanup.Complete {
+		t.Fatalf("terminal statement: outcome %s, cleanup complete %v", ts.Predicate.Outcome, ts.Predicate.Cleanup.Complete)
+	}
+	for _, e := range ts.Predicate.Events {
+		if e.Kind == kind {
+			return string(e.Detail)
+		}
+	}
+	t.Fatalf("the terminal statement has no %s event: %s", kind, b)
+	return ""
+}
+
+// TestWideHarnessRefused (issue 23): a change adding 200 000 files that
+// match a check's harness glob is refused by the harness cap, named, from
+// the trees' listings: `evidence expect` before it checks the candidate
+// out, Verify before any check run or focus scan writes a checkout, with
+// the refusal in the signed terminal statement.
+func TestWideHarnessRefused(t *testing.T) {
+	r, base, cand := boundsChange(t, wideHarness)
+	ctx := context.Background()
+	_, err := engine.Expect(ctx, engine.ExpectOptions{
+		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand}, StateDir: t.TempDir()})
+	if rmerr.CodeOf(err) != rmerr.LimitHarnessFiles || !strings.Contains(err.Error(), "names 200000 files") {
+		t.Fatalf("Expect: %v", err)
+	}
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	state := t.TempDir()
+	_, err = engine.Verify(ctx, engine.VerifyOptions{
+		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand},
+		StateDir: state, ContainerdAddress: containerdAddress, Version: "test"})
+	if rmerr.CodeOf(err) != rmerr.LimitHarnessFiles {
+		t.Fatalf("Verify: %v", err)
+	}
+	if d := terminalEvent(t, state, "limit.refused"); !strings.Contains(d, string(rmerr.LimitHarnessFiles)) || !strings.Contains(d, "names 200000 files") {
+		t.Fatalf("limit.refused: %s", d)
+	}
+	for _, e := range []string{"check.started", "checkout.removed"} {
+		if strings.Contains(terminalEvents(t, state), e) {
+			t.Errorf("the refused run has a %s event", e)
+		}
+	}
+}
+
+// terminalEvents lists the kinds of the run's terminal events.
+func terminalEvents(t *testing.T, state string) string {
+	t.Helper()
+	terms, _ := filepath.Glob(filepath.Join(state, "runs", "*", "terminal-statement.json"))
+	var ts evidence.Statement[evidence.Terminal]
+	b, _ := os.ReadFile(terms[0])
+	json.Unmarshal(b, &ts)
+	var kinds []string
+	for _, e := range ts.Predicate.Events {
+		kinds = append(kinds, e.Kind)
+	}
+	return strings.Join(kinds, " ")
+}
+
+// TestLargeTreesRefusedUnderMemoryLimit (issue 23): runmill verify, as a
+// process in a 2 GiB memory cgroup (where a commit of 3 GB OOM-killed it
+// in 1.1 s, its layer filling a tmpfs charged to that cgroup), refuses a
+// candidate of 3 GB by the checkout byte limit and one of 1 000 000 paths
+// by the entry limit: from the objects, in Discovery, before a file is
+// written — no OOM kill, exit 1, the limit and the setting named on
+// stderr, the refusal in the signed terminal statement, no mount left
+// under the state dir.
+func TestLargeTreesRefusedUnderMemoryLimit(t *testing.T) {
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	keyPEM, _, err := evidence.Keygen(24 * time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		dir  func(*gittest.Repo) string
+		code rmerr.Code
+		says string
+	}{
+		{"3 GB in 1 MB of objects", threeGB, rmerr.LimitTreeBytes, "budgets.checkout_bytes"},
+		{"1 000 000 paths", manyPaths, rmerr.LimitTreeEntries, "budgets.checkout_entries"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, base, cand := boundsChange(t, c.dir)
+			cg := cgrouptest.New(t, "to run runmill under a memory limit")
+			if err := cg.SetLimit(2 << 30); err != nil {
+				t.Fatal(err)
+			}
+			state := t.TempDir()
+			cmd := exec.Command(runmillCLI(t), "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", state,
+				"--containerd-address", containerdAddress, "--signing-key", keyFile, "--no-github")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := cg.Add(cmd.Process.Pid); err != nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
+				t.Fatalf("runmill was killed (%v); OOM kills %d\n%s", err, cg.OOMKills(t), stderr.String())
+			}
+			if n := cg.OOMKills(t); n != 0 {
+				t.Fatalf("the memory cgroup counts %d OOM kills", n)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 1 {
+				t.Fatalf("exit %d, want 1:\n%s", code, stderr.String())
+			}
+			for _, w := range []string{string(c.code), c.says} {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr does not say %q:\n%s", w, stderr.String())
+				}
+			}
+			if d := terminalEvent(t, state, "discovery.failed"); !strings.Contains(d, string(c.code)) {
+				t.Errorf("discovery.failed: %s", d)
+			}
+			if mounts, err := mountinfo.Under(state); err != nil || len(mounts) > 0 {
+				t.Errorf("mounts left under the state dir: %q, %v", mounts, err)
+			}
+			t.Logf("peak memory of the cgroup: %d MiB", cg.Peak()>>20)
+		})
+	}
+}
