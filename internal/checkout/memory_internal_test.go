@@ -92,7 +92,9 @@ func TestMemoryLimit(t *testing.T) {
 // its room back.
 func TestReserveTmpfs(t *testing.T) {
 	m := &Manager{layersInRAM: true, tmpfsBytes: 10 << 20, tmpfsInodes: 1000}
-	size := func(bytes, entries int64) git.TreeSize { return git.TreeSize{Allocated: bytes, Entries: entries, Dirs: 1} }
+	size := func(bytes, entries int64) git.TreeSize {
+		return git.TreeSize{Allocated: bytes, Entries: entries, Dirs: 1}
+	}
 	ok, release := m.reserveTmpfs(size(6<<20, 100))
 	if !ok {
 		t.Fatal("6 MiB of 10 did not fit")

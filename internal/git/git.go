@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,6 +30,9 @@ type Repo struct {
 	// Limits bound every listing of a tree (tree.go); set them before the
 	// Repo is shared.
 	Limits Limits
+
+	mu    sync.Mutex
+	sizes map[string]*measure // TreeSize's answers by commit
 }
 
 // Open checks that dir is a git repository.

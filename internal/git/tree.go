@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
+	"sync"
 
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/objectid"
@@ -112,37 +112,68 @@ func (l *listing) admit(path []byte) error {
 	return nil
 }
 
+// measure is one commit's TreeSize, measured once per Repo.
+type measure struct {
+	once sync.Once
+	s    TreeSize
+	err  error
+}
+
 // TreeSize measures what checking commit out would write, refusing a tree
 // over r.Limits (RM-LIMIT-002, -003, -004) as soon as the measure passes a
-// limit. The tree is listed streamed (git ls-tree -r -t), then each
-// distinct blob's size is asked once (git cat-file --batch-check), not
-// once per entry: `ls-tree -l` looks every entry's object up, which took
-// 56 s for 550 000 references to one loose blob (docs/benchmarks.md).
+// limit. The answer is kept, a refusal too (the tree and the limits do not
+// change), so every user of the Repo measures a commit once; a cancelled
+// measure is not kept.
 func (r *Repo) TreeSize(ctx context.Context, commit string) (TreeSize, error) {
+	r.mu.Lock()
+	if r.sizes == nil {
+		r.sizes = map[string]*measure{}
+	}
+	m, ok := r.sizes[commit]
+	if !ok {
+		m = &measure{}
+		r.sizes[commit] = m
+	}
+	r.mu.Unlock()
+	m.once.Do(func() {
+		m.s, m.err = r.treeSize(ctx, commit)
+		if m.err != nil && ctx.Err() != nil {
+			r.mu.Lock()
+			delete(r.sizes, commit)
+			r.mu.Unlock()
+		}
+	})
+	return m.s, m.err
+}
+
+// treeSize lists the tree streamed (git ls-tree -r -t), then asks each
+// distinct blob's size once (git cat-file --batch-check), not once per
+// entry: `ls-tree -l` looks every entry's object up, which took 56 s for
+// 550 000 references to one loose blob (docs/benchmarks.md).
+func (r *Repo) treeSize(ctx context.Context, commit string) (TreeSize, error) {
 	var s TreeSize
 	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1, dirs: ", directories"}
 	uses := map[string]int64{} // blob id → entries naming it
 	// "<mode> SP <type> SP <object> TAB <path>"
 	err := r.records(ctx, l.what, recordOptions{}, func(rec []byte) error {
-		meta, name, ok := bytes.Cut(rec, []byte{'\t'})
-		f := strings.Fields(string(meta))
-		if !ok || len(f) != 3 {
+		e, ok := parseEntry(rec)
+		if !ok {
 			return fmt.Errorf("unexpected ls-tree output %q", rec)
 		}
 		// A directory is an entry to write too: an empty tree object
 		// costs its name and nothing else.
-		if err := l.admit(name); err != nil {
+		if err := l.admit(e.name); err != nil {
 			return err
 		}
-		switch f[1] {
+		switch string(e.typ) {
 		case "tree":
 			s.Dirs++
 		case "blob":
-			uses[f[2]]++
+			uses[string(e.oid)]++
 			fallthrough
 		default: // a submodule: nothing is checked out but its directory
 			s.Entries++
-			s.Allocated += 64 + int64(len(name))
+			s.Allocated += 64 + int64(len(e.name))
 		}
 		return nil
 	}, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
@@ -156,12 +187,13 @@ func (r *Repo) TreeSize(ctx context.Context, commit string) (TreeSize, error) {
 	max := r.Limits.bytes()
 	// "<object> SP <type> SP <size>", or "<object> SP missing"
 	err = r.records(ctx, l.what, recordOptions{sep: '\n', stdin: &in}, func(rec []byte) error {
-		f := strings.Fields(string(rec))
-		if len(f) != 3 || f[1] != "blob" {
+		id, rest, _ := bytes.Cut(rec, []byte{' '})
+		typ, sz, _ := bytes.Cut(rest, []byte{' '})
+		if string(typ) != "blob" {
 			return fmt.Errorf("the tree names %q, which is not a blob in the repository", rec)
 		}
-		size, err := strconv.ParseInt(f[2], 10, 64)
-		n := uses[f[0]]
+		size, err := strconv.ParseInt(string(sz), 10, 64)
+		n := uses[string(id)]
 		if err != nil || size < 0 || n == 0 {
 			return fmt.Errorf("unexpected cat-file output %q", rec)
 		}
@@ -185,20 +217,18 @@ func (r *Repo) TreeSize(ctx context.Context, commit string) (TreeSize, error) {
 func (r *Repo) Files(ctx context.Context, commit string) (harness.Tree, error) {
 	t := harness.Tree{}
 	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1}
-	// "<mode> SP <type> SP <object> TAB <path>"
 	err := r.records(ctx, l.what, recordOptions{}, func(rec []byte) error {
-		meta, name, ok := bytes.Cut(rec, []byte{'\t'})
+		e, ok := parseEntry(rec)
 		if !ok {
 			return fmt.Errorf("unexpected ls-tree output %q", rec)
 		}
-		if err := l.admit(name); err != nil {
+		if err := l.admit(e.name); err != nil {
 			return err
 		}
-		f := strings.Fields(string(meta))
-		if len(f) != 3 || f[1] != "blob" {
+		if string(e.typ) != "blob" {
 			return nil // submodules are not files of this repository
 		}
-		t[string(name)] = harness.Entry{Mode: f[0], Blob: f[2]}
+		t[string(e.name)] = harness.Entry{Mode: string(e.mode), Blob: string(e.oid)}
 		return nil
 	}, "ls-tree", "-r", "-z", "--full-tree", commit)
 	if err != nil {
@@ -248,6 +278,19 @@ func (r *Repo) ChangedPaths(ctx context.Context, base, candidate string) ([]stri
 			WithHint("base and candidate need a common ancestor; fetch full history (fetch-depth: 0)")
 	}
 	return paths, nil
+}
+
+// entry is one record of git ls-tree -z without -l:
+// "<mode> SP <type> SP <object> TAB <path>".
+type entry struct{ mode, typ, oid, name []byte }
+
+func parseEntry(rec []byte) (entry, bool) {
+	var e entry
+	meta, name, ok1 := bytes.Cut(rec, []byte{'\t'})
+	mode, rest, ok2 := bytes.Cut(meta, []byte{' '})
+	typ, oid, ok3 := bytes.Cut(rest, []byte{' '})
+	e.mode, e.typ, e.oid, e.name = mode, typ, oid, name
+	return e, ok1 && ok2 && ok3 && len(oid) > 0
 }
 
 // listingError keeps a limit's refusal and a cancellation as they are and
