@@ -20,13 +20,6 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-type zeroReader struct{}
-
-func (zeroReader) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
-}
-
 // boundsRepo holds issue 23's commits, each a child of an ordinary base and
 // made of a few small objects: 1 000 000 paths (1 000 directories of 1 000
 // references to one blob), 3 GB (3 000 references to 1 MiB of zeros), and
@@ -46,7 +39,7 @@ func newBoundsRepo(t *testing.T) boundsRepo {
 			gittest.TreeEntry{Mode: "040000", ID: tree, Name: name})
 	}
 	x := r.Blob(strings.NewReader("x"))
-	z := r.Blob(io.LimitReader(zeroReader{}, 1<<20))
+	z := r.Zeros(1 << 20)
 	return boundsRepo{dir: r.Dir, base: base,
 		paths:  r.CommitTree(top("many", r.Fanout("d%03d", 1000, "040000", r.Fanout("f%03d", 1000, "100644", x))), base, "1 000 000 paths"),
 		bytes:  r.CommitTree(top("big", r.Fanout("zeros%04d", 3000, "100644", z)), base, "3 GB"),

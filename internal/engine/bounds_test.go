@@ -22,13 +22,6 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
-}
-
 // boundsChange is a base with one check whose harness is `conftest*.py`
 // and a candidate adding dir to the base's tree: issue 23's pull requests,
 // made of a few small objects with git plumbing (nothing is written as a
@@ -58,7 +51,7 @@ func manyPaths(r *gittest.Repo) string {
 
 // threeGB: 3 000 references to 1 MiB of zeros.
 func threeGB(r *gittest.Repo) string {
-	return r.Fanout("zeros%04d", 3000, "100644", r.Blob(io.LimitReader(zeros{}, 1<<20)))
+	return r.Fanout("zeros%04d", 3000, "100644", r.Zeros(1<<20))
 }
 
 // terminalEvent is the detail of the terminal statement's event kind in
@@ -164,37 +157,15 @@ func TestLargeTreesRefusedUnderMemoryLimit(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, base, cand := boundsChange(t, c.dir)
-			cg := cgrouptest.New(t, "to run runmill under a memory limit")
-			if err := cg.SetLimit(2 << 30); err != nil {
-				t.Fatal(err)
-			}
 			state := t.TempDir()
-			cmd := exec.Command(runmillCLI(t), "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", state,
+			code, stderr, elapsed, cg := runmillUnderLimit(t, 2<<30, "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", state,
 				"--containerd-address", containerdAddress, "--signing-key", keyFile, "--no-github")
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if err := cg.Add(cmd.Process.Pid); err != nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatal(err)
-			}
-			err := cmd.Wait()
-			var ee *exec.ExitError
-			if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
-				t.Fatalf("runmill was killed (%v); OOM kills %d\n%s", err, cg.OOMKills(t), stderr.String())
-			}
-			if n := cg.OOMKills(t); n != 0 {
-				t.Fatalf("the memory cgroup counts %d OOM kills", n)
-			}
-			if code := cmd.ProcessState.ExitCode(); code != 1 {
-				t.Fatalf("exit %d, want 1:\n%s", code, stderr.String())
+			if code != 1 {
+				t.Fatalf("exit %d, want 1:\n%s", code, stderr)
 			}
 			for _, w := range []string{string(c.code), c.says} {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("stderr does not say %q:\n%s", w, stderr.String())
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, stderr)
 				}
 			}
 			if d := terminalEvent(t, state, "discovery.failed"); !strings.Contains(d, string(c.code)) {
@@ -203,7 +174,48 @@ func TestLargeTreesRefusedUnderMemoryLimit(t *testing.T) {
 			if mounts, err := mountinfo.Under(state); err != nil || len(mounts) > 0 {
 				t.Errorf("mounts left under the state dir: %q, %v", mounts, err)
 			}
-			t.Logf("peak memory of the cgroup: %d MiB", cg.Peak()>>20)
+			t.Logf("refused in %s; peak memory of the cgroup: %d MiB", elapsed.Round(time.Millisecond), cg.Peak()>>20)
 		})
 	}
+}
+
+// runmillUnderLimit runs the runmill CLI with args as a process in a memory
+// cgroup of limit bytes from its first page (a shell moved there first
+// becomes runmill: cgroup v1 moves no earlier charges, so the cgroup's peak
+// is all of runmill's memory and its children's). A runmill that was
+// killed, or a cgroup that counts an OOM kill, fails the test. It returns
+// the exit code, stderr, the wall-clock time and the cgroup.
+func runmillUnderLimit(t *testing.T, limit int64, args ...string) (int, string, time.Duration, *cgrouptest.Memory) {
+	t.Helper()
+	cg := cgrouptest.New(t, "to run runmill under a memory limit")
+	if err := cg.SetLimit(limit); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", append([]string{"-c", `read go && exec "$@"`, "sh", runmillCLI(t)}, args...)...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cg.Add(cmd.Process.Pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	start := time.Now()
+	io.WriteString(in, "go\n")
+	err = cmd.Wait()
+	elapsed := time.Since(start)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
+		t.Fatalf("runmill was killed (%v) under the %d MiB limit; OOM kills %d\n%s", err, limit>>20, cg.OOMKills(t), stderr.String())
+	}
+	if n := cg.OOMKills(t); n != 0 {
+		t.Fatalf("the memory cgroup counts %d OOM kills", n)
+	}
+	return cmd.ProcessState.ExitCode(), stderr.String(), elapsed, cg
 }

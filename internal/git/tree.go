@@ -198,7 +198,7 @@ func (r *Repo) treeSize(ctx context.Context, commit string) (TreeSize, error) {
 			return fmt.Errorf("unexpected cat-file output %q", rec)
 		}
 		if size > 0 && n > (max-s.Bytes)/size {
-			return rmerr.New(rmerr.LimitTreeBytes, "%s: its files hold more than %d bytes (a blob of %d bytes named %d times, past %d bytes of the others measured); measuring stopped there", l.what, max, size, n, s.Bytes).
+			return rmerr.New(rmerr.LimitTreeBytes, "%s: its files hold more than %d bytes (a blob of %d bytes named %d times, after %d bytes of other files); measuring stopped there", l.what, max, size, n, s.Bytes).
 				WithHint("a change this large cannot be verified; if the repository's files really hold this much, raise budgets.checkout_bytes in the operator policy (docs/policy.md)")
 		}
 		s.Bytes += size * n

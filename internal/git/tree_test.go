@@ -3,7 +3,6 @@ package git
 import (
 	"context"
 	"errors"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -12,16 +11,6 @@ import (
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/rmerr"
 )
-
-// zeros reads n zero bytes.
-func zeros(n int64) io.Reader { return io.LimitReader(zeroReader{}, n) }
-
-type zeroReader struct{}
-
-func (zeroReader) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
-}
 
 // bigTrees is one repository holding issue 23's trees, made of a few small
 // objects: a commit of 1 000 000 paths (1 000 directories of 1 000
@@ -42,7 +31,7 @@ func newBigTrees(t *testing.T) bigTrees {
 	x := r.Blob(strings.NewReader("x"))
 	dir := r.Fanout("f%03d", 1000, "100644", x)
 	paths := r.Tree(gittest.TreeEntry{Mode: "040000", ID: r.Fanout("d%03d", 1000, "040000", dir), Name: "many"})
-	z := r.Blob(zeros(1 << 20))
+	z := r.Zeros(1 << 20)
 	bytes := r.Tree(gittest.TreeEntry{Mode: "040000", ID: r.Fanout("zeros%04d", 3000, "100644", z), Name: "big"})
 	// mix: a file, an executable, a symlink, a submodule, a directory
 	// and an empty tree.
@@ -219,4 +208,44 @@ func TestListingCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || n >= 1_000_000 {
 		t.Fatalf("after cancel: %v (%d records)", err, n)
 	}
+}
+
+// FuzzRecordWriter: however git's output is cut into writes, the records
+// are its NUL-terminated pieces, and one longer than maxRecord is refused.
+func FuzzRecordWriter(f *testing.F) {
+	f.Add([]byte("100644 blob abc\ta\x00040000 tree def\tb\x00"), uint(7), uint(30))
+	f.Add([]byte("a\x00\x00b"), uint(0), uint(1))
+	f.Fuzz(func(t *testing.T, out []byte, i, j uint) {
+		if len(out) > 3*maxRecord {
+			return
+		}
+		i, j = min(i, uint(len(out))), min(j, uint(len(out)))
+		if i > j {
+			i, j = j, i
+		}
+		var got []string
+		w := &recordWriter{fn: func(rec []byte) error { got = append(got, string(rec)); return nil }, stop: func() {},
+			long: func() error { return errors.New("too long") }}
+		var err error
+		for _, chunk := range [][]byte{out[:i], out[i:j], out[j:]} {
+			if _, err = w.Write(chunk); err != nil {
+				break
+			}
+		}
+		pieces := strings.Split(string(out), "\x00")
+		whole, rest := pieces[:len(pieces)-1], pieces[len(pieces)-1]
+		tooLong := len(rest) > maxRecord
+		for _, p := range whole {
+			tooLong = tooLong || len(p) > maxRecord
+		}
+		if tooLong {
+			if err == nil {
+				t.Fatalf("a record over %d bytes was accepted", maxRecord)
+			}
+			return
+		}
+		if err != nil || !slices.Equal(got, whole) || string(w.partial) != rest {
+			t.Fatalf("records %q, partial %q, %v; want %q, %q", got, w.partial, err, whole, rest)
+		}
+	})
 }

@@ -90,6 +90,20 @@ func (r *Repo) Blob(content io.Reader) string {
 	return r.gitIn(content, "hash-object", "-w", "--stdin")
 }
 
+// Zeros stores n zero bytes as a blob and returns its id: a megabyte of
+// them is a kilobyte of objects.
+func (r *Repo) Zeros(n int64) string {
+	r.t.Helper()
+	return r.Blob(io.LimitReader(zeroReader{}, n))
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
 // TreeEntry is one entry of a tree object.
 type TreeEntry struct {
 	Mode string // "100644", "100755", "120000", "040000", "160000"
