@@ -25,15 +25,17 @@ import (
 // group is killed) and is refused with the limit's code, the measured
 // value and the operator setting that raises it.
 
-// Default limits of one commit's tree. Measured on this project's machine
-// (docs/benchmarks.md § Bounds on repository content): before these bounds
-// a commit of 1 000 000 paths took 72 s and about 4 GB to verify, and one of
-// 3 GB OOM-killed the gate under a 2 GiB memory limit in 1.1 s. Real
-// repositories fit with room: the Linux kernel's tree is about 90 000 files
-// and 1.5 GB. A larger monorepo raises them in the operator policy
-// (budgets.checkout_entries, budgets.checkout_bytes; docs/policy.md).
+// Default limits of one commit's tree. Without them (issue 23, measured
+// against runmill before these bounds; docs/benchmarks.md § Bounds on
+// repository content) a commit of 1 000 000 paths took 72 s and about 4 GB
+// to verify, and one of 3 GB OOM-killed the gate under a 2 GiB memory limit
+// in 1.1 s; refused, each takes about a second and a few megabytes. A
+// repository the size of the Linux kernel (about 90 000 files, 1.5 GB of
+// them) fits with room; a larger monorepo raises them in the operator
+// policy (budgets.checkout_entries, budgets.checkout_bytes; docs/policy.md).
 const (
-	// DefaultEntries bounds a tree's files, symlinks and submodules.
+	// DefaultEntries bounds a tree's entries: files, symlinks, submodules
+	// and, where a listing sees them, directories.
 	DefaultEntries int64 = 500_000
 	// DefaultBytes bounds the bytes of a tree's files and symlinks, as git
 	// stores them (checkout may convert line endings or encodings).
@@ -50,7 +52,7 @@ const (
 // Limits bound what a listing of one commit's tree may hold. The zero value
 // of a field is its default.
 type Limits struct {
-	Entries int64 // files, symlinks and submodules (DefaultEntries)
+	Entries int64 // files, symlinks, submodules, directories (DefaultEntries)
 	Bytes   int64 // the bytes of files and symlinks (DefaultBytes)
 }
 
