@@ -265,24 +265,25 @@ const MaxSymlinkTarget = 4095
 // are no directories either: nothing needs them.
 func (r *Repo) Symlinks(ctx context.Context, commit string) (links map[string]string, dirs map[string]bool, err error) {
 	// Not --long: sizing every blob of a loose-object repository costs
-	// more than the listing; only the links are sized, below.
-	out, err := r.run(ctx, nil, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
-	if err != nil {
-		return nil, nil, rmerr.Wrap(rmerr.GitRepository, err, "listing files at %s", objectid.Short(commit))
-	}
+	// more than the listing; only the links are sized, below. Streamed
+	// and within r.Limits, as every listing (tree.go).
 	blobOf := map[string]string{} // path → blob
 	var ids []string              // each blob once
 	seen := map[string]bool{}
 	dirs = map[string]bool{}
-	// "<mode> SP <type> SP <object> TAB <path> NUL"
-	for _, rec := range bytes.Split(out, []byte{0}) {
+	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1, dirs: ", directories"}
+	// "<mode> SP <type> SP <object> TAB <path>"
+	err = r.records(ctx, l.what, recordOptions{}, func(rec []byte) error {
 		meta, name, ok := bytes.Cut(rec, []byte{'\t'})
+		if err := l.admit(name); err != nil {
+			return err
+		}
 		if !ok || !(bytes.HasPrefix(meta, []byte("040000 ")) || bytes.HasPrefix(meta, []byte("120000 "))) {
-			continue // a file: most of the listing, skipped unparsed
+			return nil // a file: most of the listing, skipped unparsed
 		}
 		f := strings.Fields(string(meta))
 		if len(f) != 3 {
-			return nil, nil, rmerr.New(rmerr.GitRepository, "unexpected ls-tree output %q", rec)
+			return rmerr.New(rmerr.GitRepository, "unexpected ls-tree output %q", rec)
 		}
 		switch f[0] {
 		case "040000":
@@ -294,6 +295,10 @@ func (r *Repo) Symlinks(ctx context.Context, commit string) (links map[string]st
 				ids = append(ids, f[2])
 			}
 		}
+		return nil
+	}, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
+	if err != nil {
+		return nil, nil, listingError(err, "listing files at %s", commit)
 	}
 	if len(ids) == 0 {
 		return map[string]string{}, nil, nil

@@ -109,7 +109,8 @@ func TestTreeLimits(t *testing.T) {
 			}
 			_, ferr := repo.Files(ctx, c.commit)
 			_, terr := repo.TrackedFiles(ctx, c.commit)
-			for _, err := range []error{ferr, terr} {
+			_, _, serr := repo.Symlinks(ctx, c.commit)
+			for _, err := range []error{ferr, terr, serr} {
 				if rmerr.CodeOf(err) != c.code || (c.code == "" && err != nil) {
 					t.Errorf("listing: %v; want code %q", err, c.code)
 				}
@@ -135,6 +136,7 @@ func TestTreeLimits(t *testing.T) {
 		for _, f := range []func() error{
 			func() error { _, err := repo.TreeSize(ctx, commit); return err },
 			func() error { _, err := repo.Files(ctx, commit); return err },
+			func() error { _, _, err := repo.Symlinks(ctx, commit); return err },
 			func() error { _, err := repo.ChangedPaths(ctx, b.base, commit); return err },
 		} {
 			if err := f(); rmerr.CodeOf(err) != rmerr.LimitTreePaths || !strings.Contains(err.Error(), "4096") {
