@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"syscall"
@@ -34,7 +35,7 @@ func BenchmarkResolve(b *testing.B) {
 			base, cand := wideTrees(n)
 			cpu := cpuTime()
 			for b.Loop() {
-				_, err := harness.Resolve("true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+				_, err := harness.Resolve(context.Background(), "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
 				if (n > harness.MaxFiles) != (rmerr.CodeOf(err) == rmerr.LimitHarnessFiles) {
 					b.Fatal(err)
 				}

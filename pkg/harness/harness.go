@@ -21,6 +21,7 @@ package harness
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"path"
 	"slices"
@@ -175,13 +176,19 @@ func Script(command string) (string, bool) {
 // meets it.
 const MaxFiles = 10_000
 
+// cancelEvery is how many tree entries Resolve matches between looks at
+// its context: a few milliseconds of globbing.
+const cancelEvery = 4096
+
 // Resolve computes the harness of one run of a check whose command is
 // command and whose policy lists patterns under harness:, given the base's
 // tree and the run's commit's tree. pinned=false (the policy is new in the
 // change) records the files but takes every one from the commit. A harness
 // of more than MaxFiles files is refused (RM-LIMIT-001) before anything is
-// sorted or compared.
-func Resolve(command string, patterns []string, base, commit Tree, pinned bool, baseCommit string) (*Record, error) {
+// sorted or compared. The pass over the trees (as many entries as the
+// checkout limits admit: 500 000 by default) ends with ctx, so a cancelled
+// run never waits for it.
+func Resolve(ctx context.Context, command string, patterns []string, base, commit Tree, pinned bool, baseCommit string) (*Record, error) {
 	globs := make([]*pathglob.Pattern, len(patterns))
 	for i, p := range patterns {
 		g, err := pathglob.Compile(p)
@@ -208,12 +215,23 @@ func Resolve(command string, patterns []string, base, commit Tree, pinned bool, 
 			paths = append(paths, p)
 		}
 	}
+	seen := 0
+	cancelled := func() bool {
+		seen++
+		return seen%cancelEvery == 0 && ctx.Err() != nil
+	}
 	for name := range base {
+		if cancelled() {
+			return nil, ctx.Err()
+		}
 		if named(name) {
 			add(name)
 		}
 	}
 	for name := range commit {
+		if cancelled() {
+			return nil, ctx.Err()
+		}
 		if _, ok := base[name]; !ok && named(name) {
 			add(name)
 		}

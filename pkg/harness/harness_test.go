@@ -1,6 +1,8 @@
 package harness_test
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -58,7 +60,7 @@ func TestResolve(t *testing.T) {
 	}
 	run := func(t *testing.T, command string, patterns []string, commit harness.Tree, pinned bool, w want) {
 		t.Helper()
-		rec, err := harness.Resolve(command, patterns, base, commit, pinned, strings.Repeat("f", 40))
+		rec, err := harness.Resolve(context.Background(), command, patterns, base, commit, pinned, strings.Repeat("f", 40))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +117,7 @@ func TestResolve(t *testing.T) {
 		run(t, "sh scripts/test.sh", nil, edited, false, want{ran: map[string]harness.Source{"scripts/test.sh": harness.FromCommit}})
 	})
 	t.Run("a bad pattern is an error", func(t *testing.T) {
-		if _, err := harness.Resolve("true", []string{"["}, base, edited, true, ""); err == nil {
+		if _, err := harness.Resolve(context.Background(), "true", []string{"["}, base, edited, true, ""); err == nil {
 			t.Fatal("no error")
 		}
 	})
@@ -150,7 +152,7 @@ func TestResolveLaysNoFileUnderAFile(t *testing.T) {
 		for _, p := range paths {
 			base[p], cand[p] = entry("a"), entry("b")
 		}
-		_, err := harness.Resolve("true", paths, base, cand, true, strings.Repeat("f", 40))
+		_, err := harness.Resolve(context.Background(), "true", paths, base, cand, true, strings.Repeat("f", 40))
 		return err
 	}
 	for _, c := range []struct {
@@ -199,12 +201,12 @@ func TestResolveLaysNoFileUnderAFile(t *testing.T) {
 // harness at the cap resolves.
 func TestResolveCapsTheHarness(t *testing.T) {
 	base, cand := wideTrees(200_000)
-	_, err := harness.Resolve("true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+	_, err := harness.Resolve(context.Background(), "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
 	if rmerr.CodeOf(err) != rmerr.LimitHarnessFiles || !strings.Contains(err.Error(), "names 200000 files") || !strings.Contains(err.Error(), "10000") {
 		t.Fatalf("200 000 matched files: %v", err)
 	}
 	base, cand = wideTrees(harness.MaxFiles)
-	rec, err := harness.Resolve("true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+	rec, err := harness.Resolve(context.Background(), "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,5 +215,18 @@ func TestResolveCapsTheHarness(t *testing.T) {
 	}
 	if !slices.IsSortedFunc(rec.Files, func(a, b harness.File) int { return strings.Compare(a.Path, b.Path) }) {
 		t.Fatal("files not sorted by path")
+	}
+}
+
+// TestResolveCancelled (issue 23): the pass over a tree of 200 000
+// matching files ends with its context (SIGTERM obeyed however wide the
+// trees), not with the cap's answer.
+func TestResolveCancelled(t *testing.T) {
+	base, cand := wideTrees(200_000)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec, err := harness.Resolve(ctx, "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+	if !errors.Is(err, context.Canceled) || rec != nil {
+		t.Fatalf("cancelled: %v, %v", rec, err)
 	}
 }
