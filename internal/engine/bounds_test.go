@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -110,6 +111,69 @@ func TestWideHarnessRefused(t *testing.T) {
 			t.Errorf("the refused run has a %s event", e)
 		}
 	}
+}
+
+// TestWideHarnessVerifyCancelled (issue 23: verify at 200 000 files
+// ignored SIGTERM): a Verify over the same change, cancelled once its
+// sandbox and checkouts are ready, ends with the cancellation rather than
+// with the harness's answer, and still signs a terminal statement and
+// leaves no mount (pkg/harness's TestResolveCancelled: the resolution's
+// own loop looks at the context too).
+func TestWideHarnessVerifyCancelled(t *testing.T) {
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	r, base, cand := boundsChange(t, wideHarness)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	state := t.TempDir()
+	// The last line before the harnesses are resolved (stage_prepare.go).
+	progress := &lineWatch{on: "runmill: checkouts: ", do: cancel}
+	_, err := engine.Verify(ctx, engine.VerifyOptions{
+		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand},
+		StateDir: state, ContainerdAddress: containerdAddress, Version: "test", Progress: progress})
+	if !errors.Is(err, context.Canceled) || rmerr.CodeOf(err) != "" {
+		t.Fatalf("Verify after cancel: %v", err)
+	}
+	if !progress.seen() {
+		t.Fatal("the run never said how it makes checkouts: cancelled elsewhere")
+	}
+	terminalEvent(t, state, "run.started")
+	for _, e := range []string{"check.started", "limit.refused"} {
+		if strings.Contains(terminalEvents(t, state), e) {
+			t.Errorf("the cancelled run has a %s event", e)
+		}
+	}
+	if mounts, err := mountinfo.Under(state); err != nil || len(mounts) > 0 {
+		t.Errorf("mounts left under the state dir: %q, %v", mounts, err)
+	}
+}
+
+// lineWatch is a Progress writer calling do once a line starting with on
+// has been written.
+type lineWatch struct {
+	on string
+	do func()
+	mu sync.Mutex
+	ok bool
+}
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, line := range strings.Split(string(p), "\n") {
+		if !w.ok && strings.HasPrefix(line, w.on) {
+			w.ok = true
+			w.do()
+		}
+	}
+	return len(p), nil
+}
+
+func (w *lineWatch) seen() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ok
 }
 
 // terminalEvents lists the kinds of the run's terminal events.
