@@ -272,31 +272,20 @@ func (r *Repo) Symlinks(ctx context.Context, commit string) (links map[string]st
 	seen := map[string]bool{}
 	dirs = map[string]bool{}
 	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1, dirs: ", directories"}
-	// "<mode> SP <type> SP <object> TAB <path>"
-	err = r.records(ctx, l.what, recordOptions{}, func(rec []byte) error {
-		meta, name, ok := bytes.Cut(rec, []byte{'\t'})
-		if err := l.admit(name); err != nil {
-			return err
-		}
-		if !ok || !(bytes.HasPrefix(meta, []byte("040000 ")) || bytes.HasPrefix(meta, []byte("120000 "))) {
-			return nil // a file: most of the listing, skipped unparsed
-		}
-		f := strings.Fields(string(meta))
-		if len(f) != 3 {
-			return rmerr.New(rmerr.GitRepository, "unexpected ls-tree output %q", rec)
-		}
-		switch f[0] {
+	err = r.listTree(ctx, l, commit, true, func(e entry) error {
+		switch string(e.mode) {
 		case "040000":
-			dirs[string(name)] = true
+			dirs[string(e.name)] = true
 		case "120000":
-			blobOf[string(name)] = f[2]
-			if !seen[f[2]] {
-				seen[f[2]] = true
-				ids = append(ids, f[2])
+			id := string(e.oid)
+			blobOf[string(e.name)] = id
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
 			}
 		}
 		return nil
-	}, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
+	})
 	if err != nil {
 		return nil, nil, listingError(err, "listing files at %s", commit)
 	}

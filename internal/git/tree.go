@@ -157,16 +157,9 @@ func (r *Repo) treeSize(ctx context.Context, commit string) (TreeSize, error) {
 	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1, dirs: ", directories"}
 	uses := map[string]int64{} // blob id → entries naming it
 	// "<mode> SP <type> SP <object> TAB <path>"
-	err := r.records(ctx, l.what, recordOptions{}, func(rec []byte) error {
-		e, ok := parseEntry(rec)
-		if !ok {
-			return fmt.Errorf("unexpected ls-tree output %q", rec)
-		}
-		// A directory is an entry to write too: an empty tree object
-		// costs its name and nothing else.
-		if err := l.admit(e.name); err != nil {
-			return err
-		}
+	// A directory is an entry to write too (-t): an empty tree object
+	// costs its name and nothing else.
+	err := r.listTree(ctx, l, commit, true, func(e entry) error {
 		switch string(e.typ) {
 		case "tree":
 			s.Dirs++
@@ -178,7 +171,7 @@ func (r *Repo) treeSize(ctx context.Context, commit string) (TreeSize, error) {
 			s.Allocated += 64 + int64(len(e.name))
 		}
 		return nil
-	}, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
+	})
 	if err != nil {
 		return TreeSize{}, listingError(err, "listing the tree of %s", commit)
 	}
@@ -219,20 +212,13 @@ func (r *Repo) treeSize(ctx context.Context, commit string) (TreeSize, error) {
 func (r *Repo) Files(ctx context.Context, commit string) (harness.Tree, error) {
 	t := harness.Tree{}
 	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1}
-	err := r.records(ctx, l.what, recordOptions{}, func(rec []byte) error {
-		e, ok := parseEntry(rec)
-		if !ok {
-			return fmt.Errorf("unexpected ls-tree output %q", rec)
-		}
-		if err := l.admit(e.name); err != nil {
-			return err
-		}
+	err := r.listTree(ctx, l, commit, false, func(e entry) error {
 		if string(e.typ) != "blob" {
 			return nil // submodules are not files of this repository
 		}
 		t[string(e.name)] = harness.Entry{Mode: string(e.mode), Blob: string(e.oid)}
 		return nil
-	}, "ls-tree", "-r", "-z", "--full-tree", commit)
+	})
 	if err != nil {
 		return nil, listingError(err, "listing files at %s", commit)
 	}
@@ -280,6 +266,26 @@ func (r *Repo) ChangedPaths(ctx context.Context, base, candidate string) ([]stri
 			WithHint("base and candidate need a common ancestor; fetch full history (fetch-depth: 0)")
 	}
 	return paths, nil
+}
+
+// listTree hands fn each entry of commit's tree (git ls-tree -r, streamed;
+// with dirs, -t: directories too), each first admitted by l.
+func (r *Repo) listTree(ctx context.Context, l *listing, commit string, dirs bool, fn func(entry) error) error {
+	args := []string{"ls-tree", "-r", "-z", "--full-tree"}
+	if dirs {
+		args = append(args, "-t")
+	}
+	args = append(args, commit)
+	return r.records(ctx, l.what, recordOptions{}, func(rec []byte) error {
+		e, ok := parseEntry(rec)
+		if !ok {
+			return fmt.Errorf("unexpected ls-tree output %q", rec)
+		}
+		if err := l.admit(e.name); err != nil {
+			return err
+		}
+		return fn(e)
+	}, args...)
 }
 
 // entry is one record of git ls-tree -z without -l:
