@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,23 +255,13 @@ func runmillUnderLimit(t *testing.T, limit int64, args ...string) (int, string, 
 		t.Fatal(err)
 	}
 	cmd := exec.Command("sh", append([]string{"-c", `read go && exec "$@"`, "sh", runmillCLI(t)}, args...)...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cg.Add(cmd.Process.Pid); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal(err)
-	}
 	start := time.Now()
-	io.WriteString(in, "go\n")
-	err = cmd.Wait()
+	if err := cg.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
 	elapsed := time.Since(start)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
