@@ -201,14 +201,7 @@ func TestLargeTreesRefusedUnderMemoryLimit(t *testing.T) {
 	if containerdAddress == "" {
 		t.Skip(noSandbox)
 	}
-	keyPEM, _, err := evidence.Keygen(24 * time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "key.pem")
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile, _ := testKeyFile(t)
 	for _, c := range []struct {
 		name string
 		dir  func(*gittest.Repo) string

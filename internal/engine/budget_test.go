@@ -128,14 +128,7 @@ func TestReportBudgetUnderMemoryLimit(t *testing.T) {
 	if containerdAddress == "" {
 		t.Skip(noSandbox)
 	}
-	keyPEM, trust, err := evidence.Keygen(24 * time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "key.pem")
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile, trust := testKeyFile(t)
 	gen := func(n int, name string) string {
 		return fmt.Sprintf(`awk 'BEGIN{print "1..%d"; for(i=1;i<=%d;i++) printf "ok %%d %s%%08d\n", i, i}' > reports/r.tap`, n, n, name)
 	}
