@@ -73,6 +73,9 @@ func discoverIn(ctx context.Context, repo *git.Repo, o DiscoverOptions) (_ *disc
 			return nil, nil, err
 		}
 	}
+	if err := admitTrees(ctx, repo, in.Operator, in.Candidate, in.Base); err != nil {
+		return nil, nil, err
+	}
 	if in.Repository, err = discovery.LoadRepositoryPolicy(ctx, repo, in.Base, in.Candidate); err != nil {
 		return nil, nil, err
 	}
@@ -88,6 +91,25 @@ func discoverIn(ctx context.Context, repo *git.Repo, o DiscoverOptions) (_ *disc
 	in.CheckoutRoot = sandbox.CheckoutPath
 	m, err := discovery.Resolve(in)
 	return m, in.Operator, err
+}
+
+// admitTrees holds the repository to the operator's checkout limits (git's
+// defaults without them) and measures the commits' trees from their
+// objects (issue 23): a change whose tree is too large to check out is
+// refused here, in Discovery, before anything lists or writes it — the
+// candidate's 1 000 000 paths before its changed paths are listed, its
+// 3 GB before a checkout fills runmill's memory — and the run's checkouts
+// reuse the measures (checkout.Manager.MeasureWith).
+func admitTrees(ctx context.Context, repo *git.Repo, op *discovery.OperatorPolicy, commits ...string) error {
+	if op != nil {
+		repo.Limits = git.Limits{Entries: op.Doc.Budgets.CheckoutEntries, Bytes: op.Doc.Budgets.CheckoutBytes}
+	}
+	for _, c := range commits {
+		if _, err := repo.TreeSize(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // changeBetween lists the paths that differ between the trees of from and

@@ -104,6 +104,7 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	if err != nil {
 		return nil, err
 	}
+	checkouts.MeasureWith(repo)
 	defer checkouts.Close(context.Background())
 	e.checkouts = checkouts
 	sb, err := sandbox.Connect(ctx, sandbox.Options{Address: o.ContainerdAddress, StateDir: filepath.Join(o.StateDir, "sandbox")})

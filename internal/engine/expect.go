@@ -83,7 +83,12 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 	if err != nil {
 		return nil, err
 	}
+	checkouts.MeasureWith(repo)
 	defer checkouts.Close(context.Background())
+	h := newHarnesses(repo, checkouts, m)
+	if err := admitHarnesses(ctx, h, m, mergeBase, nil); err != nil {
+		return nil, err
+	}
 	co, err := checkouts.Create(ctx, m.Candidate)
 	if err != nil {
 		return nil, err
@@ -108,7 +113,7 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 	if gh != nil {
 		e.Repository = gh.repo
 	}
-	if e.Harness, err = expectHarness(ctx, newHarnesses(repo, checkouts, m), m, mergeBase, e.CandidateTree); err != nil {
+	if e.Harness, err = expectHarness(ctx, h, m, mergeBase, e.CandidateTree); err != nil {
 		return nil, err
 	}
 	if m.Policies.Repository != nil {

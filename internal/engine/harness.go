@@ -83,7 +83,7 @@ func harnessRecord(ctx context.Context, tree func(context.Context, string) (harn
 			return nil, err
 		}
 	}
-	rec, err := harness.Resolve(c.Command, c.Harness, base, at, !evidence.Requirement(m, c).NewInChange, m.Base)
+	rec, err := harness.Resolve(ctx, c.Command, c.Harness, base, at, !evidence.Requirement(m, c).NewInChange, m.Base)
 	if err != nil {
 		return nil, fmt.Errorf("check %s: %w", c.ID, err)
 	}

@@ -37,8 +37,14 @@ func (v *verification) discover(ctx context.Context) error {
 	for _, u := range v.m.GitHub.Unknown {
 		v.logf("GitHub %s: required contexts UNKNOWN (%s)", u.Name, u.Reason)
 	}
-	v.mergeBase, err = repo.MergeBase(ctx, v.m.Base, v.m.Candidate)
-	return err
+	if v.mergeBase, err = repo.MergeBase(ctx, v.m.Base, v.m.Candidate); err != nil {
+		return err
+	}
+	// The baseline's commit is checked out too: held to the same limits.
+	if _, err := repo.TreeSize(ctx, v.mergeBase); err != nil {
+		return v.discoveryFailed(ctx, repo, err)
+	}
+	return nil
 }
 
 // discoveryFailed hands the containerd connection to discoveryFailedTerminal, which

@@ -19,9 +19,12 @@ import (
 // check result are gathered meanwhile. When every run is over the checkouts
 // go, while the later stages work.
 func (v *verification) execute(ctx context.Context) error {
+	v.share = v.o.assignment(v.m)
+	if err := admitHarnesses(ctx, v.e.harness, v.m, v.mergeBase, v.share); err != nil {
+		return v.refused(err)
+	}
 	v.e.prepareDepsAsync(ctx, v.repo, v.m, v.op, v.o.StateDir)
 	scans := v.startScans(ctx)
-	v.share = v.o.assignment(v.m)
 	checks := v.startChecks(ctx)
 	_, hostPaths := v.limits()
 	probe, err := v.e.probe(ctx, v.o.StateDir, hostPaths, imagesOf(v.m))

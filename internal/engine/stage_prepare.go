@@ -94,6 +94,7 @@ func (v *verification) openCheckoutsAndSandbox(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	checkouts.MeasureWith(v.repo)
 	v.checkouts = checkouts
 	v.onExit(func() { checkouts.Close(context.Background()) })
 	swept, err := checkouts.Sweep(ctx)

@@ -142,6 +142,12 @@ func ParseOperator(data []byte, file string) (Document[Operator], error) {
 	if op.Budgets.Parallel < 0 || op.Budgets.Parallel > 256 {
 		bad("budgets.parallel", "use 0 (number of CPUs) up to 256", "out of range: %d", op.Budgets.Parallel)
 	}
+	if n := op.Budgets.CheckoutEntries; n < 0 || n > MaxCheckoutEntries {
+		bad("budgets.checkout_entries", fmt.Sprintf("use 0 (the default, 500 000) up to %d", MaxCheckoutEntries), "out of range: %d", n)
+	}
+	if n := op.Budgets.CheckoutBytes; n < 0 || n > MaxCheckoutBytes {
+		bad("budgets.checkout_bytes", fmt.Sprintf("use 0 (the default, 2 GiB) up to %d (1 TiB)", MaxCheckoutBytes), "out of range: %d", n)
+	}
 	doc.Digest = Digest(data)
 	return doc, errs.Err()
 }

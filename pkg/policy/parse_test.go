@@ -223,7 +223,7 @@ verification:
   path_rules:
     - paths: ["migrations/**"]
       checks: [migration]
-budgets: {run_timeout: 30m, check_timeout: 10m, max_output_bytes: 1048576, parallel: 2}
+budgets: {run_timeout: 30m, check_timeout: 10m, max_output_bytes: 1048576, parallel: 2, checkout_entries: 2000000, checkout_bytes: 8589934592}
 risk: {high_risk_paths: ["infra/**"]}
 `, nil},
 		{"pr-only may relax", "autonomy: pr-only\nverification: {fail_on_skipped_check: false}\n", nil},
@@ -240,6 +240,9 @@ risk: {high_risk_paths: ["infra/**"]}
 		{"duplicate command", "verification:\n  commands:\n    - {id: a, run: x}\n    - {id: a, run: y}\n",
 			[]finding{{4, "verification.commands[1].id", "duplicate"}}},
 		{"bad parallel", "budgets: {parallel: -1}\n", []finding{{1, "budgets.parallel", "out of range"}}},
+		{"bad checkout limits", "budgets:\n  checkout_entries: -1\n  checkout_bytes: 1099511627777\n",
+			[]finding{{2, "budgets.checkout_entries", "out of range: -1"}, {3, "budgets.checkout_bytes", "out of range: 1099511627777"}}},
+		{"checkout limits not numbers", "budgets: {checkout_bytes: 2GiB}\n", []finding{{1, "", "cannot unmarshal"}}},
 		{"host paths", "sandbox: {host_paths: [/opt/node, /usr/local/go]}\n", nil},
 		{"github required", "github: {required: true}\n", nil},
 		{"github unknown key", "github:\n  requried: true\n", []finding{{2, "", "field requried not found in github (allowed: required)"}}},
