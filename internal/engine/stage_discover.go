@@ -37,8 +37,15 @@ func (v *verification) discover(ctx context.Context) error {
 	for _, u := range v.m.GitHub.Unknown {
 		v.logf("GitHub %s: required contexts UNKNOWN (%s)", u.Name, u.Reason)
 	}
-	v.mergeBase, err = repo.MergeBase(ctx, v.m.Base, v.m.Candidate)
-	return err
+	if v.mergeBase, err = repo.MergeBase(ctx, v.m.Base, v.m.Candidate); err != nil {
+		return err
+	}
+	baseline, candidate := comparedCommits(v.m, v.mergeBase)
+	v.renames = async(func() renamesResult {
+		r, err := changeRenames(ctx, repo, baseline, candidate)
+		return renamesResult{r, err}
+	})
+	return nil
 }
 
 // discoveryFailed hands the containerd connection to discoveryFailedTerminal, which

@@ -112,6 +112,8 @@ func (v *verification) newExecutor() {
 		ledger: &ledger{}, reuse: newReuser(*o, v.logf), goCaches: &goToolCaches{dir: cmp.Or(o.GoToolCacheDir, filepath.Join(o.StateDir, "toolcache", "go"))},
 		harness: newHarnesses(v.repo, v.checkouts, m)}
 	e.harness.ledger = e.ledger
+	e.renames = v.renames
+	e.approver = evidence.ChangeApprover(v.gh.reviews(), v.gh.author(), m.Candidate)
 	v.e = e
 	repository := evidence.Repository{Name: repoName(o.Repository, v.repo.Dir)}
 	if v.gh != nil {
