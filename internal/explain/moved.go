@@ -20,7 +20,7 @@ func MovedLines(moved []record.TestMove, max int) []string {
 	var out []string
 	for i, m := range moved {
 		if i == max {
-			out = append(out, fmt.Sprintf("and %d more moved tests (the statement lists them all)", len(moved)-max))
+			out = append(out, "and "+printable.Plural(len(moved)-max, "more moved test", "more moved tests")+" (the statement lists them all)")
 			break
 		}
 		how := map[record.MoveKind]string{record.MovedFile: "its file was renamed", record.MovedPackage: "its Go package moved",

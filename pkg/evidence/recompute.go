@@ -117,7 +117,7 @@ func recomputeOutcome(p *Delivery) *failure {
 			return noMoves() // no baseline inventory: the verdict fails the check itself
 		}
 		got := outcome.Compare(reportInventory(b.Report.Inventory, b.Report), cand, ChangeOf(&p.Manifest, specs[r.CheckID], p.Renames, approver))
-		if !slices.Equal(got.Moved, r.Moved) && (len(got.Moved) > 0 || len(r.Moved) > 0) {
+		if !slices.Equal(got.Moved, r.Moved) {
 			return fail(ReasonVerdictMismatch, "predicate.checks[%d] (%s): its moved tests differ from those recomputed from the inventories and the renames git shows", i, r.CheckID)
 		}
 		want := withCheck(got.Findings, r.CheckID)

@@ -226,17 +226,17 @@ type exception struct {
 type matching struct {
 	exceptions []exception
 	moved      []record.TestMove
-	// candPassed: the id passes somewhere at the candidate (for staleness).
-	candPassed map[report.TestID]bool
-	// basePassed and candSeen count occurrences, for the repeat note.
-	basePassed map[report.TestID]int
-	candSeen   map[report.TestID]int
+	// base and candidate, for what is looked up once a finding needs it.
+	base, candidate *report.Inventory
+	// basePassed are the ids that passed at the base, one per occurrence,
+	// sorted (the recorded inventory already is).
+	basePassed []report.TestID
 }
 
-// match pairs every occurrence of a test that passed at the base with an
-// occurrence at the candidate: first under its own id (not skipped, then
-// skipped), then under the ids l maps it to, then as a parametrized case
-// of its function (parameterCases). What remains are the exceptions.
+// occurrences are a candidate id's occurrences not yet paired: run (passed
+// or failed) and skipped.
+type occurrences struct{ run, skip int32 }
+
 // unpaired is a test that passed at the base whose occurrences are not all
 // paired yet: n found nowhere, skipped found skipped.
 type unpaired struct {
@@ -244,45 +244,61 @@ type unpaired struct {
 	n, skipped int
 }
 
-func take(from map[report.TestID]int, id report.TestID, want int) int {
-	n := min(want, from[id])
-	from[id] -= n
-	return n
+// pool is the candidate's occurrences not yet paired, by id: one map for
+// the whole candidate (1 M ids), values rather than pointers.
+type pool map[report.TestID]occurrences
+
+// take pairs up to want of id's occurrences, not skipped or skipped.
+func (p pool) take(id report.TestID, want int, skipped bool) int {
+	o, ok := p[id]
+	if !ok || want <= 0 {
+		return 0
+	}
+	have := &o.run
+	if skipped {
+		have = &o.skip
+	}
+	n := min(int32(want), *have)
+	*have -= n
+	p[id] = o
+	return int(n)
 }
 
+// match pairs every occurrence of a test that passed at the base with an
+// occurrence at the candidate: first under its own id (not skipped, then
+// skipped), then under the ids l maps it to, then as a parametrized case
+// of its function (parameterCases). What remains are the exceptions.
 func match(base, candidate *report.Inventory, l *locator) *matching {
-	m := &matching{candPassed: map[report.TestID]bool{}, basePassed: map[report.TestID]int{}, candSeen: map[report.TestID]int{}}
-	// run and skip are the candidate occurrences not yet paired.
-	run := make(map[report.TestID]int, len(candidate.Tests))
-	skip := map[report.TestID]int{}
+	m := &matching{base: base, candidate: candidate}
+	cand := make(pool, len(candidate.Tests))
 	for _, t := range candidate.Tests {
-		m.candSeen[t.ID]++
-		switch t.Status {
-		case report.Skipped:
-			skip[t.ID]++
-		case report.Passed:
-			m.candPassed[t.ID] = true
-			run[t.ID]++
-		default:
-			run[t.ID]++
+		o := cand[t.ID]
+		if t.Status == report.Skipped {
+			o.skip++
+		} else {
+			o.run++
 		}
+		cand[t.ID] = o
 	}
-	var ids []report.TestID
 	for _, t := range base.Tests {
-		if t.Status != report.Passed {
-			continue
+		if t.Status == report.Passed {
+			m.basePassed = append(m.basePassed, t.ID)
 		}
-		if m.basePassed[t.ID] == 0 {
-			ids = append(ids, t.ID)
-		}
-		m.basePassed[t.ID]++
 	}
-	slices.Sort(ids)
+	if !slices.IsSorted(m.basePassed) {
+		slices.Sort(m.basePassed)
+	}
 	var rest []unpaired
-	for _, id := range ids {
-		n := m.basePassed[id]
-		n -= take(run, id, n)
-		s := take(skip, id, n)
+	for i := 0; i < len(m.basePassed); {
+		id := m.basePassed[i]
+		j := i + 1
+		for j < len(m.basePassed) && m.basePassed[j] == id {
+			j++
+		}
+		n := j - i
+		i = j
+		n -= cand.take(id, n, false)
+		s := cand.take(id, n, true)
 		if n -= s; n > 0 || s > 0 {
 			rest = append(rest, unpaired{id: id, n: n, skipped: s})
 		}
@@ -290,7 +306,7 @@ func match(base, candidate *report.Inventory, l *locator) *matching {
 	// Moves: what git's renames map the rest to, once every candidate
 	// occurrence served its own id.
 	moved := func(from report.TestID, to target, n int) int {
-		got := take(run, to.id, n)
+		got := cand.take(to.id, n, false)
 		if got > 0 {
 			m.moved = append(m.moved, record.TestMove{From: from, To: to.id, By: to.by})
 		}
@@ -306,11 +322,11 @@ func match(base, candidate *report.Inventory, l *locator) *matching {
 			r.n -= moved(r.id, to, r.n)
 		}
 		for _, to := range targets {
-			s := take(skip, to.id, r.n)
+			s := cand.take(to.id, r.n, true)
 			r.n, r.skipped = r.n-s, r.skipped+s
 		}
 	}
-	m.parameterCases(base, candidate, l, rest, run, skip)
+	m.parameterCases(l, rest, cand)
 	for _, r := range rest {
 		if r.n > 0 {
 			m.exceptions = append(m.exceptions, exception{id: r.id, n: r.n})
@@ -337,7 +353,8 @@ func match(base, candidate *report.Inventory, l *locator) *matching {
 // cases the base did not know first, each in id order. A change that only
 // corrects a parametrize value (pytest derives the id from it) keeps its
 // cases; one that drops a case leaves it missing.
-func (m *matching) parameterCases(base, candidate *report.Inventory, l *locator, rest []unpaired, run, skip map[report.TestID]int) {
+func (m *matching) parameterCases(l *locator, rest []unpaired, cand pool) {
+	base, candidate := m.base, m.candidate
 	wanted := map[string][]string{} // a base function → the candidate functions it may be
 	for _, r := range rest {
 		if r.n == 0 {
@@ -400,13 +417,13 @@ func (m *matching) parameterCases(base, candidate *report.Inventory, l *locator,
 				continue
 			}
 			for _, c := range ids[cf] {
-				if got := take(run, c, r.n); got > 0 {
+				if got := cand.take(c, r.n, false); got > 0 {
 					r.n -= got
 					m.moved = append(m.moved, record.TestMove{From: r.id, To: c, By: record.MovedParameters})
 				}
 			}
 			for _, c := range ids[cf] {
-				s := take(skip, c, r.n)
+				s := cand.take(c, r.n, true)
 				r.n, r.skipped = r.n-s, r.skipped+s
 			}
 		}
@@ -418,10 +435,32 @@ func (m *matching) parameterCases(base, candidate *report.Inventory, l *locator,
 // id counts once per occurrence.
 func (m *matching) repeatNote(ids []report.TestID) string {
 	for _, id := range ids {
-		if n := m.basePassed[id]; n > 1 {
+		lo, _ := slices.BinarySearch(m.basePassed, id)
+		hi, _ := slices.BinarySearch(m.basePassed, id+"\x00")
+		if n := hi - lo; n > 1 {
+			seen := 0
+			for _, t := range m.candidate.Tests {
+				if t.ID == id {
+					seen++
+				}
+			}
 			return fmt.Sprintf(" (ids count once per occurrence: %s passed %d times at the base and is found %s at the candidate)",
-				printable.Text(strconv.Quote(string(id)), 200), n, printable.Plural(m.candSeen[id], "time", "times"))
+				printable.Text(strconv.Quote(string(id)), 200), n, printable.Plural(seen, "time", "times"))
 		}
 	}
 	return ""
+}
+
+// passing are the ids of want that pass somewhere at the candidate.
+func (m *matching) passing(want map[report.TestID]bool) map[report.TestID]bool {
+	out := map[report.TestID]bool{}
+	if len(want) == 0 {
+		return out
+	}
+	for _, t := range m.candidate.Tests {
+		if t.Status == report.Passed && want[t.ID] {
+			out[t.ID] = true
+		}
+	}
+	return out
 }

@@ -167,8 +167,9 @@ func Compare(base, candidate *report.Inventory, ch Change) Comparison {
 	// by the other direction: every exception above must be declared, so
 	// declaring A cannot authorize B.
 	var stale []report.TestID
+	passing := m.passing(decl)
 	for id := range decl {
-		if !used[id] && !removed[id] && m.candPassed[id] {
+		if !used[id] && !removed[id] && passing[id] {
 			stale = append(stale, id)
 		}
 	}
