@@ -27,11 +27,11 @@ import (
 // repository, one branch per change; each check runs only when its files
 // change (paths:), so a case runs one check.
 
-// preservePolicy: pytest (JUnit), go test -json and a TAP runner, each
-// gated by its files. pytest runs in the sandbox; the go-json report is a
+// preservePolicy: pytest (JUnit), go test -json, a TAP runner and
+// node:test, each gated by its files. pytest runs in the sandbox; the go-json report is a
 // real go test -json of the commit's module recorded on the host
 // (hostGoTestJSON) and committed with it, so no toolchain is built.
-const preservePolicy = `checks:
+var preservePolicy = `checks:
   - id: py
     run: python3 -m pytest -q -p no:cacheprovider --junitxml=reports/py.xml
     report: {path: reports/py.xml, format: junit}
@@ -42,14 +42,20 @@ const preservePolicy = `checks:
     report: {path: reports/go.json, format: go-json}
     timeout: 60s
     paths: ["**/*.go", "gotest/**"]
-  - id: unit
+` + nodeCheck + `  - id: unit
     run: sh tests/tap.sh plan > reports/unit.tap
     report: {path: reports/unit.tap, format: tap}
     timeout: 60s
     paths: ["tests/**", ".runmill/**"]
 `
 
-// flakyDeclared is the unit check's declaration at the base.
+// nodeCheck runs node:test with file-qualified ids (the reporter of
+// docs/reports.md for Node before 24.11, nodeids_test.go) on test/.
+var nodeCheck = strings.Replace(strings.TrimPrefix(nodeFilePolicy("suite-path"), "checks:\n"), "  - id: unit\n", "  - id: node\n", 1) +
+	"    paths: [\"test/**\"]\n"
+
+// flakyDeclared is the unit check's declaration at the base (unit is the
+// last check, so appending declarations declares them for it).
 const flakyDeclared = "    declared_skips:\n      - test_id: flaky\n        cause: the price feed is down; ENG-88\n"
 
 const pyCart = `import pytest
@@ -83,7 +89,7 @@ func preserveRepo(t *testing.T) (*gittest.Repo, string) {
 	apply(r, files{
 		".runmill/checks.yaml": preservePolicy + flakyDeclared, ".gitignore": "reports/\n",
 		"tests/tap.sh": tapScript, "tests/list": "total\nzero_qty\nflaky SKIP\n",
-		"pysrc/tests/test_cart.py": pyCart,
+		"pysrc/tests/test_cart.py": pyCart, "test/a.test.js": roundsA, "test/b.test.js": roundsB,
 		"go.mod":                   "module example.com/shop\n\ngo 1.22\n", "cart/cart.go": goCart, "cart/cart_test.go": goCartTest,
 	})
 	recordGoReport(t, r)
@@ -140,6 +146,8 @@ func TestPreservation(t *testing.T) {
 			ready: true, moved: []string{
 				"example.com/shop/cart::TestEmpty → example.com/shop/internal/cart::TestEmpty (package)",
 				"example.com/shop/cart::TestTotal → example.com/shop/internal/cart::TestTotal (package)"}},
+		{name: "moves a node:test file", moves: map[string]string{"test/a.test.js": "test/unit/a.test.js"},
+			ready: true, moved: []string{"test/a.test.js::rounds → test/unit/a.test.js::rounds (file)"}},
 		{name: "corrects a parametrize value", cand: files{"pysrc/tests/test_cart.py": strings.Replace(pyCart, "(1, 2, 3)", "(1, 3, 4)", 1)},
 			ready: true, moved: []string{"pysrc.tests.test_cart::test_add[1-2-3] → pysrc.tests.test_cart::test_add[1-3-4] (parameters)"}},
 		{name: "renames a test and declares the old id, approved by another user", cand: renamed, reviews: "pull_reviews_page2.json", ready: true},
@@ -160,7 +168,7 @@ func TestPreservation(t *testing.T) {
 				b = c.base
 			}
 			r.Checkout(cmpOr(c.from, "main"), false)
-			r.Checkout("c-"+strings.NewReplacer(" ", "-", ",", "").Replace(c.name), true)
+			r.Checkout("c-"+strings.NewReplacer(" ", "-", ",", "", ":", "").Replace(c.name), true)
 			for from, to := range c.moves {
 				if err := os.MkdirAll(filepath.Dir(filepath.Join(r.Dir, to)), 0o755); err != nil {
 					t.Fatal(err)
