@@ -90,7 +90,7 @@ func preserveRepo(t *testing.T) (*gittest.Repo, string) {
 		".runmill/checks.yaml": preservePolicy + flakyDeclared, ".gitignore": "reports/\n",
 		"tests/tap.sh": tapScript, "tests/list": "total\nzero_qty\nflaky SKIP\n",
 		"pysrc/tests/test_cart.py": pyCart, "test/a.test.js": roundsA, "test/b.test.js": roundsB,
-		"go.mod":                   "module example.com/shop\n\ngo 1.22\n", "cart/cart.go": goCart, "cart/cart_test.go": goCartTest,
+		"go.mod": "module example.com/shop\n\ngo 1.22\n", "cart/cart.go": goCart, "cart/cart_test.go": goCartTest,
 	})
 	recordGoReport(t, r)
 	return r, r.Commit("base")
