@@ -487,8 +487,8 @@ func (r *Repo) Files(ctx context.Context, commit string) (harness.Tree, error) {
 	// "<mode> SP <type> SP <object> TAB <path> NUL"
 	for _, rec := range bytes.Split(out, []byte{0}) {
 		meta, name, ok := bytes.Cut(rec, []byte{'\t'})
-		if !ok || !(bytes.HasPrefix(meta, []byte("040000 ")) || bytes.HasPrefix(meta, []byte("120000 "))) {
-			continue // a file: most of the listing, skipped unparsed
+		if !ok {
+			continue
 		}
 		f := strings.Fields(string(meta))
 		if len(f) != 3 || f[1] != "blob" {

@@ -54,3 +54,35 @@ func TestSymlinks(t *testing.T) {
 		t.Fatalf("directories %v, want %v", dirs, want)
 	}
 }
+
+// TestFiles: every regular file and symlink of the tree with its mode and
+// blob, none of the directories (the harness input; a listing that kept only
+// links and directories once left every harness unresolved).
+func TestFiles(t *testing.T) {
+	r := gittest.New(t)
+	r.Write("tests/run.sh", "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(r.Dir, "tests/run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.Write("tests/env.sh", "# env\n")
+	r.Symlink("env.sh", "tests/link.sh")
+	commit := r.Commit("files")
+	repo, err := git.Open(context.Background(), r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := repo.Files(context.Background(), commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	modes := map[string]string{}
+	for p, e := range got {
+		modes[p] = e.Mode
+		if want := r.Git("rev-parse", commit+":"+p); e.Blob != want {
+			t.Errorf("%s: blob %s, want %s", p, e.Blob, want)
+		}
+	}
+	if want := map[string]string{"tests/run.sh": "100755", "tests/env.sh": "100644", "tests/link.sh": "120000"}; !maps.Equal(modes, want) {
+		t.Fatalf("Files modes %v, want %v", modes, want)
+	}
+}
