@@ -7,11 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/internal/githubtest"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/evidence"
@@ -119,6 +121,7 @@ type preserveCase struct {
 	goReport bool
 	ready    bool
 	want     []string // substrings some reason must contain
+	hint     string   // a substring some reason's hint (how to proceed) must contain
 	moved    []string // the candidate runs' moved tests, "from → to (by)"
 	operator string   // operator policy text
 	reviews  string   // a pull request 42 with this recorded reviews page, "" for none
@@ -152,11 +155,14 @@ func TestPreservation(t *testing.T) {
 			ready: true, moved: []string{"pysrc.tests.test_cart::test_add[1-2-3] → pysrc.tests.test_cart::test_add[1-3-4] (parameters)"}},
 		{name: "renames a test and declares the old id, approved by another user", cand: renamed, reviews: "pull_reviews_page2.json", ready: true},
 		{name: "renames a test and declares the old id, without an approval", cand: renamed, reviews: "pull_reviews_page1.json",
-			want: []string{outcome.RuleUnapprovedDeclaration + "|RM-VERIFY-003|unit|", "[total]"}},
+			want: []string{outcome.RuleUnapprovedDeclaration + "|RM-VERIFY-003|unit|", "[total]"},
+			hint: "counts once a reviewer other than the pull request's author approves its head commit: get that approval and verify again, or land the declarations in a change of their own first"},
 		{name: "renames a test and declares the old id, change_declarations never", cand: renamed, reviews: "pull_reviews_page2.json",
-			operator: "verification:\n  change_declarations: never\n", want: []string{outcome.RuleChangeDeclarationOff + "|RM-VERIFY-003|unit|", "[total]"}},
+			operator: "verification:\n  change_declarations: never\n", want: []string{outcome.RuleChangeDeclarationOff + "|RM-VERIFY-003|unit|", "[total]"},
+			hint: "land the declarations in a change of their own first (declarations are read from the base)"},
 		{name: "renames a test without declaring it", cand: files{"tests/list": "total_with_tax\nzero_qty\nflaky SKIP\n"},
-			want: []string{outcome.RuleMissing + "|RM-VERIFY-003|unit|", "[total]"}},
+			want: []string{outcome.RuleMissing + "|RM-VERIFY-003|unit|", "[total]"},
+			hint: "a declaration this change adds counts with an approving review from someone other than the pull request's author"},
 		{name: "un-skips a fixed test and removes its declaration", cand: files{"tests/list": "total\nzero_qty\nflaky\n", ".runmill/checks.yaml": preservePolicy},
 			ready: true},
 		{name: "a base with an id passed twice, the candidate once", base: dupBase, from: "dup-base", cand: files{"tests/list": "total\nsame\nzero_qty\nflaky SKIP\n"},
@@ -229,6 +235,19 @@ func runPreserve(t *testing.T, r *gittest.Repo, base, cand string, c preserveCas
 	}
 	if !slices.Equal(moved, c.moved) {
 		t.Errorf("moved tests:\n got %q\nwant %q", moved, c.moved)
+	}
+	if c.hint != "" && !slices.ContainsFunc(run.Delivery.Verdict.Reasons(), func(f record.Finding) bool { return strings.Contains(f.Hint, c.hint) }) {
+		t.Errorf("no reason's hint says %q; reasons:\n%s", c.hint, strings.Join(rules(run), "\n"))
+	}
+	// The console and the job summary list the moved tests from this block
+	// (internal/cli TestPrintRunListsMovedTests, internal/actions
+	// TestSummaryListsMovedTests).
+	block := strings.Join(explain.MovedBlock(&run.Delivery, len(moved)), "\n")
+	for _, m := range moved {
+		from, to, _ := strings.Cut(m[:strings.LastIndex(m, " (")], " → ")
+		if !strings.Contains(block, strconv.Quote(from)+" → "+strconv.Quote(to)) {
+			t.Errorf("the console and summary block lacks %s:\n%s", m, block)
+		}
 	}
 
 	// The verifier host observes for itself: git, the policies, GitHub.
