@@ -446,3 +446,40 @@ func TestQuestions(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryListsMovedTests: a candidate run's moved tests (issue 24: found
+// under the id git's renames give them) are listed in the job summary, one
+// line each saying how the test moved, escaped like every repository text.
+func TestSummaryListsMovedTests(t *testing.T) {
+	run, _ := loadRun(t, "shop-good")
+	d := &run.Delivery
+	i := slices.IndexFunc(d.Checks, func(c record.CheckRun) bool { return c.Phase == record.Candidate })
+	if i < 0 {
+		t.Fatal("the recorded run has no candidate run")
+	}
+	d.Checks[i].Moved = []record.TestMove{
+		{From: "tests.test_cart::test_total", To: "cart.tests.test_cart::test_total", By: record.MovedFile},
+		{From: "example.com/shop/cart::TestTotal", To: "example.com/shop/internal/cart::TestTotal", By: record.MovedPackage},
+		{From: "t.py::test_add[1-2-3]", To: "t.py::test_add[1-3-4]<img src=x>", By: record.MovedParameters},
+	}
+	s := newStep(t)
+	if err := s.runtime().Publish(run); err != nil {
+		t.Fatal(err)
+	}
+	sum := s.read(t, "GITHUB_STEP_SUMMARY")
+	if j := strings.Index(sum, "<img"); j >= 0 && sum[j-1] != '\\' {
+		t.Errorf("summary carries a moved id's live HTML:\n%s", sum)
+	}
+	// The summary escapes Markdown punctuation; the words are read without it.
+	plain := regexp.MustCompile(`\\(.)`).ReplaceAllString(sum, "$1")
+	check := d.Checks[i].CheckID
+	for _, want := range []string{"### Moved tests",
+		"- " + check + `: moved, not missing: "tests.test_cart::test_total" → "cart.tests.test_cart::test_total" (its file was renamed)`,
+		`"example.com/shop/cart::TestTotal" → "example.com/shop/internal/cart::TestTotal" (its Go package moved)`,
+		"(its parametrized case was renamed)",
+	} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+}

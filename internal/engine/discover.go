@@ -79,6 +79,12 @@ func discoverIn(ctx context.Context, repo *git.Repo, o DiscoverOptions) (_ *disc
 	if in.Repository, err = discovery.LoadRepositoryPolicy(ctx, repo, in.Base, in.Candidate); err != nil {
 		return nil, nil, err
 	}
+	// The candidate's policy only says which declared skips the change
+	// makes or removes (issue 24); one that does not parse makes none, and
+	// the base's governs either way.
+	if in.Change, err = discovery.LoadChangePolicy(ctx, repo, in.Repository, in.Candidate); err != nil {
+		in.Change = nil
+	}
 	// The change is what lies between two trees: the merge base's and
 	// the candidate's (git diff BASE...CANDIDATE).
 	from, err := repo.MergeBase(ctx, in.Base, in.Candidate)

@@ -109,6 +109,15 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 		Policy:         evidence.PolicyExpectation{ReadFrom: m.ReadFrom},
 		RequiredChecks: []string{},
 		Reviews:        evidence.ReviewExpectation{Approvals: gh.approvals()},
+		Author:         gh.author(),
+		// Issue 24: the change's own declared skips and the operator's
+		// rule for them, from this host's Discovery; the renames from git.
+		ChangeDeclarations: evidence.ChangeDeclarations(m),
+	}
+	e.Policy.ChangeDeclarations = m.ChangeDeclarations
+	baseline, candidate := comparedCommits(m, mergeBase)
+	if e.Renames, err = changeRenames(ctx, repo, baseline, candidate); err != nil {
+		return nil, err
 	}
 	if gh != nil {
 		e.Repository = gh.repo

@@ -44,6 +44,11 @@ func (v *verification) discover(ctx context.Context) error {
 	if _, err := repo.TreeSize(ctx, v.mergeBase); err != nil {
 		return v.discoveryFailed(ctx, repo, err)
 	}
+	baseline, candidate := comparedCommits(v.m, v.mergeBase)
+	v.renames = async(func() renamesResult {
+		r, err := changeRenames(ctx, repo, baseline, candidate)
+		return renamesResult{r, err}
+	})
 	return nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/objectid"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/record"
 )
 
@@ -124,6 +126,13 @@ func (v *verification) describe(ctx context.Context, probe json.RawMessage) {
 	d.Sandbox = probe
 	d.Checks, d.Remote, d.PendingContexts, d.Failures = []record.CheckRun{}, []record.RemoteResult{}, []string{}, []record.Finding{}
 	d.Reviews = v.gh.reviews()
+	d.Candidate.Author = v.gh.author()
+	if rn := v.renames.wait(); rn.err == nil {
+		d.Renames = rn.renames // an error ends the run at the first check that compares
+		if n := len(rn.renames.Files); n > 0 {
+			v.logf("git detects %s between %s and %s%s", printable.Plural(n, "rename", "renames"), objectid.Short(rn.renames.From), objectid.Short(rn.renames.To), map[bool]string{true: " (more were not kept: budget.Renames)"}[rn.renames.Truncated])
+		}
+	}
 	d.Dependencies = dependencyDiffs(ctx, v.repo, m, v.mergeBase, v.logf)
 	d.Failures = append(d.Failures, githubFindings(m, v.op != nil && v.op.Doc.GitHub.Required, v.gh)...)
 }

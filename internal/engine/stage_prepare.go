@@ -148,6 +148,8 @@ func (v *verification) newExecutor() {
 		ledger: &ledger{}, reuse: newReuser(*o, v.logf), goCaches: &goToolCaches{dir: goToolCacheDir(*o)},
 		harness: newHarnesses(v.repo, v.checkouts, m)}
 	e.harness.ledger = e.ledger
+	e.renames = v.renames
+	e.approver = evidence.ChangeApprover(v.gh.reviews(), v.gh.author(), m.Candidate)
 	v.e = e
 	v.onExit(e.release)
 }

@@ -140,6 +140,9 @@ type verification struct {
 	op        *discovery.OperatorPolicy // nil without an operator policy
 	gh        *githubFacts              // nil when GitHub is not consulted
 	mergeBase string                    // the baseline commit
+	// renames are git's renames between the compared commits
+	// (comparedCommits), listed while the run prepares.
+	renames *pending[renamesResult]
 
 	// What prepare made (stage_prepare.go).
 	run       *Run

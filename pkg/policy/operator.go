@@ -70,6 +70,28 @@ type Verification struct {
 	// merge-readiness. Only pr-only autonomy may set it false.
 	FailOnSkippedCheck *bool      `yaml:"fail_on_skipped_check,omitempty" json:"fail_on_skipped_check,omitempty"`
 	PathRules          []PathRule `yaml:"path_rules" json:"path_rules"`
+	// ChangeDeclarations says whether a declared_skips entry the change
+	// itself adds to .runmill/checks.yaml can excuse a test (issue 24):
+	// with_approval (the default) when the pull request has an approving
+	// review from someone other than its author, never when it must land
+	// in a change of its own first.
+	ChangeDeclarations ChangeDeclarations `yaml:"change_declarations,omitempty" json:"change_declarations,omitempty"`
+}
+
+// ChangeDeclarations is verification.change_declarations.
+type ChangeDeclarations string
+
+const (
+	ChangeDeclarationsWithApproval ChangeDeclarations = "with_approval"
+	ChangeDeclarationsNever        ChangeDeclarations = "never"
+)
+
+// ChangeDeclarationsMode applies the default (with_approval).
+func (v Verification) ChangeDeclarationsMode() ChangeDeclarations {
+	if v.ChangeDeclarations == "" {
+		return ChangeDeclarationsWithApproval
+	}
+	return v.ChangeDeclarations
 }
 
 // FailOnSkipped applies the default (true).

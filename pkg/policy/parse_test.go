@@ -252,6 +252,11 @@ risk: {high_risk_paths: ["infra/**"]}
 		{"relative module cache", "dependencies:\n  go_modules:\n    module_cache: gomod\n    build_cache: /a/../b\n",
 			[]finding{{3, "dependencies.go_modules.module_cache", "must be absolute"}, {4, "dependencies.go_modules.build_cache", "must be absolute"}}},
 		{"unknown go modules key", "dependencies:\n  go_modules: {proxy: x}\n", []finding{{2, "", "field proxy not found in dependencies.go_modules"}}},
+		{"change declarations never", "verification: {change_declarations: never}\n", nil},
+		{"change declarations with approval", "verification:\n  change_declarations: with_approval\n", nil},
+		{"unknown change declarations", "verification:\n  change_declarations: always\n",
+			[]finding{{2, "verification.change_declarations", "unknown change_declarations \"always\""}}},
+		{"change declarations wrong type", "verification: {change_declarations: [never]}\n", []finding{{1, "", "cannot unmarshal"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { run(t, tc.src, tc.want) })
 	}
@@ -269,6 +274,21 @@ func TestValidReportPath(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestOperatorChangeDeclarations: verification.change_declarations
+// defaults to with_approval and is read when set.
+func TestOperatorChangeDeclarations(t *testing.T) {
+	for src, want := range map[string]policy.ChangeDeclarations{
+		"autonomy: pr-only\n":                                  policy.ChangeDeclarationsWithApproval,
+		"verification: {change_declarations: never}\n":         policy.ChangeDeclarationsNever,
+		"verification: {change_declarations: with_approval}\n": policy.ChangeDeclarationsWithApproval,
+	} {
+		doc, err := policy.ParseOperator([]byte(src), "policy.yaml")
+		if got := doc.Value.Verification.ChangeDeclarationsMode(); err != nil || got != want {
+			t.Errorf("%q: change_declarations = %q, %v; want %q", src, got, err, want)
+		}
+	}
+}
 
 // TestOperatorGitHubRequired: github.required defaults to false and is read
 // when set.
