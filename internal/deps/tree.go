@@ -15,8 +15,10 @@ import (
 
 // importTree mirrors src into dst (file imports each regular file) and
 // refuses an import whose source changed meanwhile: src is hashed before
-// and the copy after, so what the cache holds is what was verified. what
-// names src in the refusal.
+// and the copy after, so what the cache holds is what was verified. It
+// refuses a copy with a link that leaves it (checkLinks: checked on the
+// copy, which nothing but runmill writes, so a link swapped in the source
+// after a check cannot pass). what names src in the refusal.
 func importTree(ctx context.Context, strategy, what, src, dst string, file func(src, dst string, mode fs.FileMode) error) error {
 	before, _, err := hashTree(ctx, src)
 	if err != nil {
@@ -24,6 +26,9 @@ func importTree(ctx context.Context, strategy, what, src, dst string, file func(
 	}
 	if err := mirror(ctx, src, dst, file); err != nil {
 		return refuse(strategy, "importing %s: %v", what, err)
+	}
+	if err := checkLinks(strategy, dst, src); err != nil {
+		return err
 	}
 	after, _, err := hashTree(ctx, dst)
 	if err != nil {
