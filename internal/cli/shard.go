@@ -148,9 +148,10 @@ shards. Then takes the union of their check runs, names every missing shard and 
 check no shard ran (RM-VERIFY-001), reconciles the remote GitHub checks once (with a
 token, as verify does), recomputes the verdict through the same decision function as
 verify, and writes one signed delivery bundle under --out: runs/<id>/evidence.json,
-with the shard bundles — and every stdout, stderr and report artifact found in the
-artifacts/ directory beside each bundle or in an --artifacts-dir — stored in
-runs/<id>/artifacts, so 'runmill evidence verify --artifacts-dir' re-hashes them.
+with the shard bundles — and every artifact the merged statement references (stdout,
+stderr, reports, a reused baseline's source bundle) found in the artifacts/ directory
+beside each bundle or in an --artifacts-dir — stored in runs/<id>/artifacts, so
+'runmill evidence verify --artifacts-dir' re-hashes them.
 
 --job-result NAME=RESULT records what the CI said of a shard job (GitHub's
 needs.<job>.result); anything but success makes the merge not merge-ready.

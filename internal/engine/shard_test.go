@@ -135,14 +135,18 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 	broken := r.Commit("deletes a test")
 
 	shardsOf := map[string][]string{}
-	parent := t // shard evidence outlives the subtests: the refusals below reuse it
+	var wholeReady *engine.Run // its state dir holds baselines a later verification may reuse
+	parent := t                // shard evidence outlives the subtests: the refusals below reuse it
 	for _, tc := range []struct {
 		name  string
 		cand  string
 		ready bool
 	}{{"merge-ready", ready, true}, {"not merge-ready", broken, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			whole := verify(t, r, base, tc.cand, func(o *engine.VerifyOptions) { o.SigningKey = keys.key })
+			whole := verify(t, r, base, tc.cand, func(o *engine.VerifyOptions) { o.SigningKey, o.StateDir = keys.key, parent.TempDir() })
+			if tc.ready {
+				wholeReady = whole
+			}
 			var paths []string
 			for k := 1; k <= 3; k++ {
 				paths = append(paths, runShard(t, parent.TempDir(), r, base, tc.cand, k, 3, keys.keyFile))
@@ -243,6 +247,50 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 			t.Fatal(err)
 		}
 		return writeTemp(b)
+	}
+	// Another verification of the ready candidate, sharded in the state
+	// dir of the unsharded one: every shard reuses its baselines, and the
+	// merge copies each reused record's source bundle, so the merged
+	// bundle re-verifies offline with --artifacts-dir.
+	var reused []string
+	t.Run("baselines reused", func(t *testing.T) {
+		if wholeReady == nil {
+			t.Fatal("the merge-ready run did not complete")
+		}
+		state := filepath.Dir(filepath.Dir(wholeReady.Dir)) // STATE/runs/<id>
+		for k := 1; k <= 3; k++ {
+			run := verify(t, r, base, ready, func(o *engine.VerifyOptions) {
+				o.SigningKey, o.StateDir = keys.key, state
+				o.Shard = &evidence.ShardSpec{Index: k, Count: 3}
+			})
+			for _, c := range run.Delivery.Checks {
+				if c.Phase == record.Baseline && c.ReusedFrom == nil {
+					t.Fatalf("shard %d/3 executed the baseline of %s again: nothing to prove", k, c.CheckID)
+				}
+			}
+			reused = append(reused, run.BundlePath)
+		}
+		merged, err := merge(t, keys, reused, nil)
+		if err != nil {
+			t.Fatalf("merge: %v", err)
+		}
+		if !merged.MergeReady() {
+			t.Fatalf("not merge-ready:\n%s", strings.Join(rules(merged), "\n"))
+		}
+		if got, want := factsOf(&merged.Delivery), factsOf(&wholeReady.Delivery); !reflect.DeepEqual(got, want) {
+			t.Errorf("merged check runs differ from the unsharded run's:\n got %+v\nwant %+v", got, want)
+		}
+		bundle, err := os.ReadFile(merged.BundlePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := verifyOffline(t, r, base, ready, bundle, keys.trust, filepath.Join(merged.Dir, "artifacts")); !res.Valid {
+			t.Fatalf("the merged bundle of reused baselines does not verify with --artifacts-dir: %s %s", res.Reason, res.Message)
+		}
+	})
+
+	if len(reused) != 3 {
+		t.Fatal("the sharded runs reusing baselines did not all complete")
 	}
 	tampered := read(paths[1])
 	i := bytes.Index(tampered, []byte(`"payload": "`)) + len(`"payload": "`) + 40
