@@ -56,7 +56,7 @@ func writeShardEvidence(run *Run, o *VerifyOptions, set shardSet) (string, error
 	d := &run.Delivery
 	st := evidence.NewShardStatement(evidence.Shard{
 		RunmillVersion: d.RunmillVersion, IssuedAt: d.IssuedAt, RunID: d.RunID,
-		Index: o.Shard.Index, Count: o.Shard.Count, ManifestDigest: evidence.ManifestDigest(&d.Manifest),
+		Index: o.Shard.Index, Count: o.Shard.Count, VerificationID: o.Shard.VerificationID, ManifestDigest: evidence.ManifestDigest(&d.Manifest),
 		Candidate: d.Candidate, Manifest: d.Manifest, Assigned: set.ids(), Checks: d.Checks,
 		Failures: d.Failures, Reviews: d.Reviews, Sandbox: d.Sandbox,
 	})

@@ -60,11 +60,13 @@ func newShardKeys(t *testing.T) shardKeys {
 
 // runShard runs `runmill verify --shard K/N` as its own process (the real
 // binary, runmillCLI) and returns the shard bundle's path.
-func runShard(t *testing.T, out string, r *gittest.Repo, base, cand string, k, n int, keyFile string) string {
+// id is the verification id every shard of one verification shares.
+func runShard(t *testing.T, out string, r *gittest.Repo, base, cand string, k, n int, id, keyFile string) string {
 	t.Helper()
 	cmd := exec.Command(runmillCLI(t), "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", out,
 		"--signing-key", keyFile, "--containerd-address", containerdAddress, "--no-github", "--json",
-		"--shard", strconv.Itoa(k)+"/"+strconv.Itoa(n))
+		"--shard", strconv.Itoa(k)+"/"+strconv.Itoa(n), "--verification-id", id)
+	cmd.Env = append(os.Environ(), "GITHUB_ACTIONS=") // the id is the flag's, not a workflow run's
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -149,7 +151,7 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 			}
 			var paths []string
 			for k := 1; k <= 3; k++ {
-				paths = append(paths, runShard(t, parent.TempDir(), r, base, tc.cand, k, 3, keys.keyFile))
+				paths = append(paths, runShard(t, parent.TempDir(), r, base, tc.cand, k, 3, "run-of-"+tc.cand[:12], keys.keyFile))
 			}
 			shardsOf[tc.cand] = paths
 			merged, err := merge(t, keys, paths, nil)
@@ -261,7 +263,7 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 		for k := 1; k <= 3; k++ {
 			run := verify(t, r, base, ready, func(o *engine.VerifyOptions) {
 				o.SigningKey, o.StateDir = keys.key, state
-				o.Shard = &evidence.ShardSpec{Index: k, Count: 3}
+				o.Shard = &evidence.ShardSpec{Index: k, Count: 3, VerificationID: "rerun-of-" + ready[:12]}
 			})
 			for _, c := range run.Delivery.Checks {
 				if c.Phase == record.Baseline && c.ReusedFrom == nil {
@@ -311,6 +313,8 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 		{name: "missing shard", paths: paths[:2], rule: evidence.RuleShardMissing, substr: "shard 3 of 3"},
 		{name: "duplicated shard", paths: []string{paths[0], paths[1], paths[1], paths[2]}, code: rmerr.EvidenceShard, substr: "given twice"},
 		{name: "shard of another candidate", paths: []string{paths[0], paths[1], shardsOf[broken][2]}, code: rmerr.EvidenceShard, substr: broken},
+		{name: "shard of another run of the same candidate", paths: []string{paths[0], paths[1], reused[2]}, code: rmerr.EvidenceShard,
+			substr: `shard 3/3 is of verification "rerun-of-` + ready[:12] + `", shard 1/3 of verification "run-of-` + ready[:12] + `"`},
 		{name: "shard with another manifest digest", paths: []string{paths[0], paths[1], resign(paths[2], keys.key, func(st *evidence.ShardStatement) {
 			st.Predicate.Manifest.FailOnSkippedCheck = !st.Predicate.Manifest.FailOnSkippedCheck
 			st.Predicate.ManifestDigest = evidence.ManifestDigest(&st.Predicate.Manifest)

@@ -33,6 +33,11 @@ type Shard struct {
 	// Index is K (1-based) and Count is N of "--shard K/N".
 	Index int `json:"index"`
 	Count int `json:"count"`
+	// VerificationID names the one sharded verification this shard is
+	// part of (CheckVerificationID's grammar): every shard of it is given
+	// the same, and no other run is, so the merge refuses shards of two
+	// runs of one candidate — a re-run's shard filling another run's gap.
+	VerificationID string `json:"verification_id"`
 	// ManifestDigest is ManifestDigest(&Manifest): the merge requires
 	// every shard to have run under the same resolved required set.
 	ManifestDigest string             `json:"manifest_digest"`
@@ -87,9 +92,39 @@ func ManifestDigest(m *discovery.Manifest) string {
 	return Digest(b)
 }
 
-// ShardSpec is "--shard K/N".
+// ShardSpec is "--shard K/N" of the verification VerificationID.
 type ShardSpec struct {
-	Index, Count int
+	Index, Count   int
+	VerificationID string
+}
+
+// MaxVerificationID bounds a verification id's length in bytes.
+const MaxVerificationID = 200
+
+// CheckVerificationID is the grammar of a sharded verification's id: 1 to
+// MaxVerificationID visible ASCII characters (no space, no control
+// character), so it reads the same in every message that quotes it. The
+// CI gives each run its own (GitHub's run id, GitLab's pipeline id, a
+// Kubernetes Job's uid).
+func CheckVerificationID(id string) error {
+	if verificationIDOK(id) {
+		return nil
+	}
+	return rmerr.New(rmerr.Usage, "verification id %q: want 1 to %d visible ASCII characters, no space", id, MaxVerificationID).
+		InField("--verification-id").
+		WithHint("give every shard of one verification the same id, unique to that run: the CI's run or pipeline id")
+}
+
+func verificationIDOK(id string) bool {
+	if id == "" || len(id) > MaxVerificationID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // ParseShardSpec parses "K/N" with 1 ≤ K ≤ N ≤ MaxShards.
@@ -261,6 +296,9 @@ func checkShard(p *Shard) *failure {
 	if p.Count < 1 || p.Count > MaxShards || p.Index < 1 || p.Index > p.Count {
 		return bad("predicate.index %d / count %d: want 1 ≤ index ≤ count ≤ %d", p.Index, p.Count, MaxShards)
 	}
+	if !verificationIDOK(p.VerificationID) {
+		return bad("predicate.verification_id %q: want 1 to %d visible ASCII characters, no space", p.VerificationID, MaxVerificationID)
+	}
 	if want := ManifestDigest(&p.Manifest); p.ManifestDigest != want {
 		return bad("predicate.manifest_digest %q is not the digest of the manifest it carries (%s)", p.ManifestDigest, want)
 	}
@@ -310,8 +348,9 @@ type MergeOptions struct {
 // MergeShards combines verified shards of one verification into one
 // delivery predicate (without its verdict or remote results: the caller
 // reconciles and calls Decide). It refuses, with RM-EVIDENCE-019, shards
-// that are not of one verification (repository, pull request, base,
-// candidate, tree, manifest digest or N differ), a shard index given twice
+// that are not of one verification (verification id, repository, pull
+// request, base, candidate, tree, manifest digest or N differ), a shard
+// index given twice
 // and a check assigned to two shards. A missing shard is not a refusal
 // but a finding (RM-VERIFY-001) naming it, and its checks then have no
 // result, so the coverage pass fails them too: a missing shard is never
@@ -327,7 +366,7 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 	owner := map[string]int{}
 	refuse := func(format string, args ...any) error {
 		return rmerr.New(rmerr.EvidenceShard, format, args...).
-			WithHint("merge only the shard bundles of one verification: the same repository, base, candidate and manifest, each shard once")
+			WithHint("merge only the shard bundles of one verification: the same verification id, repository, base, candidate and manifest, each shard once")
 	}
 	for _, s := range shards {
 		p := &s.Statement.Predicate
@@ -341,6 +380,9 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 		case p.ManifestDigest != first.ManifestDigest:
 			return nil, refuse("shard %d/%d ran under manifest %s, shard %d/%d under %s: Discovery differed between the shards",
 				p.Index, n, p.ManifestDigest, first.Index, n, first.ManifestDigest)
+		case p.VerificationID != first.VerificationID:
+			return nil, refuse("shard %d/%d is of verification %q, shard %d/%d of verification %q: shards of two runs are never merged, even of one candidate",
+				p.Index, n, p.VerificationID, first.Index, n, first.VerificationID)
 		case byIndex[p.Index] != nil:
 			return nil, refuse("shard %d/%d is given twice (payload digests %s and %s)", p.Index, n, byIndex[p.Index].Digest, s.Digest)
 		}
