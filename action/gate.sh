@@ -2,6 +2,12 @@
 # Step "Gate" of action.yml: the job fails unless runmill answered
 # merge-ready. It runs after the evidence was uploaded, whatever happened.
 set -euo pipefail
+# The directory the Build step installed runmill in (root-owned, one per
+# job) goes first: nothing runs runmill after this step.
+home=${RUNMILL_HOME:-}
+if [[ $home =~ ^/var/lib/runmill-action/job\.[A-Za-z0-9]+$ ]]; then
+	sudo -n rm -rf -- "$home" || echo "runmill: could not remove $home"
+fi
 verdict=${RUNMILL_VERDICT:-}
 code=${RUNMILL_EXIT_CODE:-}
 artifact=${RUNMILL_ARTIFACT_NAME:-runmill-evidence}

@@ -5,6 +5,7 @@
 # signed verdict. Like verify.sh, exit 1 (not merge-ready, or a shard
 # refused) is an answer: the upload step runs first, the gate fails the job.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 input_error() {
 	echo "::error title=runmill (RM-ACTIONS-003)::$*"
 	exit 2
@@ -56,7 +57,8 @@ if [ ${#bundles[@]} -eq 0 ]; then
 	echo "verdict=not-merge-ready" >>"$GITHUB_OUTPUT"
 	rc=1
 else
-	runmill "${args[@]}" "${bundles[@]}"
+	runmill=$(installed_runmill) || exit 2
+	"$runmill" "${args[@]}" "${bundles[@]}"
 	rc=$?
 fi
 set -e

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,10 +23,21 @@ import (
 // a test failure, so the runner cannot silently mis-evaluate one), and runs
 // each step as the runner does — `run:` steps with bash --noprofile --norc
 // -eo pipefail, a fresh GITHUB_OUTPUT, GITHUB_ENV, GITHUB_PATH and
-// GITHUB_STEP_SUMMARY per step, `if:` with the implicit success(). The two
-// `uses:` steps are stood in for: setup-go checks its go-version-file and
-// that Go is installed; upload-artifact copies its path into the job's
-// artifacts with its if-no-files-found rule and v4's unique names.
+// GITHUB_STEP_SUMMARY per step, `if:` with the implicit success(), a step's
+// env: over what GITHUB_ENV set, and a comparison in an expression written
+// into env: as true or false. The two `uses:` steps are stood in for:
+// setup-go checks its go-version-file and that Go is installed;
+// upload-artifact copies its path into the job's artifacts with its
+// if-no-files-found rule and v4's unique names.
+//
+// Where it is not the runner: the tests run as root, so the steps do too
+// (the runner user on GitHub's images is uid 1001 with passwordless sudo);
+// the stub sudo of action_test.go logs each call and runs it as root with
+// sudo's secure_path and environment reset. What only the runner user
+// cannot do is therefore proven where it matters by a third user: the
+// package managers the Prepare step confines run as a throwaway uid for
+// real, and a hostile program of the pull request running there would
+// leave its mark in a world-writable directory.
 
 type actionMeta struct {
 	Inputs map[string]struct {
@@ -84,6 +96,10 @@ type job struct {
 	summary   bytes.Buffer
 	log       bytes.Buffer
 	artifacts string // the job's uploaded artifacts, one directory per name
+	// afterStep, when set, is called after each step that ran, for a test
+	// to look at the runner between steps (the runner itself has no such
+	// hook).
+	afterStep func(i int, r stepResult)
 }
 
 type stepResult struct {
@@ -152,6 +168,9 @@ func (j *job) run() {
 			j.failed = true
 		}
 		t.Logf("step %q: %s", s.Name, r.Outcome)
+		if j.afterStep != nil && r.Outcome != "skipped" {
+			j.afterStep(i, r)
+		}
 	}
 }
 
@@ -236,6 +255,14 @@ func (j *job) value(e string) string {
 	e = strings.TrimSpace(e)
 	if len(e) >= 2 && e[0] == '\'' && e[len(e)-1] == '\'' {
 		return strings.ReplaceAll(e[1:len(e)-1], "''", "'")
+	}
+	// A comparison outside if: is a boolean, which the runner writes into
+	// env: as true or false (strings compare case-insensitively).
+	if a, b, ok := strings.Cut(e, "!="); ok {
+		return strconv.FormatBool(!strings.EqualFold(j.value(a), j.value(b)))
+	}
+	if a, b, ok := strings.Cut(e, "=="); ok {
+		return strconv.FormatBool(strings.EqualFold(j.value(a), j.value(b)))
 	}
 	parts := strings.Split(e, ".")
 	switch {

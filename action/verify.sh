@@ -5,6 +5,7 @@
 # runmill's exit code 1 (not merge-ready) is an answer, not a failure of
 # this step: the upload step must run first, the gate step fails the job.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 input_error() {
 	echo "::error title=runmill (RM-ACTIONS-003)::$*"
 	exit 2
@@ -39,9 +40,13 @@ for c in "$base" "$candidate"; do
 	fi
 done
 
+# runmill runs as root, by the absolute path the Build step installed it at.
+runmill=$(installed_runmill) || exit 2
+
 # A fresh state directory per run: its runs/ holds exactly this run, which
 # the upload step takes whatever happens next.
-# The Prepare dependencies step, when enabled, made it and filled its cache.
+# The Prepare dependencies step, when enabled, made it and filled its cache
+# (its step output, which no later step can change, not GITHUB_ENV).
 out=${RUNMILL_PREPARED_OUT:-$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")}
 echo "evidence-dir=$out/runs" >>"$GITHUB_OUTPUT"
 
@@ -119,7 +124,7 @@ esac
 : >>"${GITHUB_STEP_SUMMARY:-/dev/null}"
 
 set +e
-sudo -E env PATH="$PATH" runmill "${args[@]}"
+sudo -E env PATH="$PATH" "$runmill" "${args[@]}"
 rc=$?
 set -e
 # Hand the run back to the runner user: the upload step reads it, and the
@@ -131,7 +136,9 @@ if [ -n "$reuse_dir" ]; then
 	for d in "$out"/runs/*/; do
 		[ -f "$d/evidence.json" ] && cp -a "$d" "$reuse_dir/"
 	done
-	ls -1d "$reuse_dir"/*/ 2>/dev/null | sort -r | tail -n +9 | xargs -r rm -rf
+	# NUL-separated: the directory comes from a cache any workflow of the
+	# pull request can save, so its names are the pull request's.
+	find "$reuse_dir" -mindepth 1 -maxdepth 1 -type d -print0 | sort -rz | tail -z -n +9 | xargs -0r rm -rf --
 fi
 echo "exit-code=$rc" >>"$GITHUB_OUTPUT"
 if [ -n "$shard" ] && [ "$rc" = 0 ]; then

@@ -3,7 +3,11 @@
 # Ubuntu machine: checks Go, and installs from the distribution every tool a
 # test needs under CI=true when it is missing (idempotent: nothing is
 # installed, and apt is not touched, when everything is there):
-#   git                  the repositories every test builds
+#   git                  the repositories every test builds (git daemon serves
+#                        the action tests' git dependencies on loopback)
+#   util-linux           unshare and setpriv: the action's Prepare step runs the
+#                        package managers confined (essential on Debian, but a
+#                        slim image may lack it)
 #   containerd, runc     the sandbox runs every check in a containerd task (the
 #                        test harness starts a private daemon itself)
 #   python3-pytest       the pytest sample (internal/initpolicy) and doctor's
@@ -43,6 +47,7 @@ visible() {
 install_pkgs() {
 	local missing=()
 	visible git || missing+=(git)
+	{ visible unshare && visible setpriv; } || missing+=(util-linux)
 	visible containerd || missing+=(containerd)
 	visible runc || missing+=(runc)
 	# Not `command -v python3`: the first python3 on a developer's PATH is

@@ -1,7 +1,6 @@
 package checkout
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,13 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/harness"
-	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -66,35 +63,14 @@ func (m *Manager) writePins(ctx context.Context, root string, pins []harness.Pin
 	return nil
 }
 
-// readBlobs reads every pin's blob with one git process (cat-file --batch):
-// a process per file cost more than writing it.
+// readBlobs reads every pin's blob with one git process: a process per file
+// cost more than writing it.
 func (m *Manager) readBlobs(ctx context.Context, pins []harness.Pin) ([][]byte, error) {
-	var in bytes.Buffer
-	for _, p := range pins {
-		if !objectid.Valid(p.Blob) {
-			return nil, fmt.Errorf("%s: %q is not a blob id", p.Path, p.Blob)
-		}
-		in.WriteString(p.Blob + "\n")
-	}
-	out, err := git.Run(ctx, m.repo, git.RunOptions{Stdin: &in}, "cat-file", "--batch")
-	if err != nil {
-		return nil, err
-	}
-	blobs := make([][]byte, len(pins))
+	ids := make([]string, len(pins))
 	for i, p := range pins {
-		// "<oid> SP <type> SP <size> LF <contents> LF", or "<oid> missing LF".
-		head, rest, ok := bytes.Cut(out, []byte{'\n'})
-		f := strings.Fields(string(head))
-		if !ok || len(f) != 3 || f[0] != p.Blob || f[1] != "blob" {
-			return nil, fmt.Errorf("%s: blob %s is not in the repository (%q)", p.Path, p.Blob, head)
-		}
-		n, err := strconv.Atoi(f[2])
-		if err != nil || n < 0 || n > maxPinBytes || len(rest) < n+1 {
-			return nil, fmt.Errorf("%s: blob %s: size %s (at most %d bytes)", p.Path, p.Blob, f[2], maxPinBytes)
-		}
-		blobs[i], out = rest[:n], rest[n+1:]
+		ids[i] = p.Blob
 	}
-	return blobs, nil
+	return (&git.Repo{Dir: m.repo}).ReadBlobs(ctx, ids, maxPinBytes)
 }
 
 func (m *Manager) writePin(root string, p harness.Pin, b []byte) error {

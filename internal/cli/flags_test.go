@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -168,10 +170,15 @@ func TestEvidenceDownloadFlags(t *testing.T) {
 }
 
 func TestReportInventoryFlags(t *testing.T) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	testFlags(t, newReportInventoryCmd, []flagCase[reportOptions]{
 		{name: "suite path", args: []string{"--format", "junit", "r.xml", "--identity", "suite-path"},
-			want: &reportOptions{file: "r.xml", format: report.Format("junit"), identity: report.IdentitySuitePath}},
-		{name: "stdin", args: []string{"--format", "tap", "-"}, want: &reportOptions{file: "-", format: report.Format("tap")}},
+			want: &reportOptions{file: "r.xml", format: report.Format("junit"), identity: report.IdentitySuitePath, root: cwd}},
+		{name: "stdin", args: []string{"--format", "tap", "-"}, want: &reportOptions{file: "-", format: report.Format("tap"), root: cwd}},
+		{name: "root", args: []string{"--format", "junit", "--root", "sub/../src", "r.xml"}, want: &reportOptions{file: "r.xml", format: report.Format("junit"), root: filepath.Join(cwd, "src")}},
 		{name: "format", args: []string{"--format", "json", "r"}, err: `unsupported --format "json"`},
 		{name: "identity", args: []string{"--format", "tap", "r", "--identity", "x"}, err: `unknown --identity "x"`},
 		{name: "no file", args: []string{"--format", "tap"}, err: "expected exactly one report FILE, got 0"},

@@ -24,8 +24,9 @@ func newManifestCmd(runF func(context.Context, IO, *manifestOptions) error) *com
 		summary: "resolve the required checks for a change (Discovery only) and print them as JSON",
 		long: `The manifest is the union of: .runmill/checks.yaml read from the BASE commit
 (from the candidate only when the base has none), the operator policy, changed-path
-rules over 'git diff BASE...CANDIDATE', GitHub required contexts, and agent-proposed
-check ids (configured ids only; unknown ids are ignored and never executed).
+rules over 'git diff BASE...CANDIDATE' (seen through the symlinks of both trees),
+GitHub required contexts, and agent-proposed check ids (configured ids only; unknown
+ids are ignored and never executed).
 
 Exit: 0 resolved · 1 RM-VERIFY-004 (the repository manifest exists but does not parse) · 2 usage or operator-config error.`,
 	}

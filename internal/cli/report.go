@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ type reportOptions struct {
 	file     string // "-" for stdin
 	format   report.Format
 	identity report.Identity
+	root     string // absolute; report.Options.Root
 }
 
 func newReportInventoryCmd(runF func(context.Context, IO, *reportOptions) error) *command {
@@ -31,7 +33,7 @@ func newReportInventoryCmd(runF func(context.Context, IO, *reportOptions) error)
 	c := &command{
 		name:    "report inventory",
 		exit:    exitReport,
-		usage:   "--format junit|tap|go-json [--identity suite-path] FILE",
+		usage:   "--format junit|tap|go-json [--identity suite-path] [--root DIR] FILE",
 		summary: "parse one test report and print its canonical inventory",
 		long: `
 Parses FILE ("-" reads standard input) the way verification does and prints
@@ -44,14 +46,19 @@ declaring it in .runmill/checks.yaml.
 JUnit ids include the enclosing testsuite names, and TAP subtests are
 accepted with ids joined by " > ".
 
+--root DIR (default: the current directory) is where the tests ran: node:test
+names files by absolute path, and below DIR they are written relative to it,
+as verification writes them relative to the sandbox's /runmill/checkout.
+
 Exit status: 0 the report is valid, 1 it is not (the RM-REPORT code and the
 reason on stderr), 2 usage.`,
 	}
 	c.run = func(ctx context.Context, s IO, args []string) error {
-		var format, identity string
+		var format, identity, root string
 		fs := newFlags(c, s)
 		fs.StringVar(&format, "format", "", "report format: "+formatList())
 		fs.StringVar(&identity, "identity", "", `test id rule: "suite-path" as declared in checks.yaml report.identity; default the spec's rule`)
+		fs.StringVar(&root, "root", ".", "the directory the tests ran in: node:test file paths below it are written relative to it")
 		if err := fs.parse(args); err != nil {
 			return err
 		}
@@ -61,7 +68,12 @@ reason on stderr), 2 usage.`,
 		if len(fs.pos) != 1 {
 			return rmerr.New(rmerr.Usage, "expected exactly one report FILE, got %d", len(fs.pos)).WithHint("run '%s --help'", fs.Name())
 		}
-		o := &reportOptions{file: fs.pos[0], format: report.Format(format), identity: report.Identity(identity)}
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			return rmerr.Wrap(rmerr.Usage, err, "resolving --root %q", root).InField("--root").
+				WithHint("pass the directory the test command ran in")
+		}
+		o := &reportOptions{file: fs.pos[0], format: report.Format(format), identity: report.Identity(identity), root: abs}
 		if !slices.Contains(report.Formats, o.format) {
 			return rmerr.New(rmerr.Usage, "unsupported --format %q", format).InField("--format").
 				WithHint("use one of %s; a generic JSON object has no standard test semantics", formatList())
@@ -87,7 +99,7 @@ func runReportInventory(_ context.Context, s IO, o *reportOptions) error {
 		defer file.Close()
 		r = file
 	}
-	inv, err := report.Parse(r, o.format, report.Options{Identity: o.identity})
+	inv, err := report.Parse(r, o.format, report.Options{Identity: o.identity, Root: o.root})
 	if err != nil {
 		if strings.HasPrefix(string(rmerr.CodeOf(err)), "RM-REPORT-") {
 			return fmt.Errorf("%s: %w", o.file, err)

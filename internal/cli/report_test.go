@@ -26,6 +26,10 @@ func TestReportInventory(t *testing.T) {
 	nested := write("nested.tap", "# Subtest: math\n    1..1\n    ok 1 - adds\nok 1 - math\n1..1\n")
 	gojson := write("go.json", `{"Action":"pass","Package":"p","Test":"TestA"}`+"\n"+`{"Action":"pass","Package":"p"}`+"\n")
 	empty := write("empty.tap", "")
+	// node:test on Node 24.11 names each test's file absolutely, and a
+	// helper that defines no test by its path (pkg/report nodetest.go).
+	node := write("node.xml", `<testsuites><testcase name="rounds" classname="test" file="/src/shop/test/a.test.js"/>`+
+		`<testcase name="test/helpers.js" classname="test" file="/src/shop/test/helpers.js"/></testsuites>`)
 
 	tests := []struct {
 		name     string
@@ -49,6 +53,8 @@ func TestReportInventory(t *testing.T) {
 		{name: "no file", args: []string{"--format", "tap"}, code: 2, stderr: "exactly one report FILE", noStdout: true},
 		{name: "two files", args: []string{"--format", "tap", flat, flat}, code: 2, stderr: "exactly one report FILE", noStdout: true},
 		{name: "a file that does not exist", args: []string{"--format", "tap", filepath.Join(dir, "nope")}, code: 2, stderr: "opening report", noStdout: true},
+		{name: "node:test files relative to --root", args: []string{"--format", "junit", "--root", "/src/shop", node}, ids: []string{"test/a.test.js::rounds"}},
+		{name: "node:test files outside --root stay absolute", args: []string{"--format", "junit", "--root", "/elsewhere", node}, ids: []string{"/src/shop/test/a.test.js::rounds"}},
 		{name: "help", args: []string{"--help"}, code: 0, noStdout: false},
 	}
 	for _, tc := range tests {

@@ -16,7 +16,16 @@ import (
 // manifest` — 500 checks, most path-gated, and a change touching 10 000 paths,
 // none of which triggers a gated check (the worst case: every rule is tried
 // against every path).
-func BenchmarkDiscover500Checks10kPaths(b *testing.B) {
+func BenchmarkDiscover500Checks10kPaths(b *testing.B) { benchDiscover(b, false) }
+
+// BenchmarkDiscover500Checks10kPathsSymlinks is the same with 101 symlinks
+// at the base into the changed directories — lib/NNN → ../src/dNN for the
+// 100 directories and vendor → src — so the rules are also walked through
+// links (docs/policy.md § Path rules see through symlinks): the 80 checks
+// gated on lib/NNN/*.go for NNN < 100 are required through theirs.
+func BenchmarkDiscover500Checks10kPathsSymlinks(b *testing.B) { benchDiscover(b, true) }
+
+func benchDiscover(b *testing.B, links bool) {
 	r := gittest.New(b)
 	var pol strings.Builder
 	pol.WriteString("checks:\n")
@@ -27,6 +36,15 @@ func BenchmarkDiscover500Checks10kPaths(b *testing.B) {
 		}
 	}
 	r.Write(".runmill/checks.yaml", pol.String())
+	wantChecks := 100
+	if links {
+		for d := 0; d < 100; d++ {
+			r.Write(fmt.Sprintf("src/d%02d/doc.go", d), "package d\n")
+			r.Symlink(fmt.Sprintf("../src/d%02d", d), fmt.Sprintf("lib/%03d", d))
+		}
+		r.Symlink("src", "vendor")
+		wantChecks += 80
+	}
 	base := r.Commit("base")
 	r.Checkout("pr", true)
 	for i := 0; i < 10000; i++ {
@@ -40,7 +58,7 @@ func BenchmarkDiscover500Checks10kPaths(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if m.ChangedPaths != 10000 || len(m.Checks) != 100 || len(m.NotTriggered) != 400 {
+	if m.ChangedPaths != 10000 || len(m.Checks) != wantChecks || len(m.NotTriggered) != 500-wantChecks {
 		b.Fatalf("unexpected manifest: %d paths, %d checks, %d not triggered", m.ChangedPaths, len(m.Checks), len(m.NotTriggered))
 	}
 	b.ResetTimer()

@@ -152,7 +152,7 @@ func (e *executor) parseStoredReport(rec *record.CheckRun, c discovery.Check, ad
 	defer sf.Close()
 	inv, perr := report.Parse(bufio.NewReaderSize(sf, 1<<16), report.Format(c.Report.Format), report.Options{
 		Identity: report.Identity(c.Report.Identity), AllowDuplicateIDs: rec.Phase == record.Baseline,
-		Limits: report.DefaultLimits})
+		Limits: report.DefaultLimits, Root: sandbox.CheckoutPath})
 	if perr != nil {
 		finding("report.invalid", string(rmerr.CodeOf(perr)), "the report %s is invalid: %v", c.Report.Path, perr)
 		return nil

@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/policy"
@@ -73,11 +75,38 @@ func discoverIn(ctx context.Context, repo *git.Repo, o DiscoverOptions) (_ *disc
 	if in.Repository, err = discovery.LoadRepositoryPolicy(ctx, repo, in.Base, in.Candidate); err != nil {
 		return nil, nil, err
 	}
-	if in.ChangedPaths, err = repo.ChangedPaths(ctx, in.Base, in.Candidate); err != nil {
+	// The change is what lies between two trees: the merge base's and
+	// the candidate's (git diff BASE...CANDIDATE).
+	from, err := repo.MergeBase(ctx, in.Base, in.Candidate)
+	if err != nil {
 		return nil, nil, err
 	}
+	if in.ChangedPaths, in.Links, err = changeBetween(ctx, repo, from, in.Candidate, in.PathRules()); err != nil {
+		return nil, nil, err
+	}
+	in.CheckoutRoot = sandbox.CheckoutPath
 	m, err := discovery.Resolve(in)
 	return m, in.Operator, err
+}
+
+// changeBetween lists the paths that differ between the trees of from and
+// to and, when path rules need them (links: the policies have some), the
+// symlinks of both trees: a rule sees a changed file through a link of
+// either (docs/policy.md § Path rules see through symlinks).
+func changeBetween(ctx context.Context, repo *git.Repo, from, to string, links bool) ([]string, []discovery.Links, error) {
+	paths, err := repo.ChangedPaths(ctx, from, to)
+	if err != nil || !links {
+		return paths, nil, err
+	}
+	var trees []discovery.Links
+	for _, c := range slices.Compact([]string{to, from}) {
+		targets, dirs, err := repo.Symlinks(ctx, c)
+		if err != nil {
+			return nil, nil, err
+		}
+		trees = append(trees, discovery.Links{Commit: c, Targets: targets, Dirs: dirs})
+	}
+	return paths, trees, nil
 }
 
 // LoadOperatorPolicy reads the operator policy. It must be a regular file

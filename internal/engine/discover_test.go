@@ -252,8 +252,8 @@ func TestBrokenManifest(t *testing.T) {
 		"empty":                {func(r *gittest.Repo) { r.Write(".runmill/checks.yaml", "") }, "empty"},
 		"too large":            {func(r *gittest.Repo) { r.Write(".runmill/checks.yaml", big) }, "too large"},
 		"a directory":          {func(r *gittest.Repo) { r.Write(".runmill/checks.yaml/x", "y") }, "directory"},
-		"a symlink out":        {func(r *gittest.Repo) { symlink(t, r, "/etc/passwd", ".runmill/checks.yaml") }, "symlink"},
-		"dir is a symlink out": {func(r *gittest.Repo) { symlink(t, r, "/etc", ".runmill") }, ".runmill is a symlink"},
+		"a symlink out":        {func(r *gittest.Repo) { r.Symlink("/etc/passwd", ".runmill/checks.yaml") }, "symlink"},
+		"dir is a symlink out": {func(r *gittest.Repo) { r.Symlink("/etc", ".runmill") }, ".runmill is a symlink"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := gittest.New(t)
@@ -346,6 +346,7 @@ func TestManifestJSON(t *testing.T) {
 					DeclaredSkips: []policy.DeclaredSkip{{TestID: "net::live", Cause: "needs staging; ENG-88"}}, Timeout: policy.Duration(10 * time.Minute)},
 				{ID: "migration", Run: "./check-migrations", Paths: []string{"migrations/**"}},
 				{ID: "docs", Run: "make docs", Paths: []string{"docs/**"}},
+				{ID: "schema", Run: "make schema", Paths: []string{"schema/*.sql"}},
 				{ID: "lint", Run: "make lint", Required: &no},
 			}},
 			Ref: discovery.PolicyRef{Path: ".runmill/checks.yaml", Commit: "b", Digest: "sha256:00"}, ReadFrom: discovery.ReadFromBase},
@@ -353,7 +354,9 @@ func TestManifestJSON(t *testing.T) {
 			Doc: policy.Operator{Autonomy: policy.GuardedMerge, Verification: policy.Verification{
 				Commands: []policy.CheckSpec{{ID: "unit", Run: "npm test -- --ci", Report: &policy.ReportSpec{Path: "reports/unit.xml", Format: "junit"}}}}},
 			Ref: discovery.PolicyRef{Path: "/etc/runmill/policy.yaml", Digest: "sha256:11"}},
-		ChangedPaths: []string{"migrations/1.sql"},
+		ChangedPaths: []string{"migrations/1.sql", "db/1.sql"},
+		Links:        []discovery.Links{{Commit: "c", Targets: map[string]string{"schema": "db"}, Dirs: map[string]bool{"db": true}}},
+		CheckoutRoot: "/runmill/checkout",
 		GitHub:       discovery.GitHub{Consulted: true, Contexts: []string{"ci"}},
 		Proposals:    []string{"nope", "docs", "docs"},
 	})
@@ -371,15 +374,4 @@ func writeFile(t *testing.T, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func symlink(t *testing.T, r *gittest.Repo, target, path string) {
-	t.Helper()
-	full := filepath.Join(r.Dir, path)
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(target, full); err != nil {
-		t.Fatal(err)
-	}
 }

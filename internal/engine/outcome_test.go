@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,12 +36,7 @@ type outcomeCase struct {
 
 func runOutcome(t *testing.T, c outcomeCase) *engine.Run {
 	t.Helper()
-	r := gittest.New(t)
-	apply(r, c.base)
-	base := r.Commit("base")
-	r.Checkout("candidate", true)
-	apply(r, c.cand)
-	cand := r.Commit("candidate")
+	r, base, cand := caseCommits(t, c)
 	run := verify(t, r, base, cand, func(o *engine.VerifyOptions) {
 		if c.operator != "" {
 			p := filepath.Join(t.TempDir(), "policy.yaml")
@@ -56,6 +52,18 @@ func runOutcome(t *testing.T, c outcomeCase) *engine.Run {
 }
 
 func apply(r *gittest.Repo, c files) { verifytest.Apply(r, c) }
+
+// caseCommits makes a case's repository: its base commit, and the
+// candidate's edits on a branch from it.
+func caseCommits(t *testing.T, c outcomeCase) (r *gittest.Repo, base, cand string) {
+	t.Helper()
+	r = gittest.New(t)
+	apply(r, c.base)
+	base = r.Commit("base")
+	r.Checkout("candidate", true)
+	apply(r, c.cand)
+	return r, base, r.Commit("candidate")
+}
 
 // rejudge holds the recorded statuses to their facts, as evidence verify
 // does: each run's status, coverage and findings, and the verdict.
@@ -123,7 +131,8 @@ func TestMaskedFailures(t *testing.T) {
 // TestPathsInIDs: node 20's JUnit reporter names a test-less file under
 // test/ by its absolute path; every run sees its checkout at one fixed path,
 // so a docs-only change is not a removed test (issue 12's false alarm, with
-// the policy runmill init writes for node --test).
+// the policy runmill init writes for node --test). The entry is a loaded
+// file, recorded relative to that path (issue 24, docs/reports.md).
 func TestPathsInIDs(t *testing.T) {
 	policy := `checks:
   - id: unit
@@ -134,16 +143,15 @@ func TestPathsInIDs(t *testing.T) {
 	run := runOutcome(t, outcomeCase{name: "docs-only change",
 		base: files{".runmill/checks.yaml": policy, "test/a.test.js": nodeTests, "test/helpers.js": "module.exports = { two: 2 };\n"},
 		cand: files{"README.md": "docs\n"}, ready: true})
-	found := false
 	for _, c := range run.Delivery.Checks {
-		if c.Report != nil && c.Report.Inventory != nil {
-			for _, id := range c.Report.Inventory.Passed {
-				found = found || strings.Contains(string(id), "/runmill/checkout/test/helpers.js")
+		if c.Report == nil || c.Report.Inventory == nil || !slices.Equal(c.Report.Files, []string{"test/helpers.js"}) {
+			t.Fatalf("%s: the helper is not recorded as a loaded file: %+v", c.Phase, c.Report)
+		}
+		for _, id := range c.Report.Inventory.Passed {
+			if strings.Contains(string(id), "helpers.js") {
+				t.Errorf("%s: the helper is a test id: %q", c.Phase, id)
 			}
 		}
-	}
-	if !found {
-		t.Errorf("no id names the helper at the fixed checkout path: %+v", run.Delivery.Checks)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
@@ -29,7 +30,9 @@ func StoredFailedTests(runDir string, rep *record.ReportRecord) []report.Test {
 		return nil
 	}
 	defer f.Close()
-	inv, err := report.Parse(f, rep.Format, report.Options{Identity: rep.Identity})
+	// Root: the one path every check saw its checkout at, as verification
+	// parsed the report.
+	inv, err := report.Parse(f, rep.Format, report.Options{Identity: rep.Identity, Root: sandbox.CheckoutPath})
 	if err != nil {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -244,6 +245,138 @@ func (r *Repo) Stat(ctx context.Context, commit, path string) (Entry, error) {
 		return e, nil
 	}
 	return Entry{Kind: Missing}, nil
+}
+
+// MaxSymlinkTarget is the longest symlink target a checkout can hold: the
+// kernel refuses a longer one (PATH_MAX, its NUL included).
+const MaxSymlinkTarget = 4095
+
+// Symlinks lists the symlinks tracked at commit with their targets as git
+// stores them (what a checkout writes), and the tree's directories (what a
+// link can go through), with at most three git processes however many there
+// are. A target no checkout could write — longer than MaxSymlinkTarget, or
+// holding a NUL — is left out: it points nowhere. Without a symlink there
+// are no directories either: nothing needs them.
+func (r *Repo) Symlinks(ctx context.Context, commit string) (links map[string]string, dirs map[string]bool, err error) {
+	// Not --long: sizing every blob of a loose-object repository costs
+	// more than the listing; only the links are sized, below.
+	out, err := r.run(ctx, nil, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
+	if err != nil {
+		return nil, nil, rmerr.Wrap(rmerr.GitRepository, err, "listing files at %s", objectid.Short(commit))
+	}
+	blobOf := map[string]string{} // path → blob
+	var ids []string              // each blob once
+	seen := map[string]bool{}
+	dirs = map[string]bool{}
+	// "<mode> SP <type> SP <object> TAB <path> NUL"
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		meta, name, ok := bytes.Cut(rec, []byte{'\t'})
+		if !ok || !(bytes.HasPrefix(meta, []byte("040000 ")) || bytes.HasPrefix(meta, []byte("120000 "))) {
+			continue // a file: most of the listing, skipped unparsed
+		}
+		f := strings.Fields(string(meta))
+		if len(f) != 3 {
+			return nil, nil, rmerr.New(rmerr.GitRepository, "unexpected ls-tree output %q", rec)
+		}
+		switch f[0] {
+		case "040000":
+			dirs[string(name)] = true
+		case "120000":
+			blobOf[string(name)] = f[2]
+			if !seen[f[2]] {
+				seen[f[2]] = true
+				ids = append(ids, f[2])
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return map[string]string{}, nil, nil
+	}
+	sizes, err := r.blobSizes(ctx, ids)
+	if err != nil {
+		return nil, nil, rmerr.Wrap(rmerr.GitRepository, err, "sizing the symlinks at %s", objectid.Short(commit))
+	}
+	ids = slices.DeleteFunc(ids, func(id string) bool { return sizes[id] > MaxSymlinkTarget })
+	blobs, err := r.ReadBlobs(ctx, ids, MaxSymlinkTarget)
+	if err != nil {
+		return nil, nil, rmerr.Wrap(rmerr.GitRepository, err, "reading the symlinks at %s", objectid.Short(commit))
+	}
+	target := make(map[string]string, len(ids))
+	for i, id := range ids {
+		if !bytes.ContainsRune(blobs[i], 0) {
+			target[id] = string(blobs[i])
+		}
+	}
+	links = make(map[string]string, len(blobOf))
+	for p, id := range blobOf {
+		if t, ok := target[id]; ok {
+			links[p] = t
+		}
+	}
+	return links, dirs, nil
+}
+
+// blobSizes sizes the blobs ids without reading them (cat-file
+// --batch-check).
+func (r *Repo) blobSizes(ctx context.Context, ids []string) (map[string]int64, error) {
+	out, err := r.catFile(ctx, "--batch-check", ids)
+	if err != nil {
+		return nil, err
+	}
+	sizes := make(map[string]int64, len(ids))
+	// "<oid> SP <type> SP <size> LF", or "<oid> missing LF".
+	for _, line := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[1] != "blob" {
+			return nil, fmt.Errorf("blob %q is not in the repository", line)
+		}
+		n, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("blob %s: size %q", f[0], f[2])
+		}
+		sizes[f[0]] = n
+	}
+	return sizes, nil
+}
+
+// catFile runs one `git cat-file MODE` over the object ids.
+func (r *Repo) catFile(ctx context.Context, mode string, ids []string) ([]byte, error) {
+	var in bytes.Buffer
+	for _, id := range ids {
+		if !objectid.Valid(id) {
+			return nil, fmt.Errorf("%q is not a blob id", id)
+		}
+		in.WriteString(id + "\n")
+	}
+	return Run(ctx, r.Dir, RunOptions{Stdin: &in}, "cat-file", mode)
+}
+
+// ReadBlobs reads the blobs ids with one git process (cat-file --batch): a
+// process per blob costs more than the blob. Each must be a blob of at most
+// max bytes.
+func (r *Repo) ReadBlobs(ctx context.Context, ids []string, max int) ([][]byte, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out, err := r.catFile(ctx, "--batch", ids)
+	if err != nil {
+		return nil, err
+	}
+	blobs := make([][]byte, len(ids))
+	for i, id := range ids {
+		// "<oid> SP <type> SP <size> LF <contents> LF", or "<oid> missing LF".
+		head, rest, ok := bytes.Cut(out, []byte{'\n'})
+		f := strings.Fields(string(head))
+		if !ok || len(f) != 3 || f[0] != id || f[1] != "blob" {
+			return nil, fmt.Errorf("blob %s is not in the repository (%q)", id, head)
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil || n < 0 || n > max || len(rest) < n+1 {
+			return nil, fmt.Errorf("blob %s: size %s (at most %d bytes)", id, f[2], max)
+		}
+		blobs[i], out = rest[:n], rest[n+1:]
+	}
+	return blobs, nil
 }
 
 // ErrTooLarge is returned by ReadBlob when the object exceeds the cap.

@@ -52,6 +52,18 @@ func (r *Repo) Write(path, content string) {
 	}
 }
 
+// Symlink creates a symlink at path (parents included) pointing at target.
+func (r *Repo) Symlink(target, path string) {
+	r.t.Helper()
+	full := filepath.Join(r.Dir, path)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.Symlink(target, full); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 // Remove deletes a path.
 func (r *Repo) Remove(path string) {
 	r.t.Helper()

@@ -61,6 +61,27 @@ type Check struct {
 	// Reasons say, per source, what put the check here ("changed path
 	// migrations/001.sql matches migrations/**").
 	Reasons []string `json:"reasons"`
+	// SymlinkMatches are the path rules that matched a changed path only
+	// through symlinks, one per such reason, in the same order.
+	SymlinkMatches []SymlinkMatch `json:"symlink_matches,omitempty"`
+}
+
+// SymlinkMatch says how a path rule matched through symlinks: the changed
+// path Changed is visible at Path, which Pattern matches, by following
+// Symlinks in order in the tree of Commit.
+type SymlinkMatch struct {
+	Pattern  string       `json:"pattern"`
+	Path     string       `json:"path"`
+	Changed  string       `json:"changed"`
+	Commit   string       `json:"commit"`
+	Symlinks []SymlinkHop `json:"symlinks"`
+}
+
+// SymlinkHop is one symlink a match followed: its path and its target as git
+// stores it.
+type SymlinkHop struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
 }
 
 // Runnable reports whether runmill can execute the check itself.

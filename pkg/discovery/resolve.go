@@ -29,7 +29,16 @@ type Input struct {
 	Repository      *RepositoryPolicy // nil: read_from none
 	Operator        *OperatorPolicy   // nil: no operator policy given
 	ChangedPaths    []string
-	GitHub          GitHub
+	// Links are the tracked symlinks of the two trees ChangedPaths lie
+	// between: a path rule also matches a changed path a symlink of
+	// either makes visible under its patterns (links.go). Both, so that
+	// neither removing nor retargeting a link escapes a rule.
+	Links []Links
+	// CheckoutRoot is the absolute path at which checks see the
+	// repository (the sandbox's checkout): an absolute symlink target
+	// under it points into the repository, any other outside.
+	CheckoutRoot string
+	GitHub       GitHub
 	// Proposals are check ids the agent proposes: looked up in the configured
 	// set, never executed when unknown (spec § 1).
 	Proposals []string
@@ -120,6 +129,16 @@ func Resolve(in Input) (*Manifest, error) {
 		}
 	}
 
+	// Indexed on first use: a manifest whose rules all match plainly, or
+	// that has none, never builds it.
+	var trees []*linkTree
+	indexed := false
+	throughLinks := func(pats []*pathglob.Pattern) (SymlinkMatch, bool) {
+		if !indexed {
+			trees, indexed = linkTrees(in), true
+		}
+		return linkMatch(trees, pats)
+	}
 	entries := map[string]*entry{}
 	require := func(id string, src Source, required bool, reason string) *entry {
 		e, ok := entries[id]
@@ -158,6 +177,15 @@ func Resolve(in Input) (*Manifest, error) {
 				require(id, SourceChangedPath, g.required, why)
 				continue
 			}
+			if sm, ok := throughLinks(g.paths); ok {
+				why := sm.reason()
+				if !g.required {
+					why += " (required: false)"
+				}
+				e := require(id, SourceChangedPath, g.required, why)
+				e.SymlinkMatches = append(e.SymlinkMatches, sm)
+				continue
+			}
 			for _, p := range g.paths {
 				unmatched[id] = append(unmatched[id], p.String())
 			}
@@ -169,12 +197,17 @@ func Resolve(in Input) (*Manifest, error) {
 			if err != nil {
 				return nil, fmt.Errorf("operator path_rules[%d]: %w", i, err)
 			}
-			p, pat, ok := firstMatch(pats, in.ChangedPaths)
-			if !ok {
+			if p, pat, ok := firstMatch(pats, in.ChangedPaths); ok {
+				for _, id := range r.Checks {
+					require(id, SourceChangedPath, true, fmt.Sprintf("operator path rule %d: changed path %s matches %s", i, p, pat))
+				}
 				continue
 			}
-			for _, id := range r.Checks {
-				require(id, SourceChangedPath, true, fmt.Sprintf("operator path rule %d: changed path %s matches %s", i, p, pat))
+			if sm, ok := throughLinks(pats); ok {
+				for _, id := range r.Checks {
+					e := require(id, SourceChangedPath, true, fmt.Sprintf("operator path rule %d: %s", i, sm.reason()))
+					e.SymlinkMatches = append(e.SymlinkMatches, sm)
+				}
 			}
 		}
 	}
@@ -211,6 +244,29 @@ func Resolve(in Input) (*Manifest, error) {
 	sort.Slice(m.NotTriggered, func(i, j int) bool { return m.NotTriggered[i].ID < m.NotTriggered[j].ID })
 	sort.Slice(m.Conflicts, func(i, j int) bool { return m.Conflicts[i].ID < m.Conflicts[j].ID })
 	return m, nil
+}
+
+// PathRules reports whether any rule depends on changed paths, that is
+// whether Resolve needs Links at all.
+func (in Input) PathRules() bool {
+	if in.Operator != nil {
+		if len(in.Operator.Doc.Verification.PathRules) > 0 {
+			return true
+		}
+		for _, c := range in.Operator.Doc.Verification.Commands {
+			if len(c.Paths) > 0 {
+				return true
+			}
+		}
+	}
+	if in.Repository != nil {
+		for _, c := range in.Repository.Doc.Checks {
+			if len(c.Paths) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func gateOf(s policy.CheckSpec, by Definer) (gate, error) {

@@ -19,8 +19,8 @@ func required(m *discovery.Manifest) map[string]string {
 	return out
 }
 
-// TestUnionOnlyGrows: adding changed paths, GitHub contexts, agent proposals
-// or operator checks never removes a required check (spec § 1: the union is
+// TestUnionOnlyGrows: adding changed paths, symlinks, GitHub contexts, agent
+// proposals or operator checks never removes a required check (spec § 1: the union is
 // monotonic) — checked over random inputs.
 func TestUnionOnlyGrows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -64,6 +64,9 @@ func TestUnionOnlyGrows(t *testing.T) {
 		big.ChangedPaths = append(append([]string{}, small.ChangedPaths...), pick(3, paths)...)
 		big.GitHub.Contexts = pick(2, []string{"ci", "c1", "lint"})
 		big.Proposals = pick(3, []string{"c0", "c1", "c2", "c3", "zz"})
+		big.Links = []discovery.Links{tree("c", paths, pick(3, []string{"migrations -> src", "docs/x.md -> ../web/app.test.js",
+			"infra -> /runmill/checkout/migrations", "web/lib -> ../..", "src/b.tf -> a.go"})...)}
+		big.CheckoutRoot = checkoutRoot
 		extra := big.Operator.Doc
 		extra.Verification.PathRules = []policy.PathRule{{Paths: pick(2, globs), Checks: pick(2, []string{"c4", "c5", "new"})}}
 		big.Operator = &discovery.OperatorPolicy{Doc: extra}

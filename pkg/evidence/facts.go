@@ -119,6 +119,7 @@ func ReportFactsOf(rec *record.ReportRecord, inv *report.Inventory) {
 		rec.ClaimedFailures, rec.ShownFailures = claimed, shown
 	}
 	rec.Duplicates = slices.Clone(inv.Duplicates)
+	rec.Files = slices.Clone(inv.Files)
 }
 
 // maxFault bounds one recorded fault.

@@ -12,6 +12,10 @@
 //
 // Matching is allocation-free: Discovery evaluates every rule against every
 // changed path (500 checks × 10 000 paths must stay well under a second).
+//
+// A pattern can also be matched one segment at a time (Start, Step, Final),
+// for paths that are walked rather than listed: the paths a symlink makes a
+// changed file visible at.
 package pathglob
 
 import (
@@ -27,6 +31,15 @@ type Pattern struct {
 	prefix string // literal leading segments joined with "/" plus "/", for a fast reject
 	suffix string // literal tail of the last segment: every match ends with it
 	base   bool   // no "/" in the source: match the last segment only
+	steps  []step // the segments as Step walks them
+}
+
+// step is one segment of a pattern as Step walks it: a `**` (star), or a
+// path.Match glob for exactly one segment, which may be a literal name.
+type step struct {
+	glob    string
+	star    bool
+	literal bool
 }
 
 // Compile validates and compiles a pattern.
@@ -77,8 +90,50 @@ func Compile(p string) (*Pattern, error) {
 		// (Compile refused backslash escapes).
 		pt.suffix = last[strings.LastIndexAny(last, "*?]")+1:]
 	}
+	pt.steps = stepsOf(segs, pt.base, pt.prefix != "" && len(lit) == len(segs)-1 && segs[len(segs)-1] == "**")
 	return pt, nil
 }
+
+// stepsOf turns segments into the steps that walk them as Match matches:
+// a slash-free pattern is its last segment under any directories (`**`
+// first, its one segment a glob even when it is `**`), and `dir/**` —
+// literal segments, then one `**` — needs at least one segment below dir,
+// as Match's prefix requires (`migrations/**` does not match
+// `migrations`).
+func stepsOf(segs []string, base, under bool) []step {
+	glob := func(s string) step { return step{glob: s, literal: !strings.ContainsAny(s, "*?[")} }
+	if base {
+		return []step{{star: true}, glob(segs[0])}
+	}
+	var out []step
+	for _, s := range segs {
+		if s == "**" {
+			out = append(out, step{star: true})
+		} else {
+			out = append(out, glob(s))
+		}
+	}
+	if under {
+		out = append(out[:len(out)-1], glob("*"), step{star: true})
+	}
+	return out
+}
+
+// Literals are the segments without a wildcard or class: every path the
+// pattern matches has each of them as a segment.
+func (p *Pattern) Literals() []string {
+	var out []string
+	for _, st := range p.steps {
+		if st.literal {
+			out = append(out, st.glob)
+		}
+	}
+	return out
+}
+
+// Suffix is the literal tail of the pattern's last segment: every path it
+// matches ends with it ("" when there is none).
+func (p *Pattern) Suffix() string { return p.suffix }
 
 // String returns the pattern as written.
 func (p *Pattern) String() string { return p.src }
@@ -135,4 +190,43 @@ func matchSegs(segs []string, name string) bool {
 		name = after
 	}
 	return name == ""
+}
+
+// State is how far a walk has matched a pattern: a position in its
+// segments. A walk holds a set of states; one with none left can match no
+// path it continues to.
+type State int
+
+// Start is the state before the first segment.
+func (p *Pattern) Start() State { return 0 }
+
+// Step appends to out the states after one more segment, seg, from s, and
+// returns out.
+func (p *Pattern) Step(s State, seg string, out []State) []State {
+	// A `**` matches zero segments too: from it the walk may go on to
+	// the next step before taking seg.
+	for q := int(s); q < len(p.steps); q++ {
+		st := p.steps[q]
+		if st.star {
+			out = append(out, State(q))
+			continue
+		}
+		if st.literal && st.glob == seg {
+			out = append(out, State(q+1))
+		} else if !st.literal {
+			if ok, _ := path.Match(st.glob, seg); ok {
+				out = append(out, State(q+1))
+			}
+		}
+		break
+	}
+	return out
+}
+
+// Final reports whether a path whose last segment left the walk in s
+// matches: every step taken, or only a trailing `**` left (which matches
+// zero segments at the end, as Match's does).
+func (p *Pattern) Final(s State) bool {
+	n := len(p.steps)
+	return int(s) == n || (int(s) == n-1 && p.steps[n-1].star)
 }

@@ -156,6 +156,11 @@ type ReportRecord struct {
 	// Duplicates are the ids a baseline report repeats; they carry no
 	// preservation authority and are not in Inventory.
 	Duplicates []report.TestID `json:"duplicates,omitempty"`
+	// Files are the files node:test loaded that defined no test, sorted
+	// (at most report.MaxFilesListed): node shows each as a passing test
+	// named by its path, and it is a file, not a test whose disappearance
+	// would be a deletion (docs/reports.md § node:test).
+	Files []string `json:"files,omitempty"`
 }
 
 // FailedTest is one failed test id with the first line of its message.

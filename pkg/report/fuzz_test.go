@@ -39,7 +39,7 @@ func addCorpus(f *testing.F, dir string) {
 // inventory that is internally consistent, bounded and deterministic.
 func checkInvariants(t *testing.T, data []byte, format report.Format, id report.Identity) *report.Inventory {
 	t.Helper()
-	opts := report.Options{Identity: id, Limits: fuzzLimits}
+	opts := report.Options{Identity: id, Limits: fuzzLimits, Root: nodeRoot}
 	checkBaseline(t, data, format, id)
 	inv, err := report.Parse(bytes.NewReader(data), format, opts)
 	if err != nil {
@@ -90,6 +90,7 @@ func checkInvariants(t *testing.T, data []byte, format report.Format, id report.
 	if claimed, seen, more := inv.ClaimsMoreFailures(); more != (claimed > seen) || seen < 0 {
 		t.Fatalf("ClaimsMoreFailures = %d, %d, %v", claimed, seen, more)
 	}
+	checkFiles(t, inv)
 	for _, tc := range inv.Tests {
 		if l := report.FirstLine(tc.Message, 64); len(l) > 64 || strings.ContainsAny(l, "\n\r\x1b") || !utf8.ValidString(l) {
 			t.Fatalf("FirstLine(%q) = %q", tc.Message, l)
@@ -98,7 +99,7 @@ func checkInvariants(t *testing.T, data []byte, format report.Format, id report.
 	// A baseline reading (AllowDuplicateIDs) accepts everything the strict
 	// one does, identically, and where it accepts more, the ids it drops
 	// are exactly the repeated ones.
-	lax, err := report.Parse(bytes.NewReader(data), format, report.Options{Identity: id, Limits: fuzzLimits, AllowDuplicateIDs: true})
+	lax, err := report.Parse(bytes.NewReader(data), format, report.Options{Identity: id, Limits: fuzzLimits, AllowDuplicateIDs: true, Root: nodeRoot})
 	if err != nil {
 		t.Fatalf("accepted strictly, refused as a baseline: %v", err)
 	}
@@ -121,6 +122,13 @@ func FuzzTAP(f *testing.F) {
 	f.Add([]byte("TAP version 14\n1..2\nok 1 - a # SKIP x\nnot ok 2 - b\n  ---\n  message: m\n  ...\n"))
 	f.Add([]byte("# Subtest: p\n    1..1\n    ok 1 - c\nok 1 - p\n1..1\n"))
 	f.Add([]byte("1..1\nok 1 - p {\n    1..1\n    ok 1 - c\n}\n"))
+	for _, name := range []string{"node20.20-tap.tap", "node24.11-tap.tap"} {
+		data, err := os.ReadFile(filepath.Join("testdata/recorded", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	addCorpus(f, "tap")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		flat := checkInvariants(t, data, report.TAP, report.IdentityDefault)
@@ -148,6 +156,20 @@ func FuzzGoJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkInvariants(t, data, report.GoJSON, report.IdentityDefault)
 	})
+}
+
+// checkFiles: node:test's loaded files are sorted, unique, bounded, and
+// never a test id's whole.
+func checkFiles(t *testing.T, inv *report.Inventory) {
+	t.Helper()
+	for i, f := range inv.Files {
+		if f == "" || i > 0 && inv.Files[i-1] >= f || !utf8.ValidString(f) {
+			t.Fatalf("files not sorted, unique and valid: %q", inv.Files)
+		}
+	}
+	if len(inv.Files) > report.MaxFilesListed || inv.FileCount < len(inv.Files) || inv.FileCount > 0 && len(inv.Files) == 0 {
+		t.Fatalf("%d files listed of %d", len(inv.Files), inv.FileCount)
+	}
 }
 
 // checkBaseline holds for every input read as a baseline: the ids kept are

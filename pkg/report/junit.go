@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"strings"
 	"unsafe"
 
 	"github.com/runmill/verify/pkg/report/internal/quote"
@@ -81,6 +82,7 @@ func parseJUnit(r io.Reader, opts Options) (*Inventory, error) {
 	lim := junitLimits(opts.Limits)
 	b := newJUnitBuilder(opts.Identity, lim)
 	b.allowDup = opts.AllowDuplicateIDs
+	b.root = opts.Root
 	s := xmlscan.New(r, b, xmlscan.Config{MaxBytes: lim.MaxBytes, MaxField: lim.MaxField, Attr: attrOf, Attrs: jaCount})
 	if err := s.Run(); err != nil {
 		return nil, err
@@ -165,6 +167,7 @@ const (
 	jfStatusFail
 	jfStatusError
 	jfStatusSkip
+	jfTodo // a <skipped type="todo">: node:test's TODO, skipped whatever else it holds
 )
 
 // Message slots, in precedence order.
@@ -207,6 +210,7 @@ const jbClaimCap = 1 << 53
 // jbCase is the testcase being read.
 type jbCase struct {
 	id     string
+	loaded string // node:test's entry for a loaded file that defined no test, if it is one
 	path   uint32
 	file   int32
 	line   int32
@@ -225,6 +229,7 @@ type jbCase struct {
 type junitBuilder struct {
 	identity Identity
 	lim      Limits
+	root     string // Options.Root
 	frames   []jbFrame
 	sink     *textcap.Field // the scanner writes text here; nil: discard
 	tc       jbCase
@@ -261,6 +266,7 @@ type junitBuilder struct {
 	claimed    *Claims
 	shown      int64
 	allowDup   bool
+	loaded     []string // node:test's loaded files (Inventory.Files)
 }
 
 type jbMismatch struct {
@@ -403,7 +409,7 @@ func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 		return rmerr.New(rmerr.ReportLimit, "more than %d test cases (Limits.MaxTests)", b.lim.MaxTests).
 			WithHint("split the report, or raise the cap if a suite this large is expected")
 	}
-	name, cls := a.Get(jaName), a.Get(jaClassname)
+	name, cls, file := a.Get(jaName), a.Get(jaClassname), a.Get(jaFile)
 	if name == nil || len(name.Buf) == 0 {
 		what := "a <testcase> without a name"
 		if cls != nil && len(cls.Buf) > 0 {
@@ -425,10 +431,24 @@ func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 		tc.msg[i].Reset()
 		tc.seen[i] = false
 	}
+	var class []byte
+	if cls != nil {
+		class = cls.Buf
+	}
+	tc.loaded = b.loadedFile(name.Buf, class, file)
+	// node:test (nodetest.go): the file it names replaces its placeholder
+	// classname, so the same name in two files is two tests.
+	if string(class) == nodePlaceholderClass && file != nil && len(file.Buf) > 0 {
+		if file.Cut() {
+			return rmerr.New(rmerr.ReportLimit, "a node:test file= longer than %d bytes (Limits.MaxField) would be part of the id; an id is never cut", b.lim.MaxField).
+				WithHint("shorten the test file's path, or raise Limits.MaxField")
+		}
+		class = []byte(underRoot(b.root, string(file.Buf)))
+	}
 	// The id is written once, into the arena.
 	size := len(name.Buf)
-	if cls != nil && len(cls.Buf) > 0 {
-		size += len(cls.Buf) + 2
+	if len(class) > 0 {
+		size += len(class) + 2
 	}
 	suites := b.identity == IdentitySuitePath
 	if suites {
@@ -450,8 +470,8 @@ func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 			}
 		}
 	}
-	if cls != nil && len(cls.Buf) > 0 {
-		b.arena = append(b.arena, cls.Buf...)
+	if len(class) > 0 {
+		b.arena = append(b.arena, class...)
 		b.arena = append(b.arena, "::"...)
 	}
 	b.arena = append(b.arena, name.Buf...)
@@ -461,8 +481,8 @@ func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 	if len(b.frames) > 0 {
 		tc.path = b.frames[len(b.frames)-1].path
 	}
-	if f := a.Get(jaFile); f != nil && len(f.Buf) > 0 {
-		tc.file = b.internFile(f, tc.id)
+	if file != nil && len(file.Buf) > 0 {
+		tc.file = b.internFile(file, tc.id)
 	}
 	if l := a.Get(jaLine); l != nil {
 		tc.line = jbLine(l.Buf)
@@ -488,6 +508,9 @@ func (b *junitBuilder) startResult(kind jbKind, a *xmlscan.Attrs) *textcap.Field
 	case jkSkipped:
 		tc.flags |= jfSkipped
 		slot = jmSkipped
+		if t := a.Get(jaType); t != nil && string(t.Buf) == "todo" {
+			tc.flags |= jfTodo
+		}
 	case jkFlaky:
 		tc.flags |= jfFlaky
 	case jkRerunFail:
@@ -606,6 +629,11 @@ func (b *junitBuilder) endCase() error {
 	tc := &b.tc
 	status, slot := uint8(0), -1
 	switch fl := tc.flags; {
+	case fl&jfTodo != 0:
+		// node:test writes a TODO that threw with both <skipped type="todo">
+		// and <failure>; a TODO is skipped (spec § 4, as TAP's # TODO), and
+		// its <failure> still counts among the elements shown (Claims).
+		status, slot = 2, jmSkipped
 	case fl&(jfError|jfStatusError) != 0:
 		status, slot = 1, jmError
 	case fl&(jfFailure|jfStatusFail) != 0:
@@ -661,6 +689,34 @@ func (b *junitBuilder) endCase() error {
 		}
 	}
 	r.meta |= uint32(line)
+	if tc.loaded != "" && tc.flags == 0 {
+		r.meta |= jbFileFlag
+		b.loaded = append(b.loaded, tc.loaded)
+	}
 	b.insert(r)
 	return nil
+}
+
+// loadedFile returns the file a testcase names when it is node:test's
+// entry for a file that defined no test (nodetest.go; its result is decided
+// at its end), else "". class is the classname as written.
+func (b *junitBuilder) loadedFile(name, class []byte, file *textcap.Field) string {
+	if len(b.frames) != 1 || len(name) == 0 || !nodeLoadedPath(string(name)) {
+		return ""
+	}
+	n := string(name)
+	rel := underRoot(b.root, n)
+	if string(class) != nodePlaceholderClass && string(class) != rel {
+		return ""
+	}
+	if file != nil && len(file.Buf) > 0 {
+		// Node 24.11 names the file relative to its working directory and
+		// writes file= absolute: the file= path is the one to record.
+		f := string(file.Buf)
+		if file.Cut() || f != n && (n[0] == '/' || !strings.HasSuffix(f, "/"+n)) {
+			return ""
+		}
+		return underRoot(b.root, f)
+	}
+	return rel
 }

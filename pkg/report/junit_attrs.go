@@ -27,6 +27,7 @@ const (
 	jaFailures
 	jaErrors
 	jaSkipped
+	jaType
 	jaCount
 )
 
@@ -53,6 +54,8 @@ func attrOf(name []byte) int {
 		return jaErrors
 	case "skipped":
 		return jaSkipped
+	case "type":
+		return jaType
 	}
 	return jaNone
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/runmill/verify/pkg/report/internal/quote"
@@ -93,13 +94,23 @@ func (b *junitBuilder) finish() (*Inventory, error) {
 		return nil, rmerr.New(rmerr.ReportEmpty, "%s", msg).
 			WithHint("check that the test command found and ran its tests (path filters, test discovery) and that the reporter wrote them")
 	}
+	if len(b.loaded) == b.n {
+		return nil, rmerr.New(rmerr.ReportEmpty, "the report holds no test: its %d <testcase> element(s) are files node:test loaded that defined no test (first: %s); zero tests is not a pass",
+			b.n, quote.String(slices.Min(b.loaded))).
+			WithHint("check that the test command found the test files (node --test's patterns, the paths it is given) and that they call test()")
+	}
 	if b.claimed != nil {
 		b.claimed.Shown = b.shown + int64(len(b.faults))
 	}
-	inv := &Inventory{Format: JUnit, Identity: b.identity, Tests: make([]Test, b.n), Faults: b.faults, Claims: b.claimed}
-	for i := range inv.Tests {
+	inv := &Inventory{Format: JUnit, Identity: b.identity, Tests: make([]Test, b.n-len(b.loaded)), Faults: b.faults, Claims: b.claimed}
+	k := 0
+	for i := range b.n {
 		r := b.rec(int32(i))
-		t := &inv.Tests[i]
+		if r.loadedFile() {
+			continue
+		}
+		t := &inv.Tests[k]
+		k++
 		t.ID, t.Line, t.Flaky = TestID(r.id), r.line(), r.flaky()
 		switch r.status() {
 		case 0:
@@ -119,7 +130,8 @@ func (b *junitBuilder) finish() (*Inventory, error) {
 			t.File = b.files[r.file]
 		}
 	}
-	inv.Counts.Total = b.n
+	inv.Counts.Total = len(inv.Tests)
+	finishFiles(inv, b.loaded)
 	b.recs = nil
 	what := [jcCount]string{"<testcase> elements", "testcases failed by <failure>", "testcases failed by <error>", "testcases skipped"}
 	for i, m := range b.mismatch {

@@ -13,13 +13,14 @@ type jbRecord struct {
 	id   string
 	msg  int32
 	file int32
-	meta uint32 // line (low 28 bits), status (2 bits), flaky (top bit)
+	meta uint32 // line (low 28 bits), status (2 bits), a loaded file (bit 30), flaky (top bit)
 	path uint32 // FNV-1a of the suite path, for the duplicate hint
 }
 
 const (
 	jbLineBits  = 28
 	jbLineMask  = 1<<jbLineBits - 1
+	jbFileFlag  = 1 << 30
 	jbFlakyFlag = 1 << 31
 )
 
@@ -28,6 +29,10 @@ func (r *jbRecord) line() int { return int(r.meta & jbLineMask) }
 func (r *jbRecord) status() uint8 { return uint8(r.meta >> jbLineBits & 3) }
 
 func (r *jbRecord) flaky() bool { return r.meta&jbFlakyFlag != 0 }
+
+// loadedFile: node:test's entry for a file that defined no test
+// (nodetest.go), recorded in Inventory.Files rather than as a test.
+func (r *jbRecord) loadedFile() bool { return r.meta&jbFileFlag != 0 }
 
 const (
 	jbChunk = 4096 // records per chunk

@@ -492,8 +492,18 @@ func FuzzJUnit(f *testing.F) {
 		}
 		f.Add(doc, uint8(0))
 	}
+	for _, name := range []string{"node24.11-junit.xml", "node20.20-junit-file-classname.xml", "node20.20-junit.xml"} {
+		doc, err := os.ReadFile(filepath.Join("testdata/recorded", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(doc, uint8(8|1))
+	}
 	f.Fuzz(func(t *testing.T, doc []byte, mode uint8) {
 		opts := report.Options{}
+		if mode&8 != 0 {
+			opts.Root = nodeRoot
+		}
 		if mode&1 != 0 {
 			opts.Identity = report.IdentitySuitePath
 		}
@@ -535,5 +545,6 @@ func FuzzJUnit(f *testing.F) {
 				t.Fatalf("bad status %+v", x)
 			}
 		}
+		checkFiles(t, inv)
 	})
 }

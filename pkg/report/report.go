@@ -97,6 +97,13 @@ type Inventory struct {
 	// MaxDuplicatesListed are listed; DuplicateCount is how many there are.
 	Duplicates     []TestID `json:"duplicates,omitempty"`
 	DuplicateCount int      `json:"duplicate_count,omitempty"`
+	// Files lists, sorted, the files node:test loaded that defined no
+	// test: node reports each as a passing top-level test named by its
+	// path, and it is a file, not a test (see nodetest.go). Paths are
+	// relative to Options.Root where they lie below it. At most
+	// MaxFilesListed are listed; FileCount is how many there are.
+	Files     []string `json:"files,omitempty"`
+	FileCount int      `json:"file_count,omitempty"`
 	// Notes are observations that do not invalidate the report (a tests=
 	// attribute that disagrees with the elements counted, a field cut at
 	// Limits.MaxField with the SHA-256 of the full text).
@@ -106,6 +113,9 @@ type Inventory struct {
 // MaxDuplicatesListed bounds Inventory.Duplicates: a report that repeats a
 // million ids must not make a million-entry finding.
 const MaxDuplicatesListed = 100
+
+// MaxFilesListed bounds Inventory.Files the same way.
+const MaxFilesListed = 100
 
 // Claims are a report's own summary counts. A field is nil when no element
 // in scope declares it (or declares something that is not a count).
@@ -193,6 +203,13 @@ type Options struct {
 	// report, so the change that makes the names unique can land. A candidate
 	// report must still have unique ids: leave it false there.
 	AllowDuplicateIDs bool
+	// Root is the directory the test command saw its checkout at (the
+	// sandbox's fixed /runmill/checkout; the current directory for a local
+	// `report inventory`). node:test names files by absolute path; below
+	// Root they are written relative to it, in ids and in Files, so an id
+	// reads the same wherever the checkout lived. "" keeps every path as
+	// the report wrote it.
+	Root string
 }
 
 // Parse reads one report of the given format.

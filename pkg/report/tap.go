@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,6 +49,7 @@ func parseTAP(r io.Reader, opts Options) (*Inventory, error) {
 		allowDup: opts.AllowDuplicateIDs,
 		lim:      opts.Limits,
 		suite:    opts.Identity == IdentitySuitePath,
+		root:     opts.Root,
 		lr:       newLineReader(r, opts.Limits),
 		keep:     newTextKeeper(opts.Limits),
 	}
@@ -66,6 +68,7 @@ type tapParser struct {
 	allowDup bool
 	lim      Limits
 	suite    bool
+	root     string // Options.Root
 	lr       *lineReader
 	keep     *textKeeper
 
@@ -101,6 +104,13 @@ type tapParser struct {
 	outOfOrder   int // line where numbering first left sequence
 	dropped      int // tests inside subtests left open by a bail-out
 	planSkipNote string
+
+	// header is the description of a top-level node:test "# Subtest:"
+	// header not yet followed by a structural line; loadedAt maps the
+	// index in the top-level stream's tests of each node:test entry for a
+	// loaded file that defined no test to the file (nodetest.go).
+	header   string
+	loadedAt map[int]string
 }
 
 // tapBlock is one TAP stream: the top level or one subtest.
@@ -191,6 +201,9 @@ func (p *tapParser) handle(raw []byte) error {
 
 	switch kind := classifyTAP(trimmed); kind {
 	case tapLineComment:
+		if h, ok := bytes.CutPrefix(trimmed, []byte("# Subtest: ")); ok && indent == 0 && len(h) <= p.lim.MaxField {
+			p.header = string(unescapeTAP(h))
+		}
 		if p.diagOpen {
 			if text, ok := tapDiagComment(trimmed); ok {
 				p.diag.Write(append(text, '\n'))
@@ -252,6 +265,8 @@ func (p *tapParser) structural(kind tapKind, raw, trimmed []byte, indent int, cl
 	if err := p.closeDiag(); err != nil {
 		return err
 	}
+	header := p.header
+	p.header = ""
 	if !clean || indent%4 != 0 {
 		return tapMalformed(n, "%s is indented by %s; TAP indents subtests by 4 spaces, so this line cannot be placed",
 			quote.Text(trimmed), tapDescribeIndent(raw[:indent]))
@@ -277,7 +292,7 @@ func (p *tapParser) structural(kind tapKind, raw, trimmed []byte, indent int, cl
 	case tapLinePlan:
 		return p.plan(b, trimmed, n)
 	case tapLinePoint:
-		return p.point(b, trimmed, indent, n)
+		return p.point(b, trimmed, indent, n, header)
 	}
 	return nil
 }
@@ -337,7 +352,9 @@ func (p *tapParser) plan(b *tapBlock, s []byte, line int) error {
 	return nil
 }
 
-func (p *tapParser) point(b *tapBlock, s []byte, indent, line int) error {
+// point reads a test point; header is the node:test "# Subtest:" header
+// right before it at the top level, if any.
+func (p *tapParser) point(b *tapBlock, s []byte, indent, line int, header string) error {
 	p.sawTAP = true
 	pt, err := parseTAPPoint(s)
 	if err != "" {
@@ -353,7 +370,13 @@ func (p *tapParser) point(b *tapBlock, s []byte, indent, line int) error {
 	}
 	b.started = true
 	b.points++
-	if err := p.number(b, pt, line); err != nil {
+	// node:test numbers its entry for a loaded file by the file's place
+	// among the files, not by the point's place in the stream: the number
+	// of a point that is no test is not held to the sequence.
+	loaded := b.depth == 0 && header != "" && string(pt.desc) == header && pt.ok && pt.directive == "" && !pt.brace && p.orphan == nil && nodeLoadedPath(header)
+	if loaded {
+		b.next = b.points
+	} else if err := p.number(b, pt, line); err != nil {
 		return err
 	}
 	if b.depth > 0 {
@@ -391,6 +414,12 @@ func (p *tapParser) point(b *tapBlock, s []byte, indent, line int) error {
 		}
 	}
 	b.tests = append(b.tests, t)
+	if loaded {
+		if p.loadedAt == nil {
+			p.loadedAt = map[int]string{}
+		}
+		p.loadedAt[len(b.tests)-1] = underRoot(p.root, header)
+	}
 	p.last = tapRef{block: b, idx: len(b.tests) - 1, indent: indent, desc: string(id)}
 	if t.Status == Failed {
 		p.diag.Reset()
@@ -546,6 +575,10 @@ func (p *tapParser) end(inv *Inventory) error {
 		e.Line = p.emptyLine
 		return e.WithHint("give every test a name the reporter prints after ok / not ok")
 	}
+	files, err := p.takeLoaded(root)
+	if err != nil {
+		return err
+	}
 	id, n, distinct := duplicateIDs(root.tests)
 	if n > 0 && !p.allowDup {
 		return rmerr.New(rmerr.ReportIdentity, "test id %s occurs %d times (%d ids repeat); every id must be unique within a report (spec § 4)", quote.String(string(id)), n, distinct).
@@ -556,6 +589,7 @@ func (p *tapParser) end(inv *Inventory) error {
 		inv.Tests = []Test{}
 	}
 	inv.Counts = countStatuses(inv.Tests)
+	finishFiles(inv, files)
 	inv.Faults = p.faults
 	p.endNotes()
 	inv.Notes = p.notes
@@ -564,6 +598,31 @@ func (p *tapParser) end(inv *Inventory) error {
 		removeDuplicates(inv)
 	}
 	return nil
+}
+
+// takeLoaded removes node:test's entries for loaded files from the
+// top-level tests and returns the files; a stream of nothing else ran no
+// test (RM-REPORT-005).
+func (p *tapParser) takeLoaded(root *tapBlock) ([]string, error) {
+	if len(p.loadedAt) == 0 {
+		return nil, nil
+	}
+	files := make([]string, 0, len(p.loadedAt))
+	kept := make([]Test, 0, len(root.tests)-len(p.loadedAt))
+	for i, t := range root.tests {
+		if f, ok := p.loadedAt[i]; ok {
+			files = append(files, f)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(kept) == 0 {
+		return nil, rmerr.New(rmerr.ReportEmpty, "TAP report holds no test: its %d test point(s) are files node:test loaded that defined no test (first: %s); zero tests is not a pass",
+			len(files), quote.String(slices.Min(files))).
+			WithHint("check that the test command found the test files (node --test's patterns, the paths it is given) and that they call test()")
+	}
+	root.tests = kept
+	return files, nil
 }
 
 // endRoot checks the top level once the stream is read: after a bail-out

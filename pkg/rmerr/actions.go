@@ -9,11 +9,14 @@ const (
 	// outside its grammar.
 	ActionsRuntime Code = "RM-ACTIONS-001"
 	// ActionsPreflight: the runner cannot run runmill (no passwordless sudo,
-	// no containerd, not Linux); printed by action/preflight.sh.
+	// no containerd, not Linux), or not safely (the installed runmill not
+	// root's alone, the package manager not confinable); printed by
+	// action/preflight.sh, lib.sh and prepare-deps.sh.
 	ActionsPreflight Code = "RM-ACTIONS-002"
 	// ActionsInput: an input of the action is invalid or missing (no base or
 	// candidate outside a pull_request event, policy and policy-file both
-	// set, parallel not a number, runmill-version not a version); printed
-	// by the action's shell steps.
+	// set, parallel not a number, runmill-version not a version,
+	// dependency-scripts in a job with the signing key); printed by the
+	// action's shell steps.
 	ActionsInput Code = "RM-ACTIONS-003"
 )

@@ -39,6 +39,14 @@ type lexer struct {
 	fit   *Hit      // a fit( whose first argument decides strong or weak
 	value *valueCap // the value of an only: key being read
 
+	// Test-framework receivers this file binds (bind.go).
+	bound         map[string]bool
+	assign        *assignState
+	pending       []string // names destructured by an import or require
+	collecting    bool     // inside its { … }
+	importDefault string   // import NAME … from
+	closedRoot    string   // the chain root of the call the last ")" closed
+
 	// What the file shows about itself (see the package comment on focus).
 	testContext bool // it calls a test function or imports a test framework
 	definesOnly bool // it defines focus (X.only = …, only: function, fdescribe: …)
@@ -78,11 +86,14 @@ type frame struct {
 	open byte // '(', '[' or '{'
 	// callee: for '(', the identifier called (it in it(…), test in
 	// t.test(…)); empty when the parenthesis is not a call of a name.
-	callee string
-	// arg: for '{', the object is directly an argument of the enclosing
-	// call, whose callee is argOf.
-	arg   bool
-	argOf string
+	// root: the first name of the member chain called (test in
+	// test.skipIf(…), t in t.test(…)).
+	callee, root string
+	// arg: for '{' and '[', the literal is directly an argument of the
+	// enclosing call, whose callee is argOf; nested: it is a property value
+	// of the object it sits in; element: an element of the array.
+	arg, nested, element bool
+	argOf                string
 }
 
 const (
@@ -278,6 +289,7 @@ var exprKeywords = set("return", "typeof", "instanceof", "in", "of", "new", "del
 func (l *lexer) emit(t token) {
 	l.settleFit(t)
 	l.captureValue(t)
+	l.bindings(t)
 	l.rules(t)
 	l.track(t)
 	h := &l.hist
@@ -294,6 +306,26 @@ func (t token) punct(texts ...string) bool {
 // onlyKey reports whether t spells the key only: only, 'only', "only".
 func (t token) onlyKey() bool {
 	return (t.kind == tIdent || t.kind == tString) && t.text == "only" && (t.kind == tIdent || t.exact)
+}
+
+// literalArgOf returns the callee of the call one of whose arguments holds
+// the literal on top of the stack, through property values and array
+// elements (expect(x).toEqual({ flags: { only: true } }): toEqual), and
+// whether there is one.
+func (l *lexer) literalArgOf() (string, bool) {
+	if l.deep > 0 {
+		return "", false
+	}
+	for i := len(l.stack) - 1; i >= 0; i-- {
+		f := &l.stack[i]
+		switch {
+		case f.arg:
+			return f.argOf, true
+		case !f.nested && !f.element:
+			return "", false
+		}
+	}
+	return "", false
 }
 
 func (l *lexer) top() *frame {
@@ -318,10 +350,20 @@ func (l *lexer) track(t token) {
 		f := frame{open: t.text[0]}
 		switch {
 		case f.open == '(' && prev.kind == tIdent && !notCallees[prev.text]:
-			f.callee = prev.text
-		case f.open == '{':
-			if top := l.top(); top != nil && top.open == '(' && prev.punct("(", ",") {
+			f.callee, f.root = prev.text, prev.text
+			h := &l.hist
+			for i := len(h) - 1; i >= 2 && h[i-1].punct(".", "?.") && h[i-2].kind == tIdent; i -= 2 {
+				f.root = h[i-2].text
+			}
+		case f.open == '{' || f.open == '[':
+			top := l.top()
+			switch {
+			case top != nil && top.open == '(' && prev.punct("(", ","):
 				f.arg, f.argOf = true, top.callee
+			case top != nil && prev.is(tPunct, ":") && top.open == '{':
+				f.nested = true
+			case top != nil && prev.punct("[", ",") && top.open == '[':
+				f.element = true
 			}
 		}
 		l.stack = append(l.stack, f)
@@ -339,6 +381,9 @@ func (l *lexer) track(t token) {
 		}
 		for i := len(l.stack) - 1; i >= 0; i-- {
 			if l.stack[i].open == open {
+				if open == '(' {
+					l.closedRoot = l.stack[i].root
+				}
 				l.stack = l.stack[:i]
 				return
 			}

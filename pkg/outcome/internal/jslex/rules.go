@@ -12,8 +12,13 @@ type valueCap struct {
 	depth int // len(stack) inside the object
 	arg   bool
 	argOf string
-	toks  []token
-	over  bool // more tokens than kept
+	// inArg: the object is nested, through property values and array
+	// elements, in an argument of a call of inArgOf.
+	inArg   bool
+	inArgOf string
+	nested  bool // the object is a property value or array element
+	toks    []token
+	over    bool // more tokens than kept
 }
 
 // Receivers whose .only is a test runner's focus in every runner that has
@@ -50,7 +55,7 @@ func (l *lexer) rules(t token) {
 	n := len(h) - 1 // h[n] is the token before t
 
 	// X.only … / X['only'] …
-	if recv, marker, at, ok := l.onlyMember(); ok {
+	if recv, marker, at, before, ok := l.onlyMember(); ok {
 		switch {
 		case t.is(tPunct, "="):
 			// X.only = …: the file implements only (a runner or its bundle);
@@ -62,8 +67,16 @@ func (l *lexer) rules(t token) {
 			// Read, called or passed on: const f = it.only is an alias of a
 			// focused test function just as it.only( is a call of one.
 			l.hit(&l.strong, Hit{Line: at.line, Column: at.col, Marker: marker, In: "code"})
-		case t.punct("(", ".", "?.", "<"):
+		case recv != "" && l.receiver(recv), recv == "" && before.is(tPunct, ")") && l.receiver(l.closedRoot):
+			// A modifier, an alias, a test context or a receiver's call
+			// result (bind.go): focus where tests are.
 			l.hit(&l.weak, Hit{Line: at.line, Column: at.col, Marker: marker, In: "code"})
+		case t.punct("(", ".", "?.", "<"):
+			note := recv + " is no test function (it, test, describe …) nor a name this file binds to one: an object's own only method"
+			if recv == "" {
+				note = "the receiver is no test function's result: an object's own only method"
+			}
+			l.hit(&l.benign, Hit{Line: at.line, Column: at.col, Marker: marker, In: "code", Note: note})
 		}
 	}
 
@@ -89,7 +102,7 @@ func (l *lexer) rules(t token) {
 	if t.kind == tString && t.exact && !l.testContext &&
 		(h[n].kind == tIdent && (h[n].text == "from" || h[n].text == "import") ||
 			h[n].is(tPunct, "(") && h[n-1].kind == tIdent && (h[n-1].text == "require" || h[n-1].text == "import")) &&
-		(testModules[t.text] || strings.HasPrefix(t.text, "@std/testing") || strings.HasPrefix(t.text, "jsr:@std/testing")) {
+		testModule(t.text) {
 		l.testContext = true
 	}
 
@@ -108,6 +121,10 @@ func (l *lexer) rules(t token) {
 	if key.kind != tNone {
 		l.value = &valueCap{key: Hit{File: l.file, Line: key.line, Column: key.col, In: "code"},
 			depth: len(l.stack), arg: top.arg, argOf: top.argOf}
+		if !top.arg {
+			l.value.inArgOf, l.value.inArg = l.literalArgOf()
+			l.value.nested = top.nested
+		}
 		l.captureValue(t)
 		return
 	}
@@ -121,8 +138,8 @@ func (l *lexer) rules(t token) {
 // onlyMember matches the tokens before the current one against X.only,
 // X?.only, X['only'], X?.['only'] (any quote, or a plain template): the
 // receiver X (empty after a call or index), the marker as the source spells
-// it, and where it starts.
-func (l *lexer) onlyMember() (recv, marker string, at token, ok bool) {
+// it, where it starts, and the token before the member access.
+func (l *lexer) onlyMember() (recv, marker string, at, before token, ok bool) {
 	h := &l.hist
 	n := len(h) - 1
 	var k int // index of the token before the member access
@@ -135,15 +152,15 @@ func (l *lexer) onlyMember() (recv, marker string, at token, ok bool) {
 			marker, at, k = "?.['only']", h[k], k-1
 		}
 		if !h[k].kind.valueEnd() && !h[k].punct(")", "]") {
-			return "", "", token{}, false // an array literal ['only'], not an index
+			return "", "", token{}, token{}, false // an array literal ['only'], not an index
 		}
 	default:
-		return "", "", token{}, false
+		return "", "", token{}, token{}, false
 	}
 	if h[k].kind == tIdent && len(h[k].text) <= maxIdent {
-		return h[k].text, h[k].text + marker, h[k], true
+		return h[k].text, h[k].text + marker, h[k], h[k], true
 	}
-	return "", marker, at, true
+	return "", marker, at, h[k], true
 }
 
 func (k tokKind) valueEnd() bool {
@@ -209,6 +226,19 @@ func (l *lexer) settleValue(v *valueCap) {
 		if v.argOf == "" {
 			f.Note = "an option of a call, not of a test function"
 		}
+		l.hit(&l.benign, f)
+	case v.inArg && !optionCallees[v.inArgOf]:
+		// Test data: expect(schema.describe()).toEqual({ flags: { only:
+		// true } }) passes no option to any test function.
+		f.Note = "inside an argument of " + v.inArgOf + "(…), not a test function's options"
+		if v.inArgOf == "" {
+			f.Note = "inside an argument of a call, not a test function's options"
+		}
+		l.hit(&l.benign, f)
+	case v.nested && !v.inArg:
+		// const expected = { flags: { only: true } }: a test function's
+		// options object has only at its top level.
+		f.Note = "nested in a literal, not at the top level of an options object"
 		l.hit(&l.benign, f)
 	default:
 		l.hit(&l.weak, f)

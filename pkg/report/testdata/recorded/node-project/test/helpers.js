@@ -1,0 +1,1 @@
+module.exports = { cents: (n) => Math.round(n * 100) };
