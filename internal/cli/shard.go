@@ -169,16 +169,19 @@ func newEvidenceMergeCmd(runF func(context.Context, IO, *mergeOptions) error) *c
 
 const mergeLong = `
 Verifies every SHARD_BUNDLE (the shard.json of 'runmill verify --shard K/N') against
---trust: signature, key window, schema. Refuses (RM-EVIDENCE-019) shards of another
-verification id (another run, even of the same candidate), repository, base, candidate
-or manifest digest, a shard given twice and a check in two shards. Then takes the union of their check runs, names every missing shard and every
-check no shard ran (RM-VERIFY-001), reconciles the remote GitHub checks once (with a
-token, as verify does), recomputes the verdict through the same decision function as
-verify, and writes one signed delivery bundle under --out: runs/<id>/evidence.json,
-with the shard bundles — and every artifact the merged statement references (stdout,
-stderr, reports, a reused baseline's source bundle) found in the artifacts/ directory
-beside each bundle or in an --artifacts-dir — stored in runs/<id>/artifacts, so
-'runmill evidence verify --artifacts-dir' re-hashes them.
+--trust: signature, key window, schema. Refuses (RM-EVIDENCE-019), naming both shards
+and what differs, shards of another verification id (another run, even of the same
+candidate: every shard of one verification is given the same --verification-id, on
+GitHub Actions the workflow run's), repository, base, candidate or manifest digest, a
+shard given twice and a check in two shards. Then takes the union of their check runs,
+names every missing shard and every check no shard ran (RM-VERIFY-001), reconciles the
+remote GitHub checks once (with a token, as verify does), recomputes the verdict
+through the same decision function as verify, and writes one signed delivery bundle
+under --out: runs/<id>/evidence.json, with the shard bundles — and every artifact the
+merged statement references (stdout, stderr, reports, a reused baseline's source
+bundle) found in the artifacts/ directory beside each bundle or in an --artifacts-dir —
+stored in runs/<id>/artifacts, so 'runmill evidence verify --artifacts-dir' re-hashes
+them. An artifact no store holds is named on the log.
 
 --job-result NAME=RESULT records what the CI said of a shard job (GitHub's
 needs.<job>.result); anything but success makes the merge not merge-ready.

@@ -188,6 +188,7 @@ func verifyShards(o MergeOptions, now time.Time, logf func(string, ...any)) ([]*
 		if err != nil {
 			return nil, fmt.Errorf("verifying shard bundle %s: %w", b.Name, err)
 		}
+		s.Name = b.Name // the merge's refusals name the shards' files
 		p := &s.Statement.Predicate
 		logf("shard %d/%d (%s): signed by %s, %d checks, %d runs", p.Index, p.Count, b.Name, s.KeyID, len(p.Assigned), len(p.Checks))
 		shards = append(shards, s)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -294,6 +296,90 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 	if len(reused) != 3 {
 		t.Fatal("the sharded runs reusing baselines did not all complete")
 	}
+	// The same through the CLI, as a workflow's merge job runs it (the real
+	// binary): evidence merge of the shards that reused baselines, then
+	// evidence verify --artifacts-dir of its bundle, which re-verifies each
+	// reused record against its source bundle — and fails once one is
+	// gone. A merge mixing in a shard of another run of the same candidate
+	// is refused, naming both shards' files and ids, and the fix.
+	t.Run("through the CLI", func(t *testing.T) {
+		dir := t.TempDir()
+		trust, exp := filepath.Join(dir, "trust.json"), filepath.Join(dir, "expectations.json")
+		if err := os.WriteFile(trust, keys.trust, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(exp, expectations(t, r, base, ready), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cli := func(args ...string) (int, string, string) {
+			t.Helper()
+			cmd := exec.Command(runmillCLI(t), args...)
+			cmd.Env = append(os.Environ(), "GITHUB_ACTIONS=", "RUNMILL_SIGNING_KEY=")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				t.Fatalf("runmill %s: %v", strings.Join(args, " "), err)
+			}
+			return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+		}
+		mergeArgs := func(shards ...string) []string {
+			return append(append([]string{"evidence", "merge"}, shards...), "--trust", trust, "--signing-key", keys.keyFile,
+				"--out", t.TempDir(), "--no-github", "--json")
+		}
+		code, stdout, stderr := cli(mergeArgs(reused...)...)
+		var rec struct {
+			Bundle string `json:"bundle"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &rec); code != 0 || err != nil || rec.Bundle == "" {
+			t.Fatalf("evidence merge: exit %d, %v; stdout %s\nstderr:\n%s", code, err, stdout, stderr)
+		}
+		store := filepath.Join(filepath.Dir(rec.Bundle), "artifacts")
+		verifyArgs := []string{"evidence", "verify", rec.Bundle, "--trust", trust, "--expectations", exp, "--artifacts-dir", store}
+		if code, stdout, stderr := cli(verifyArgs...); code != 0 {
+			t.Fatalf("evidence verify --artifacts-dir of the merged bundle: exit %d\n%s%s", code, stdout, stderr)
+		}
+		var sources []string
+		for _, p := range reused {
+			st, err := evidence.PayloadUnverifiedUnsafe(read(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var shard evidence.ShardStatement
+			if err := json.Unmarshal(st, &shard); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range shard.Predicate.Checks {
+				if c.ReusedFrom != nil && !slices.Contains(sources, c.ReusedFrom.Bundle) {
+					sources = append(sources, c.ReusedFrom.Bundle)
+				}
+			}
+		}
+		if len(sources) == 0 {
+			t.Fatal("no shard reused a baseline")
+		}
+		src, ok := evidence.ArtifactPath(store, sources[0])
+		if !ok {
+			t.Fatalf("source bundle address %q", sources[0])
+		}
+		if err := os.Remove(src); err != nil {
+			t.Fatalf("the merge did not store the reused baselines' source bundle %s: %v", sources[0], err)
+		}
+		if code, stdout, stderr := cli(verifyArgs...); code == 0 || !strings.Contains(stdout+stderr, sources[0]) {
+			t.Fatalf("evidence verify --artifacts-dir without the source bundle: exit %d, want a refusal naming %s\n%s%s", code, sources[0], stdout, stderr)
+		}
+
+		code, stdout, stderr = cli(mergeArgs(paths[0], paths[1], reused[2])...)
+		for _, want := range []string{string(rmerr.EvidenceShard),
+			`shard 3/3 (` + reused[2] + `) is of verification "rerun-of-` + ready[:12] + `"`,
+			`shard 1/3 (` + paths[0] + `) of verification "run-of-` + ready[:12] + `"`,
+			"every shard job of a verification is given the same --verification-id"} {
+			if code != 1 || stdout != "" || !strings.Contains(stderr, want) {
+				t.Fatalf("merging shards of two runs: exit %d, want 1 naming %q; stdout %q\nstderr:\n%s", code, want, stdout, stderr)
+			}
+		}
+	})
 	tampered := read(paths[1])
 	i := bytes.Index(tampered, []byte(`"payload": "`)) + len(`"payload": "`) + 40
 	if tampered[i] == 'A' {
@@ -314,7 +400,7 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 		{name: "duplicated shard", paths: []string{paths[0], paths[1], paths[1], paths[2]}, code: rmerr.EvidenceShard, substr: "given twice"},
 		{name: "shard of another candidate", paths: []string{paths[0], paths[1], shardsOf[broken][2]}, code: rmerr.EvidenceShard, substr: broken},
 		{name: "shard of another run of the same candidate", paths: []string{paths[0], paths[1], reused[2]}, code: rmerr.EvidenceShard,
-			substr: `shard 3/3 is of verification "rerun-of-` + ready[:12] + `", shard 1/3 of verification "run-of-` + ready[:12] + `"`},
+			substr: `shard 3/3 (` + reused[2] + `) is of verification "rerun-of-` + ready[:12] + `", shard 1/3 (` + paths[0] + `) of verification "run-of-` + ready[:12] + `"`},
 		{name: "shard with another manifest digest", paths: []string{paths[0], paths[1], resign(paths[2], keys.key, func(st *evidence.ShardStatement) {
 			st.Predicate.Manifest.FailOnSkippedCheck = !st.Predicate.Manifest.FailOnSkippedCheck
 			st.Predicate.ManifestDigest = evidence.ManifestDigest(&st.Predicate.Manifest)

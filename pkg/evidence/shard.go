@@ -213,6 +213,18 @@ type VerifiedShard struct {
 	KeyID  string
 	// Bundle are the bundle's bytes, stored as an artifact of the merge.
 	Bundle []byte
+	// Name is what the caller calls the bundle (its file), so that a
+	// refusal names the shards it is about; VerifyShard leaves it empty.
+	Name string
+}
+
+// label is "shard K/N", with the bundle's name when the caller gave one.
+func (s *VerifiedShard) label() string {
+	p := &s.Statement.Predicate
+	if s.Name == "" {
+		return fmt.Sprintf("shard %d/%d", p.Index, p.Count)
+	}
+	return fmt.Sprintf("shard %d/%d (%s)", p.Index, p.Count, s.Name)
 }
 
 // VerifyShard authenticates one shard bundle against the trust document as
@@ -364,32 +376,35 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 	n := first.Count
 	byIndex := make([]*VerifiedShard, n+1)
 	owner := map[string]int{}
-	refuse := func(format string, args ...any) error {
-		return rmerr.New(rmerr.EvidenceShard, format, args...).
-			WithHint("merge only the shard bundles of one verification: the same verification id, repository, base, candidate and manifest, each shard once")
+	const oneVerification = "merge only the shard bundles of one verification: the same verification id, repository, base, candidate and manifest, each shard once"
+	refuse := func(hint, format string, args ...any) error {
+		return rmerr.New(rmerr.EvidenceShard, format, args...).WithHint("%s", hint)
 	}
 	for _, s := range shards {
 		p := &s.Statement.Predicate
+		this, other := s.label(), shards[0].label()
 		switch {
 		case p.Count != n:
-			return nil, refuse("shard %d/%d is of a %d-shard verification, shard %d/%d of a %d-shard one", p.Index, p.Count, p.Count, first.Index, n, n)
+			return nil, refuse(oneVerification, "%s is of a %d-shard verification, %s of a %d-shard one", this, p.Count, other, n)
 		case p.Candidate != first.Candidate:
-			return nil, refuse("shard %d/%d is about %s@%s (base %s, tree %s), shard %d/%d about %s@%s (base %s, tree %s)",
-				p.Index, n, p.Candidate.Repository.Name, p.Candidate.Head, p.Candidate.Base, p.Candidate.Tree,
-				first.Index, n, first.Candidate.Repository.Name, first.Candidate.Head, first.Candidate.Base, first.Candidate.Tree)
+			return nil, refuse(oneVerification, "%s is about %s@%s (base %s, tree %s), %s about %s@%s (base %s, tree %s)",
+				this, p.Candidate.Repository.Name, p.Candidate.Head, p.Candidate.Base, p.Candidate.Tree,
+				other, first.Candidate.Repository.Name, first.Candidate.Head, first.Candidate.Base, first.Candidate.Tree)
 		case p.ManifestDigest != first.ManifestDigest:
-			return nil, refuse("shard %d/%d ran under manifest %s, shard %d/%d under %s: Discovery differed between the shards",
-				p.Index, n, p.ManifestDigest, first.Index, n, first.ManifestDigest)
+			return nil, refuse(oneVerification, "%s ran under manifest %s, %s under %s: Discovery differed between the shards",
+				this, p.ManifestDigest, other, first.ManifestDigest)
 		case p.VerificationID != first.VerificationID:
-			return nil, refuse("shard %d/%d is of verification %q, shard %d/%d of verification %q: shards of two runs are never merged, even of one candidate",
-				p.Index, n, p.VerificationID, first.Index, n, first.VerificationID)
+			return nil, refuse("merge the shard bundles of one run only: every shard job of a verification is given the same --verification-id "+
+				"(on GitHub Actions, by default, the workflow run's), and a missing or failed shard is re-run inside that run, never taken from another",
+				"%s is of verification %q, %s of verification %q: shards of two runs are never merged, even of one candidate",
+				this, p.VerificationID, other, first.VerificationID)
 		case byIndex[p.Index] != nil:
-			return nil, refuse("shard %d/%d is given twice (payload digests %s and %s)", p.Index, n, byIndex[p.Index].Digest, s.Digest)
+			return nil, refuse(oneVerification, "%s is given twice (payload digests %s and %s), first as %s", this, byIndex[p.Index].Digest, s.Digest, byIndex[p.Index].label())
 		}
 		byIndex[p.Index] = s
 		for _, id := range p.Assigned {
 			if k, dup := owner[id]; dup {
-				return nil, refuse("check %q is assigned to shard %d/%d and to shard %d/%d", id, k, n, p.Index, n)
+				return nil, refuse(oneVerification, "check %q is assigned to %s and to %s", id, byIndex[k].label(), s.label())
 			}
 			owner[id] = p.Index
 		}
