@@ -18,6 +18,8 @@
 #   cargo                the Cargo sample (Debian's cargo brings rustc)
 #   openssl              TestOpenSSLKeys (pkg/evidence)
 #   time                 GNU /usr/bin/time -v: peak memory in docs/benchmarks.md
+#   libxml2-utils        xmllint --stream, the yardstick of the JUnit parser's
+#                        figures in docs/benchmarks.md
 # A tool counts as present only where the sandbox sees it by default (under
 # /usr, /bin): a pyenv python3 under /root does not make python3-pytest
 # unnecessary. cargo is the exception: init binds a rustup cargo's ~/.cargo
@@ -59,6 +61,7 @@ install_pkgs() {
 	command -v cargo >/dev/null 2>&1 || missing+=(cargo)
 	visible openssl || missing+=(openssl)
 	[ -x /usr/bin/time ] || missing+=(time)
+	command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" != 0 ]; then
 		echo "setup: missing ${missing[*]}; run as root or: sudo apt-get install -y ${missing[*]}" >&2

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -196,6 +198,14 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs escaping: an inventory
+		// of 400,000 tests is tens of megabytes of such ids.
+		for i+8 <= len(s) && jsonPlain8(s[i:i+8]) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -242,6 +252,18 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// jsonPlain8 reports whether the first eight bytes of s (it has them) are
+// printable ASCII without '"' or '\\', which appendJSONString copies as
+// they are.
+func jsonPlain8(s string) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	w := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s), 8))
+	q, bs := w^(lo*'"'), w^(lo*'\\')
+	// A byte below 0x20 borrows into its top bit, one from 0x80 has it set,
+	// and a zero lane of q or bs (the quote or the backslash) borrows too.
+	return ((w-lo*0x20)|w|((q-lo)&^q)|((bs-lo)&^bs))&hi == 0
 }
 
 func formatList() string {

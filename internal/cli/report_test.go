@@ -105,6 +105,7 @@ func TestReportInventoryEncoding(t *testing.T) {
 			},
 			Faults: []report.Fault{{Scope: "report", Message: "Bail out!"}},
 			Notes:  []string{`a note with "tests": null in it`}},
+		{Format: report.JUnit, SHA256: "ab", Bytes: 3, Tests: specialAtEachOffset()},
 	}
 	for _, inv := range invs {
 		var want bytes.Buffer
@@ -122,6 +123,21 @@ func TestReportInventoryEncoding(t *testing.T) {
 			t.Errorf("streamed encoding differs:\n got %s\nwant %s", got.String(), want.String())
 		}
 	}
+}
+
+// specialAtEachOffset puts each byte the encoder treats apart (controls,
+// quote, backslash, DEL, the first byte of a multi-byte rune, an invalid
+// byte, U+2028) at every offset of a run of plain ASCII, so the
+// word-at-a-time path meets it in each lane.
+func specialAtEachOffset() []report.Test {
+	var tests []report.Test
+	for _, sp := range []string{"\x00", "\x1f", "\"", "\\", "\x7f", " ", "~", "é", "\xff", "\u2028", "!", "#", "[", "]"} {
+		for at := 0; at <= 17; at++ {
+			id := strings.Repeat("a", at) + sp + strings.Repeat("b", 17-at)
+			tests = append(tests, report.Test{ID: report.TestID(id), Status: report.Passed})
+		}
+	}
+	return tests
 }
 
 // allRunes holds every control character, the JSON specials and a spread of

@@ -209,18 +209,19 @@ const jbClaimCap = 1 << 53
 
 // jbCase is the testcase being read.
 type jbCase struct {
-	id     string
-	loaded string // node:test's entry for a loaded file that defined no test, if it is one
-	path   uint32
-	file   int32
-	line   int32
-	flags  int
-	msg    [jmCount]textcap.Field
-	seen   [jmCount]bool
-	rfile  []byte // file and line of the first result element, used when
-	rline  int32  // the testcase has none (Catch2 writes them there)
-	rfound bool
-	shown  int64 // failure-like result elements, for Claims.Shown
+	id       string
+	blk, off uint32 // where id is in the arena
+	loaded   string // node:test's entry for a loaded file that defined no test, if it is one
+	path     uint32
+	file     int32
+	line     int32
+	flags    int
+	msg      [jmCount]textcap.Field
+	seen     [jmCount]bool
+	rfile    []byte // file and line of the first result element, used when
+	rline    int32  // the testcase has none (Catch2 writes them there)
+	rfound   bool
+	shown    int64 // failure-like result elements, for Claims.Shown
 }
 
 // junitBuilder applies the JUnit rules of parseJUnit to a stream of
@@ -236,18 +237,13 @@ type junitBuilder struct {
 	fault    textcap.Field
 	nCases   int
 
-	recs  [][]jbRecord
-	n     int
-	arena []byte
-	// slots is an open-addressing set of ids: each slot holds the id's
-	// 32-bit hash above its record index+1 (0: empty). Probes compare hashes
-	// and only touch a record on a match, and growing never rehashes an id:
-	// with a million ids, every record touched is a cache miss.
-	slots   []uint64
-	unique  int     // ids in slots
-	pending []int32 // records not yet in slots
-	touch   uint64
-	seed    maphash.Seed
+	recs [][]jbRecord
+	n    int
+	// arena is the block the ids are being written to; blocks are all of
+	// them (each slice's array; a record names its block by index).
+	arena  []byte
+	blocks [][]byte
+	seed   maphash.Seed
 
 	msgs    []string
 	files   []string
@@ -279,8 +275,6 @@ func newJUnitBuilder(id Identity, lim Limits) *junitBuilder {
 	b := &junitBuilder{
 		identity:   id,
 		lim:        lim,
-		slots:      make([]uint64, 1024),
-		pending:    make([]int32, 0, jbBatch),
 		seed:       maphash.MakeSeed(),
 		fileIdx:    map[string]int32{},
 		pathsSplit: true,
@@ -460,8 +454,10 @@ func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 	}
 	if cap(b.arena)-len(b.arena) < size {
 		b.arena = make([]byte, 0, max(256<<10, size))
+		b.blocks = append(b.blocks, b.arena)
 	}
 	mark := len(b.arena)
+	tc.blk, tc.off = uint32(len(b.blocks)-1), uint32(mark)
 	if suites {
 		for i := range b.frames {
 			if f := &b.frames[i]; f.kind == jkSuite && f.name != "" {
@@ -555,7 +551,9 @@ func (b *junitBuilder) startResult(kind jbKind, a *xmlscan.Attrs) *textcap.Field
 
 // End is xmlscan's call for an element closing.
 func (b *junitBuilder) End() error {
-	f := b.frames[len(b.frames)-1]
+	// A pointer, not a copy of the frame's counters: nothing is pushed
+	// before End returns, so the popped frame stays as it was.
+	f := &b.frames[len(b.frames)-1]
 	b.frames = b.frames[:len(b.frames)-1]
 	switch f.kind {
 	case jkCase:
@@ -577,13 +575,13 @@ func (b *junitBuilder) End() error {
 				}
 			}
 		} else {
-			b.claims(&f)
+			b.claims(f)
 		}
 		for i := range f.declared {
 			if f.declared[i] >= 0 && f.declared[i] != f.counted[i] {
 				m := &b.mismatch[i]
 				if m.n == 0 {
-					m.scope, m.declared, m.counted = jbScope(&f), f.declared[i], f.counted[i]
+					m.scope, m.declared, m.counted = jbScope(f), f.declared[i], f.counted[i]
 				}
 				m.n++
 			}
@@ -668,7 +666,7 @@ func (b *junitBuilder) endCase() error {
 	case status == 1:
 		p.counted[jcFailures]++
 	}
-	r := jbRecord{id: tc.id, path: tc.path, msg: -1, file: tc.file, meta: uint32(status) << jbLineBits}
+	r := jbRecord{blk: tc.blk, off: tc.off, n: uint32(len(tc.id)), path: tc.path, msg: -1, file: tc.file, meta: uint32(status) << jbLineBits}
 	if tc.flags&(jfFlaky|jfRerunFail|jfRerunError) != 0 {
 		r.meta |= jbFlakyFlag
 	}

@@ -69,7 +69,7 @@ func (b *junitBuilder) finish() (*Inventory, error) {
 				first = i
 			}
 		}
-		msg := fmt.Sprintf("duplicate test id %s: it occurs %d times", quote.String(b.rec(first).id), b.dupExtra[first]+1)
+		msg := fmt.Sprintf("duplicate test id %s: it occurs %d times", quote.String(b.id(b.rec(first))), b.dupExtra[first]+1)
 		if k := len(b.dupExtra) - 1; k > 0 {
 			msg += fmt.Sprintf(", and %d other ids repeat too", k)
 		}
@@ -111,7 +111,7 @@ func (b *junitBuilder) finish() (*Inventory, error) {
 		}
 		t := &inv.Tests[k]
 		k++
-		t.ID, t.Line, t.Flaky = TestID(r.id), r.line(), r.flaky()
+		t.ID, t.Line, t.Flaky = TestID(b.id(r)), r.line(), r.flaky()
 		switch r.status() {
 		case 0:
 			t.Status = Passed
@@ -132,7 +132,7 @@ func (b *junitBuilder) finish() (*Inventory, error) {
 	}
 	inv.Counts.Total = len(inv.Tests)
 	finishFiles(inv, b.loaded)
-	b.recs = nil
+	b.recs, b.blocks = nil, nil
 	what := [jcCount]string{"<testcase> elements", "testcases failed by <failure>", "testcases failed by <error>", "testcases skipped"}
 	for i, m := range b.mismatch {
 		if m.n == 0 {

@@ -1,20 +1,25 @@
 package report
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"slices"
+	"unsafe"
+)
 
-// The JUnit builder's records and its set of ids: records are kept in
-// chunks and become []Test only in finish; repeated ids are found as they
-// arrive, in batches.
+// The JUnit builder's records and its ids: records are kept in chunks and
+// become []Test only in finish; repeated ids are found there, by sorting.
 
 // jbRecord is one test while the report is read; records become []Test only
 // at the end, so the peak memory per id is a 32-byte record, the id bytes and
-// 16-32 bytes of the duplicate set, plus the final Test.
+// 16 bytes of sort keys, plus the final Test. A record holds no pointer (its
+// id is a place in the arena): the collector never scans the records.
 type jbRecord struct {
-	id   string
-	msg  int32
-	file int32
-	meta uint32 // line (low 28 bits), status (2 bits), a loaded file (bit 30), flaky (top bit)
-	path uint32 // FNV-1a of the suite path, for the duplicate hint
+	blk, off, n uint32 // the id: arena block, offset, length
+	hash        uint32 // of the id, for dedup
+	msg         int32
+	file        int32
+	meta        uint32 // line (low 28 bits), status (2 bits), a loaded file (bit 30), flaky (top bit)
+	path        uint32 // FNV-1a of the suite path, for the duplicate hint
 }
 
 const (
@@ -34,86 +39,95 @@ func (r *jbRecord) flaky() bool { return r.meta&jbFlakyFlag != 0 }
 // (nodetest.go), recorded in Inventory.Files rather than as a test.
 func (r *jbRecord) loadedFile() bool { return r.meta&jbFileFlag != 0 }
 
-const (
-	jbChunk = 4096 // records per chunk
-	jbBatch = 64   // records per dedup batch
-)
+const jbChunk = 4096 // records per chunk
 
 func (b *junitBuilder) rec(i int32) *jbRecord { return &b.recs[i/jbChunk][i%jbChunk] }
 
-// insert records a test. Whether its id is new is decided in batches
-// (dedup): the answer is needed only at the end.
+// id is record r's id, in the arena.
+func (b *junitBuilder) id(r *jbRecord) string {
+	blk := b.blocks[r.blk]
+	return unsafe.String(&blk[:cap(blk)][r.off], r.n)
+}
+
+// insert records a test and the hash of its id, taken while the id's bytes
+// are still in cache. Whether the id is new is decided once, at the end
+// (dedup).
 func (b *junitBuilder) insert(r jbRecord) {
 	if len(b.recs) == 0 || len(b.recs[len(b.recs)-1]) == jbChunk {
 		b.recs = append(b.recs, make([]jbRecord, 0, jbChunk))
 	}
+	r.hash = uint32(maphash.String(b.seed, b.id(&r)))
 	last := &b.recs[len(b.recs)-1]
 	*last = append(*last, r)
-	b.pending = append(b.pending, int32(b.n))
 	b.n++
-	if len(b.pending) == cap(b.pending) {
-		b.dedup()
-	}
 }
 
-// dedup puts the pending records into the set of ids, counting each one
-// already there as a duplicate. With a million ids the set is far larger
-// than the CPU caches and every probe is a miss; touching the slots of a
-// whole batch first lets those independent loads overlap, so a batch waits
-// for memory about once rather than once per id.
+// dedup counts every id that repeats an earlier one. It sorts the (hash,
+// record index) keys and compares ids only where hashes are equal: a hash
+// set probed per id costs a cache miss per id once a million ids outgrow
+// the CPU caches, where a radix sort's passes read and write in order.
 func (b *junitBuilder) dedup() {
-	if size := len(b.slots); 2*(b.unique+len(b.pending)) > size {
-		for 2*(b.unique+len(b.pending)) > size {
-			size *= 2 // a power of two: probes wrap with a mask
+	keys := make([]uint64, b.n)
+	for i := range keys {
+		keys[i] = uint64(b.rec(int32(i)).hash)<<32 | uint64(i)
+	}
+	keys = sortKeys(keys, make([]uint64, b.n))
+	var firsts []int32 // the distinct ids among one run of equal hashes
+	for lo := 0; lo < len(keys); {
+		hi := lo + 1
+		for hi < len(keys) && keys[hi]>>32 == keys[lo]>>32 {
+			hi++
 		}
-		old := b.slots
-		b.slots = make([]uint64, size)
-		for _, v := range old {
-			if v != 0 {
-				b.place(v)
+		if hi-lo > 1 {
+			// Equal hashes, in the order of the records: a repeated id, or
+			// (rarely) distinct ids whose hashes collide.
+			firsts = firsts[:0]
+		next:
+			for _, k := range keys[lo:hi] {
+				i := int32(uint32(k))
+				for _, f := range firsts {
+					if b.id(b.rec(f)) == b.id(b.rec(i)) {
+						b.duplicate(f, b.rec(i).path)
+						continue next
+					}
+				}
+				firsts = append(firsts, i)
 			}
 		}
-	}
-	mask := uint32(len(b.slots) - 1)
-	var hs [jbBatch]uint32
-	var touch uint64
-	for k, i := range b.pending {
-		hs[k] = uint32(maphash.String(b.seed, b.rec(i).id))
-		touch += b.slots[hs[k]&mask]
-	}
-	b.touch += touch // keeps the loads
-	for k, i := range b.pending {
-		if orig := b.lookup(b.rec(i).id, hs[k]); orig >= 0 {
-			b.duplicate(orig, b.rec(i).path)
-			continue
-		}
-		b.place(uint64(hs[k])<<32 | uint64(i+1))
-		b.unique++
-	}
-	b.pending = b.pending[:0]
-}
-
-// lookup finds the record holding id (hash h) in the set, or -1.
-func (b *junitBuilder) lookup(id string, h uint32) int32 {
-	mask := uint32(len(b.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		v := b.slots[i]
-		if v == 0 {
-			return -1
-		}
-		if uint32(v>>32) == h && b.rec(int32(uint32(v)-1)).id == id {
-			return int32(uint32(v) - 1)
-		}
+		lo = hi
 	}
 }
 
-func (b *junitBuilder) place(v uint64) {
-	mask := uint32(len(b.slots) - 1)
-	i := uint32(v>>32) & mask
-	for b.slots[i] != 0 {
-		i = (i + 1) & mask
+// sortKeys sorts keys by their high 32 bits, keeping the order of equal
+// ones (record order: the low 32 bits ascend as inserted), using tmp (as
+// long as keys) as the other buffer. It returns whichever holds the result.
+func sortKeys(keys, tmp []uint64) []uint64 {
+	if len(keys) < 256 {
+		slices.Sort(keys) // the low bits are distinct: the same order
+		return keys
 	}
-	b.slots[i] = v
+	var counts [4][256]int
+	for _, k := range keys {
+		counts[0][byte(k>>32)]++
+		counts[1][byte(k>>40)]++
+		counts[2][byte(k>>48)]++
+		counts[3][byte(k>>56)]++
+	}
+	for pass := range counts {
+		c := &counts[pass]
+		sum := 0
+		for d := range c {
+			c[d], sum = sum, sum+c[d]
+		}
+		shift := 32 + 8*pass
+		for _, k := range keys {
+			d := byte(k >> shift)
+			tmp[c[d]] = k
+			c[d]++
+		}
+		keys, tmp = tmp, keys
+	}
+	return keys
 }
 
 // duplicate counts a further occurrence of record idx and tracks whether

@@ -7,10 +7,12 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -337,6 +339,72 @@ func TestJUnitDifferentialCorpus(t *testing.T) {
 		}
 		for _, id := range []Identity{IdentityDefault, IdentitySuitePath} {
 			jxParseBoth(t, doc, Options{Identity: id})
+		}
+	}
+}
+
+// TestJUnitDedupCollisions forces every id's hash equal, as a collision
+// would: ids are then told apart by their bytes, repeats are counted
+// against the first occurrence, and whether suite-path ids would separate
+// them follows the suite paths.
+func TestJUnitDedupCollisions(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ids   []string
+		paths []uint32
+		extra map[int32]int32
+		split bool
+	}{
+		{"distinct", []string{"a", "b", "c"}, []uint32{1, 1, 1}, nil, true},
+		{"repeats", []string{"a", "b", "a", "c", "b", "a"}, []uint32{1, 1, 2, 1, 2, 3}, map[int32]int32{0: 2, 1: 1}, true},
+		{"same suite", []string{"a", "b", "a"}, []uint32{1, 1, 1}, map[int32]int32{0: 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newJUnitBuilder(IdentityDefault, DefaultLimits)
+			b.blocks = [][]byte{[]byte(strings.Join(tc.ids, ""))}
+			off := 0
+			for i, id := range tc.ids {
+				b.insert(jbRecord{off: uint32(off), n: uint32(len(id)), path: tc.paths[i]})
+				off += len(id)
+			}
+			for _, chunk := range b.recs {
+				for i := range chunk {
+					chunk[i].hash = 7
+				}
+			}
+			b.dedup()
+			if len(b.dupExtra) != len(tc.extra) {
+				t.Fatalf("repeats %v, want %v", b.dupExtra, tc.extra)
+			}
+			for k, v := range tc.extra {
+				if b.dupExtra[k] != v {
+					t.Fatalf("repeats %v, want %v", b.dupExtra, tc.extra)
+				}
+			}
+			if b.pathsSplit != tc.split {
+				t.Fatalf("pathsSplit %v, want %v", b.pathsSplit, tc.split)
+			}
+		})
+	}
+}
+
+// TestJUnitSortKeys holds the radix sort to slices.Sort: the same order,
+// equal hashes in record order, at sizes on both sides of its cut-over.
+func TestJUnitSortKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 255, 256, 257, 5000} {
+		keys := make([]uint64, n)
+		for i := range keys {
+			h := rng.Uint32()
+			if rng.IntN(4) == 0 {
+				h &= 0xFF00FF // many equal hashes, and equal digits
+			}
+			keys[i] = uint64(h)<<32 | uint64(i)
+		}
+		want := slices.Clone(keys)
+		slices.Sort(want)
+		if got := sortKeys(keys, make([]uint64, n)); !slices.Equal(got, want) {
+			t.Fatalf("n=%d: radix order differs from slices.Sort", n)
 		}
 	}
 }

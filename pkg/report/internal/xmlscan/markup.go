@@ -9,15 +9,17 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-// name reads an XML name into dst. Names are ASCII in the subset; element and
-// attribute names (qualified) have at most one colon, as encoding/xml
-// requires of them.
-func (s *Scanner) name(dst []byte, what string, qualified bool) ([]byte, error) {
-	dst = dst[:0]
-	c, err := s.peek()
-	if err != nil {
-		return dst, s.eofIn(err, "in a name")
+// appendName reads an XML name and appends it to dst. Names are ASCII in
+// the subset; element and attribute names (qualified) have at most one
+// colon, as encoding/xml requires of them.
+func (s *Scanner) appendName(dst []byte, what string, qualified bool) ([]byte, error) {
+	from := len(dst)
+	if s.pos >= s.vend {
+		if err := s.fill(1); err != nil {
+			return dst, s.eofIn(err, "in a name")
+		}
 	}
+	c := s.buf[s.pos]
 	if !nameStart[c] {
 		if c >= 0x80 {
 			return dst, s.errorf(s.pos, "non-ASCII %s name: runmill's XML subset accepts ASCII names only", what)
@@ -28,15 +30,18 @@ func (s *Scanner) name(dst []byte, what string, qualified bool) ([]byte, error) 
 	for {
 		buf := s.buf[s.pos:s.vend]
 		i := 0
-		for i < len(buf) && nameChar[buf[i]] {
-			if buf[i] == ':' {
+		for i < len(buf) {
+			if k := nameChar[buf[i]]; k != 1 {
+				if k != nameColon {
+					break
+				}
 				colons++
 			}
 			i++
 		}
 		dst = append(dst, buf[:i]...)
 		s.pos += i
-		if len(dst) > MaxName {
+		if len(dst)-from > MaxName {
 			return dst, rmerr.New(rmerr.ReportLimit, "line %d: %s name longer than %d bytes (cap: XML name length)", s.line(s.pos), what, MaxName).
 				WithHint("the report is not a plausible JUnit file; check the reporter")
 		}
@@ -51,7 +56,7 @@ func (s *Scanner) name(dst []byte, what string, qualified bool) ([]byte, error) 
 		}
 	}
 	if qualified && colons > 1 {
-		return dst, s.errorf(s.pos, "%s name %q has more than one colon", what, dst)
+		return dst, s.errorf(s.pos, "%s name %q has more than one colon", what, dst[from:])
 	}
 	return dst, nil
 }
@@ -111,7 +116,7 @@ func (s *Scanner) comment() error {
 func (s *Scanner) cdata() error {
 	sink := s.h.Sink()
 	for {
-		c, err := s.until(&stopCDATA, sink)
+		c, err := s.until(stopCDATA, sink)
 		if err != nil {
 			return s.eofIn(err, "in a CDATA section")
 		}
@@ -136,11 +141,12 @@ func (s *Scanner) cdata() error {
 // report; a second XML declaration is refused.
 func (s *Scanner) pi() error {
 	s.pos += 2
-	target, err := s.name(s.elem, "processing instruction", false)
-	s.elem = target
+	var err error
+	s.elem, err = s.appendName(s.elem[:0], "processing instruction", false)
 	if err != nil {
 		return err
 	}
+	target := s.elem
 	if equalFold(string(target), "xml") {
 		return s.errorf(s.pos, "misplaced or malformed XML declaration <?%s: one may come only first in the file, as <?xml version=\"1.0\" …?>", target)
 	}
@@ -174,13 +180,11 @@ func (s *Scanner) pi() error {
 func (s *Scanner) startTag() error {
 	s.pos++
 	var err error
-	if s.elem, err = s.name(s.elem, "element", true); err != nil {
+	if s.elem, err = s.appendName(s.elem[:0], "element", true); err != nil {
 		return err
 	}
-	for i := range s.attrs.F {
-		s.attrs.F[i].Reset()
-	}
-	s.anames, s.aoffs = s.anames[:0], s.aoffs[:0]
+	s.attrs.reset()
+	s.anames, s.aoffs, s.nattrs = s.anames[:0], s.aoffs[:0], 0
 	empty := false
 	for {
 		ws, err := s.space()
@@ -240,30 +244,41 @@ func (s *Scanner) located(at int, err error) error {
 }
 
 func (s *Scanner) attribute() error {
-	if len(s.aoffs) == MaxAttrs {
+	if s.nattrs == MaxAttrs {
 		return rmerr.New(rmerr.ReportLimit, "line %d: element <%s> has more than %d attributes (cap: attributes per element)", s.line(s.pos), s.elem, MaxAttrs).
 			WithHint("the report is not a plausible JUnit file; check the reporter")
 	}
 	at := len(s.anames)
-	name, err := s.name(s.anames[at:], "attribute", true)
-	if err != nil {
+	var err error
+	if s.anames, err = s.appendName(s.anames, "attribute", true); err != nil {
 		return err
 	}
-	s.anames = append(s.anames, name...)
-	name = s.anames[at:]
-	if s.dupAttr(name) {
+	s.nattrs++
+	name := s.anames[at:]
+	// An attribute the handler reads has its field, which says whether it
+	// was seen; only the names of the others are kept, to compare.
+	id := s.attrOf(name)
+	if id >= 0 && s.attrs.F[id].Set || id < 0 && s.dupAttr(name) {
 		return s.errorf(s.pos, "attribute %q appears twice in <%s>", name, s.elem)
 	}
-	s.aoffs = append(s.aoffs, int32(at))
-	if _, err := s.space(); err != nil {
-		return s.eofIn(err, "in an attribute")
+	if id >= 0 {
+		s.anames = s.anames[:at] // name stays readable until the next attribute
+	} else {
+		s.aoffs = append(s.aoffs, int32(at))
+	}
+	if s.atSpace() {
+		if _, err := s.space(); err != nil {
+			return s.eofIn(err, "in an attribute")
+		}
 	}
 	if s.buf[s.pos] != '=' {
 		return s.errorf(s.pos, "expected \"=\" after attribute %q in <%s>", name, s.elem)
 	}
 	s.pos++
-	if _, err := s.space(); err != nil {
-		return s.eofIn(err, "in an attribute")
+	if s.atSpace() {
+		if _, err := s.space(); err != nil {
+			return s.eofIn(err, "in an attribute")
+		}
 	}
 	q := s.buf[s.pos]
 	if q != '"' && q != '\'' {
@@ -271,13 +286,12 @@ func (s *Scanner) attribute() error {
 	}
 	s.pos++
 	var sink *textcap.Field
-	if id := s.attrOf(name); id >= 0 {
-		sink = &s.attrs.F[id]
-		sink.Set = true
+	if id >= 0 {
+		sink = s.attrs.set(id)
 	}
-	stop := &stopAttrQ
+	stop := stopAttrQ
 	if q == '\'' {
-		stop = &stopAttrA
+		stop = stopAttrA
 	}
 	for {
 		c, err := s.until(stop, sink)
@@ -300,8 +314,8 @@ func (s *Scanner) attribute() error {
 	}
 }
 
-// dupAttr reports whether name (the newest attribute name, already at the
-// end of anames) was seen before in this element.
+// dupAttr reports whether name (the newest attribute name the handler does
+// not read, already at the end of anames) was seen before in this element.
 func (s *Scanner) dupAttr(name []byte) bool {
 	prev := func(k int) []byte {
 		end := len(s.anames) - len(name)
@@ -339,7 +353,7 @@ func (s *Scanner) dupAttr(name []byte) bool {
 func (s *Scanner) endTag() error {
 	s.pos += 2
 	var err error
-	if s.elem, err = s.name(s.elem, "element", true); err != nil {
+	if s.elem, err = s.appendName(s.elem[:0], "element", true); err != nil {
 		return err
 	}
 	if _, err := s.space(); err != nil {

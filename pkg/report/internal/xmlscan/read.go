@@ -22,9 +22,10 @@ func validate(p []byte, final, ascii bool) (ok, bad int) {
 	for {
 		// Eight bytes at a time while all are printable ASCII: a byte below
 		// 0x20 borrows into its top bit, a byte from 0x80 has it set already.
+		// A word with a line end or tab is checked exactly, still at once.
 		for i+8 <= len(p) {
 			w := binary.LittleEndian.Uint64(p[i:])
-			if ((w-lo)|w)&hi != 0 {
+			if ((w-lo)|w)&hi != 0 && !asciiWithBreaks(w) {
 				break
 			}
 			i += 8
@@ -55,6 +56,19 @@ func validate(p []byte, final, ascii bool) (ok, bad int) {
 			i += size
 		}
 	}
+}
+
+// asciiWithBreaks reports whether the eight bytes of w are ASCII and every
+// one below 0x20 is '\t', '\n' or '\r'. On 7-bit lanes the sums below
+// cannot carry into the next lane, so each flag is exact.
+func asciiWithBreaks(w uint64) bool {
+	const ones, hi = 0x0101010101010101, 0x8080808080808080
+	if w&hi != 0 {
+		return false
+	}
+	zero := func(y uint64) uint64 { return ^(y + 0x7F*ones) & hi } // lanes of y that are 0
+	low := ^(w + 0x60*ones) & hi                                   // lanes below 0x20
+	return low&^(zero(w^'\t'*ones)|zero(w^'\n'*ones)|zero(w^'\r'*ones)) == 0
 }
 
 func isChar(r int64) bool {
@@ -91,13 +105,25 @@ func (s *Scanner) fill(need int) error {
 		if s.eof {
 			return errEOF
 		}
-		if s.pos > 0 {
-			s.lines += bytes.Count(s.buf[s.lineFrom:s.pos], []byte{'\n'})
-			s.end = copy(s.buf, s.buf[s.pos:s.end])
-			s.vend -= s.pos
-			s.pos, s.lineFrom = 0, 0
+		var n int
+		var err error
+		if s.mp != nil {
+			// Lines are counted only for an error, from the start: the
+			// released pages read back from the page cache.
+			s.mp.release(s.pos)
+			n = min(bufSize, len(s.buf)-s.end)
+			if s.end+n == len(s.buf) {
+				err = io.EOF
+			}
+		} else {
+			if s.pos > 0 {
+				s.lines += bytes.Count(s.buf[s.lineFrom:s.pos], []byte{'\n'})
+				s.end = copy(s.buf, s.buf[s.pos:s.end])
+				s.vend -= s.pos
+				s.pos, s.lineFrom = 0, 0
+			}
+			n, err = s.r.Read(s.buf[s.end:])
 		}
-		n, err := s.r.Read(s.buf[s.end:])
 		if n > 0 {
 			stalls = 0
 			s.sum.Write(s.buf[s.end : s.end+n])
@@ -192,15 +218,21 @@ func (s *Scanner) eofIn(err error, what string) error {
 func (s *Scanner) space() (bool, error) {
 	seen := false
 	for {
-		for s.pos < s.vend {
-			if !isSpace(s.buf[s.pos]) {
-				return seen, nil
-			}
-			s.pos++
-			seen = true
+		buf, i := s.buf[:s.vend], s.pos
+		for i < len(buf) && spaceByte[buf[i]] {
+			i++
+		}
+		seen = seen || i > s.pos
+		s.pos = i
+		if i < len(buf) {
+			return seen, nil
 		}
 		if err := s.fill(1); err != nil {
 			return seen, err
 		}
 	}
 }
+
+// atSpace is whether space has anything to do: most calls in a tag meet
+// no whitespace (between a name and '=') and are answered without a call.
+func (s *Scanner) atSpace() bool { return s.pos >= s.vend || spaceByte[s.buf[s.pos]] }

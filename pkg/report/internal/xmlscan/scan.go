@@ -3,9 +3,12 @@ package xmlscan
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"hash"
 	"io"
+	"math/bits"
+	"runtime/debug"
 	"unicode/utf8"
 
 	"github.com/runmill/verify/pkg/report/internal/textcap"
@@ -28,10 +31,10 @@ type Handler interface {
 type Config struct {
 	MaxBytes int64 // cap on the document (RM-REPORT-003 beyond)
 	MaxField int   // bytes kept of each text field (textcap.Field.Max)
-	// Attr numbers an attribute the handler reads, 0 ≤ id < Attrs, or
-	// returns -1: values of all other attributes are checked and dropped
-	// unread, so what one element costs in memory is bounded by Attrs
-	// fields of MaxField each.
+	// Attr numbers an attribute the handler reads, 0 ≤ id < Attrs (one id
+	// per name), or returns -1: values of all other attributes are checked
+	// and dropped unread, so what one element costs in memory is bounded
+	// by Attrs fields of MaxField each.
 	Attr  func(name []byte) int
 	Attrs int
 }
@@ -53,34 +56,79 @@ var single = func() (t [256]byte) {
 
 func oneByte(c byte) []byte { return single[c : int(c)+1] }
 
-// Byte classes. Each table marks the bytes that end the fast loop of one
+// Byte classes. Each stop set marks the bytes that end the fast loop of one
 // context; everything else is copied or skipped in bulk.
 var (
-	stopText  [256]bool // character data: markup, reference, "]]>" check, CR
-	stopCDATA [256]bool
-	stopAttrQ [256]bool // attribute value in "…"
-	stopAttrA [256]bool // attribute value in '…'
+	stopText  = newStops("<&]\r") // character data: markup, reference, "]]>" check, CR
+	stopCDATA = newStops("]\r")
+	stopAttrQ = newStops("\"<&\r") // attribute value in "…"
+	stopAttrA = newStops("'<&\r")  // attribute value in '…'
 	nameStart [256]bool
-	nameChar  [256]bool
+	nameChar  [256]uint8 // 0: ends a name; nameColon: ':'; else another name byte
 )
 
+const nameColon = 2
+
+// stops is a set of at most four stop bytes, read eight bytes at a time:
+// most text and attribute values are long runs without one, and a table
+// lookup per byte cost more than the rest of the scan.
+type stops struct {
+	tab  [256]bool
+	word [4]uint64 // each stop byte in all eight lanes (repeated to fill four)
+}
+
+func newStops(set string) *stops {
+	st := &stops{}
+	for i := range st.word {
+		c := set[i%len(set)]
+		st.tab[c] = true
+		st.word[i] = 0x0101010101010101 * uint64(c)
+	}
+	return st
+}
+
+// skip returns the length of the run at the start of p without a stop byte.
+func (st *stops) skip(p []byte) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	s0, s1, s2, s3 := st.word[0], st.word[1], st.word[2], st.word[3]
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		w := binary.LittleEndian.Uint64(p[i : i+8])
+		// A lane of x is zero where w holds that stop byte. (x-lo)&^x&hi
+		// flags every zero lane and may flag a lane above one (a borrow),
+		// never below: the lowest flag is the first stop byte.
+		x := w ^ s0
+		m := (x - lo) &^ x
+		x = w ^ s1
+		m |= (x - lo) &^ x
+		x = w ^ s2
+		m |= (x - lo) &^ x
+		x = w ^ s3
+		m |= (x - lo) &^ x
+		if m &= hi; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(p) && !st.tab[p[i]] {
+		i++
+	}
+	return i
+}
+
 func init() {
-	for _, c := range "<&]\r" {
-		stopText[c] = true
-	}
-	stopCDATA[']'], stopCDATA['\r'] = true, true
-	for _, c := range "<&\r" {
-		stopAttrQ[c], stopAttrA[c] = true, true
-	}
-	stopAttrQ['"'], stopAttrA['\''] = true, true
 	for c := 0; c < 128; c++ {
 		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 		nameStart[c] = letter || c == '_' || c == ':'
-		nameChar[c] = nameStart[c] || '0' <= c && c <= '9' || c == '.' || c == '-'
+		if nameStart[c] || '0' <= c && c <= '9' || c == '.' || c == '-' {
+			nameChar[c] = 1
+		}
 	}
+	nameChar[':'] = nameColon
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+func isSpace(c byte) bool { return spaceByte[c] }
+
+var spaceByte = [256]bool{' ': true, '\n': true, '\t': true, '\r': true}
 
 // Scanner reads one document and drives a Handler.
 type Scanner struct {
@@ -91,6 +139,9 @@ type Scanner struct {
 	end   int // buf[vend:end] is read, not yet validated
 	eof   bool
 	ascii bool // declared US-ASCII
+	// mp, when the file is mapped (mapFile): buf is then the file itself,
+	// revealed bufSize bytes at a time as if read, and never moved.
+	mp *mapping
 
 	sum      hash.Hash
 	n        int64 // bytes read
@@ -108,23 +159,28 @@ type Scanner struct {
 	offs     []int32 // start of each name in stack
 	elem     []byte  // name of the element being read
 	attrs    Attrs
-	anames   []byte  // attribute names of the element being read
+	anames   []byte  // names of the element's attributes the handler does not read
 	aoffs    []int32 // start of each name in anames
+	nattrs   int     // attributes of the element being read
 	aseen    map[string]struct{}
 	scratch  []byte
 }
 
 // New returns a scanner of r that drives h; Run reads the document.
 func New(r io.Reader, h Handler, c Config) *Scanner {
-	return &Scanner{
+	s := &Scanner{
 		r:        r,
-		buf:      make([]byte, bufSize),
 		sum:      sha256.New(),
 		maxBytes: c.MaxBytes,
 		h:        h,
 		attrOf:   c.Attr,
 		attrs:    NewAttrs(c.Attrs, c.MaxField),
 	}
+	// The cap stops parsing at MaxBytes; a read past it sees a little more.
+	if s.mp, s.buf = mapFile(r, c.MaxBytes+bufSize); s.mp == nil {
+		s.buf = make([]byte, bufSize)
+	}
+	return s
 }
 
 // SHA256 is the digest of every byte read, in hex.
@@ -142,6 +198,21 @@ func (s *Scanner) Run() (err error) {
 			err = s.eofIn(err, "")
 		}
 	}()
+	if s.mp != nil {
+		defer s.mp.close()
+		// A file that shrinks under its mapping faults where it is read
+		// (SIGBUS): that is an error of this report, not a crash.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			r := recover()
+			if f, ok := r.(interface{ Addr() uintptr }); ok && s.mp.contains(f.Addr()) {
+				err = rmerr.New(rmerr.ReportMalformed, "the report file shrank while it was read").
+					WithHint("leave the report unchanged until runmill has read it")
+			} else if r != nil {
+				panic(r)
+			}
+		}()
+	}
 	if err := s.prolog(); err != nil {
 		return err
 	}
@@ -202,13 +273,10 @@ func (s *Scanner) top() string {
 // has one), refilling the buffer as needed, and returns that stop byte
 // without consuming it. It is the one inner loop of text, CDATA and
 // attribute values.
-func (s *Scanner) until(stop *[256]bool, sink *textcap.Field) (byte, error) {
+func (s *Scanner) until(stop *stops, sink *textcap.Field) (byte, error) {
 	for {
 		buf := s.buf[s.pos:s.vend]
-		i := 0
-		for i < len(buf) && !stop[buf[i]] {
-			i++
-		}
+		i := stop.skip(buf)
 		if sink != nil && i > 0 {
 			sink.Write(buf[:i])
 		}
@@ -227,7 +295,7 @@ func (s *Scanner) until(stop *[256]bool, sink *textcap.Field) (byte, error) {
 func (s *Scanner) text() error {
 	sink := s.h.Sink()
 	for {
-		c, err := s.until(&stopText, sink)
+		c, err := s.until(stopText, sink)
 		if err != nil {
 			return err
 		}

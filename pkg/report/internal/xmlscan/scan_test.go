@@ -1,6 +1,8 @@
 package xmlscan
 
 import (
+	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 	"unicode/utf8"
 )
@@ -48,5 +50,85 @@ func TestValidate(t *testing.T) {
 	}
 	if _, bad := validate([]byte("abc\xC3\xA9"), true, true); bad != 3 {
 		t.Fatalf("US-ASCII: bad at %d, want 3", bad)
+	}
+}
+
+// TestStopsSkip holds the word-at-a-time skip to a byte-by-byte reading of
+// the same stop set: every stop byte and its neighbours (a borrow flags the
+// lane above a stop, '\r'+1 and '<'+1 among them) at every offset of
+// buffers around the word size.
+func TestStopsSkip(t *testing.T) {
+	for _, st := range []*stops{stopText, stopCDATA, stopAttrQ, stopAttrA} {
+		var probes []byte
+		for c := range 256 {
+			if st.tab[c] {
+				probes = append(probes, byte(c), byte(c+1), byte(c-1))
+			}
+		}
+		probes = append(probes, 0x80, 0xFF, 0x01, 'a')
+		for n := range 25 {
+			for at := range n {
+				for _, c := range probes {
+					for _, fill := range []byte{'a', 0x01, 0x80, 0x0E, 0x3D} {
+						p := make([]byte, n)
+						for i := range p {
+							p[i] = fill
+						}
+						p[at] = c
+						want := 0
+						for want < len(p) && !st.tab[p[want]] {
+							want++
+						}
+						if got := st.skip(p); got != want {
+							t.Fatalf("skip(%q) = %d, want %d", p, got, want)
+						}
+					}
+				}
+			}
+		}
+		// Several stops and neighbours together.
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range 20000 {
+			p := make([]byte, rng.IntN(40))
+			for i := range p {
+				p[i] = probes[rng.IntN(len(probes))]
+				if rng.IntN(3) > 0 {
+					p[i] = 'a'
+				}
+			}
+			want := 0
+			for want < len(p) && !st.tab[p[want]] {
+				want++
+			}
+			if got := st.skip(p); got != want {
+				t.Fatalf("skip(%q) = %d, want %d", p, got, want)
+			}
+		}
+	}
+}
+
+// TestASCIIWithBreaks holds the word test to a byte-by-byte reading: every
+// byte value in every lane, among neighbours that are tabs, line ends,
+// spaces or letters.
+func TestASCIIWithBreaks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	fill := []byte{'\t', '\n', '\r', ' ', 'a', 0x7F}
+	for lane := range 8 {
+		for c := range 256 {
+			for range 8 {
+				var p [8]byte
+				for i := range p {
+					p[i] = fill[rng.IntN(len(fill))]
+				}
+				p[lane] = byte(c)
+				want := true
+				for _, b := range p {
+					want = want && b < 0x80 && (b >= 0x20 || b == '\t' || b == '\n' || b == '\r')
+				}
+				if got := asciiWithBreaks(binary.LittleEndian.Uint64(p[:])); got != want {
+					t.Fatalf("asciiWithBreaks(%q) = %v, want %v", p, got, want)
+				}
+			}
+		}
 	}
 }
