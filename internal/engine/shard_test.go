@@ -235,8 +235,8 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 		}
 		return p
 	}
-	// resign re-signs shard p's statement after mod, with key.
-	resign := func(p string, key *evidence.SigningKey, mod func(*evidence.ShardStatement)) string {
+	// statementOf decodes shard bundle p's statement, unverified.
+	statementOf := func(p string) evidence.ShardStatement {
 		payload, err := evidence.PayloadUnverifiedUnsafe(read(p))
 		if err != nil {
 			t.Fatal(err)
@@ -245,6 +245,11 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 		if err := json.Unmarshal(payload, &st); err != nil {
 			t.Fatal(err)
 		}
+		return st
+	}
+	// resign re-signs shard p's statement after mod, with key.
+	resign := func(p string, key *evidence.SigningKey, mod func(*evidence.ShardStatement)) string {
+		st := statementOf(p)
 		mod(&st)
 		b, _, err := evidence.Sign(&st, key)
 		if err != nil {
@@ -342,15 +347,7 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 		}
 		var sources []string
 		for _, p := range reused {
-			st, err := evidence.PayloadUnverifiedUnsafe(read(p))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var shard evidence.ShardStatement
-			if err := json.Unmarshal(st, &shard); err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range shard.Predicate.Checks {
+			for _, c := range statementOf(p).Predicate.Checks {
 				if c.ReusedFrom != nil && !slices.Contains(sources, c.ReusedFrom.Bundle) {
 					sources = append(sources, c.ReusedFrom.Bundle)
 				}
