@@ -37,8 +37,9 @@ type View struct {
 }
 
 // Spec is one command to run in a fresh task. Everything not granted here is
-// denied: no network beyond loopback, no writable path but ReportFile, TMPDIR
-// and /dev/shm, no capability, no inherited environment.
+// denied: no network beyond loopback, no writable path but ReportFile, TMPDIR,
+// /dev/shm and the upper layers of copy-on-write Views, no capability, no
+// inherited environment.
 type Spec struct {
 	// ID names the container; a random one when empty. It must be unique
 	// among live runs.
