@@ -357,14 +357,8 @@ func (sp Spec) validate() (*plan, error) {
 		}
 		ok := true
 		for _, path := range []string{v.Source, v.Destination} {
-			if err := checkBindPath(path); err != nil {
+			if err := bindDir("view", path); err != nil {
 				bad(field, "%v", err)
-				ok = false
-			} else if fi, err := os.Stat(path); err != nil {
-				bad(field, "view: %v", err)
-				ok = false
-			} else if !fi.IsDir() {
-				bad(field, "view %s is not a directory", path)
 				ok = false
 			}
 		}
@@ -489,17 +483,11 @@ func overlaps(a, b string) bool {
 func (p *plan) checkOverlay(field string, v View, bad func(field, format string, args ...any)) bool {
 	ok := true
 	for _, path := range []string{v.Upper, v.Work} {
-		if err := checkBindPath(path); err != nil {
-			bad(field, "view overlay: %v", err)
-			ok = false
-		} else if p.inCheckout(path) {
+		if checkBindPath(path) == nil && p.inCheckout(path) {
 			bad(field, "view overlay directory %s is inside the checkout; make it outside", path)
 			ok = false
-		} else if fi, err := os.Stat(path); err != nil {
-			bad(field, "view overlay: %v", err)
-			ok = false
-		} else if !fi.IsDir() {
-			bad(field, "view overlay %s is not a directory", path)
+		} else if err := bindDir("view overlay", path); err != nil {
+			bad(field, "%v", err)
 			ok = false
 		}
 	}
@@ -511,6 +499,22 @@ func (p *plan) checkOverlay(field string, v View, bad func(field, format string,
 		}
 	}
 	return ok
+}
+
+// bindDir refuses path unless it is a clean bind path naming an existing
+// directory; what names the spec entry in the message.
+func bindDir(what, path string) error {
+	if err := checkBindPath(path); err != nil {
+		return err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s %s is not a directory", what, path)
+	}
+	return nil
 }
 
 // checkBindPath refuses paths that cannot be a clean bind destination, or
