@@ -71,11 +71,7 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 	if err != nil {
 		return nil, err
 	}
-	m, _, err := discoverIn(ctx, repo, o.Discover)
-	if err != nil {
-		return nil, err
-	}
-	mergeBase, err := repo.MergeBase(ctx, m.Base, m.Candidate)
+	m, _, cmp, err := discoverIn(ctx, repo, o.Discover)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +80,7 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 		return nil, err
 	}
 	defer checkouts.Close(context.Background())
-	co, err := checkouts.Create(ctx, m.Candidate)
+	co, err := checkouts.Create(ctx, cmp.candidate())
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +95,8 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 		PullRequest:    o.PullRequest,
 		Head:           m.Candidate,
 		Base:           m.Base,
-		MergeBase:      mergeBase,
+		MergeBase:      cmp.mergeBase,
+		Landing:        cmp.record(baseRefName(gh.pullRequest(), o.Discover.Base)),
 		CandidateTree:  tree.String(),
 		Policy:         evidence.PolicyExpectation{ReadFrom: m.ReadFrom},
 		RequiredChecks: []string{},
@@ -108,7 +105,7 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 	if gh != nil {
 		e.Repository = gh.repo
 	}
-	if e.Harness, err = expectHarness(ctx, newHarnesses(repo, checkouts, m), m, mergeBase, e.CandidateTree); err != nil {
+	if e.Harness, err = expectHarness(ctx, newHarnesses(repo, checkouts, m), m, cmp, e.CandidateTree); err != nil {
 		return nil, err
 	}
 	if m.Policies.Repository != nil {
@@ -122,7 +119,7 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 			e.RequiredChecks = append(e.RequiredChecks, c.ID)
 		}
 	}
-	if e.Lockfiles, err = expectLockfiles(ctx, repo, m.Candidate, m.Base, mergeBase); err != nil {
+	if e.Lockfiles, err = expectLockfiles(ctx, repo, cmp.candidate(), cmp.baseline); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -19,7 +19,7 @@ import (
 // check result are gathered meanwhile. When every run is over the checkouts
 // go, while the later stages work.
 func (v *verification) execute(ctx context.Context) error {
-	v.e.prepareDepsAsync(ctx, v.repo, v.m, v.op, v.o.StateDir)
+	v.e.prepareDepsAsync(ctx, v.repo, v.m, v.cmp.candidate(), v.op, v.o.StateDir)
 	scans := v.startScans(ctx)
 	v.share = v.o.assignment(v.m)
 	checks := v.startChecks(ctx)
@@ -78,7 +78,7 @@ func (v *verification) startChecks(ctx context.Context) *checkRuns {
 		runs.wg.Add(1)
 		go func() {
 			defer runs.wg.Done()
-			recs, err := v.e.check(ctx, sem, c, v.m, v.mergeBase)
+			recs, err := v.e.check(ctx, sem, c, v.cmp)
 			if err != nil {
 				runs.mu.Lock()
 				if runs.err == nil {
@@ -116,12 +116,13 @@ func (v *verification) describe(ctx context.Context, probe json.RawMessage) {
 	d.Candidate = evidence.Candidate{
 		Repository:  v.cand.Repository,
 		PullRequest: o.PullRequest,
-		Head:        m.Candidate, Base: m.Base, MergeBase: v.mergeBase,
+		Head:        m.Candidate, Base: m.Base, MergeBase: v.cmp.mergeBase,
+		Landing: v.cmp.record(v.baseRef()),
 	}
 	d.Sandbox = probe
 	d.Checks, d.Remote, d.PendingContexts, d.Failures = []record.CheckRun{}, []record.RemoteResult{}, []string{}, []record.Finding{}
 	d.Reviews = v.gh.reviews()
-	d.Dependencies = dependencyDiffs(ctx, v.repo, m, v.mergeBase, v.logf)
+	d.Dependencies = dependencyDiffs(ctx, v.repo, m, v.cmp, v.logf)
 	d.Failures = append(d.Failures, githubFindings(m, v.op != nil && v.op.Doc.GitHub.Required, v.gh)...)
 }
 

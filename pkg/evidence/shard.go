@@ -334,7 +334,7 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 		switch {
 		case p.Count != n:
 			return nil, refuse("shard %d/%d is of a %d-shard verification, shard %d/%d of a %d-shard one", p.Index, p.Count, p.Count, first.Index, n, n)
-		case p.Candidate != first.Candidate:
+		case !p.Candidate.Equal(first.Candidate):
 			return nil, refuse("shard %d/%d is about %s@%s (base %s, tree %s), shard %d/%d about %s@%s (base %s, tree %s)",
 				p.Index, n, p.Candidate.Repository.Name, p.Candidate.Head, p.Candidate.Base, p.Candidate.Tree,
 				first.Index, n, first.Candidate.Repository.Name, first.Candidate.Head, first.Candidate.Base, first.Candidate.Tree)

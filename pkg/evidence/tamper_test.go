@@ -159,6 +159,7 @@ var trustRules = []rule{
 // statement no longer matches; malformed documents fail to parse.
 var expectationRules = []rule{
 	{"changed", `\$\.(repository\.(name|id)|pull_request|head|base|merge_base|candidate_tree|policy\.(operator|repository)_digest)`, ReasonBinding},
+	{"changed", `\$\.landing\.(base_ref|behind|commit|git_tree)`, ReasonBinding},
 	{"changed|removed", `\$\.required_checks\[\d\]`, ReasonBinding},
 	{"removed", `\$\.reviews\.approvals\[0\]`, ReasonBinding},
 	{"changed", `\$\.reviews\.approvals\[0\]\.(reviewer|commit)`, ReasonBinding},
@@ -219,6 +220,8 @@ var statementRules = []rule{
 
 	// Bindings to the expectations.
 	{"changed", pred + `\.candidate\.(base|merge_base|pull_request|repository\.id|tree)|` + pred + `\.manifest\.(base|candidate|policies\..*)`, ReasonBinding},
+	{"changed", pred + `\.candidate\.landing\.(base_ref|behind|commit|git_tree)`, ReasonBinding},
+	{"changed", pred + `\.candidate\.landing\.merged`, ReasonStatement}, // a merge exactly when behind
 	{"changed", check + `\.commit|` + cand + `\.tree_before|` + mchk + `\.(id|required)|` + pred + `\.reviews\[0\]\.(reviewer|commit)`, ReasonBinding},
 	{"changed", pred + `\.issued_at`, ReasonKeyWindow},
 
