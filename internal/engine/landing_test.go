@@ -17,7 +17,7 @@ import (
 
 // landingRunner runs every tests/*.t as a shell script: one TAP point per
 // file, "not ok" when it exits non-zero. The command exits 0 either way:
-// the report is the authority on what failed.
+// the report is the authority on what failed. tapPolicy runs it.
 const landingRunner = `#!/bin/sh
 n=$(ls tests/*.t | wc -l)
 echo "1..$n"
@@ -28,20 +28,13 @@ for f in tests/*.t; do
 done
 `
 
-const landingPolicy = `checks:
-  - id: unit
-    run: sh tests/run.sh > reports/unit.tap
-    report: {path: reports/unit.tap, format: tap}
-    timeout: 60s
-`
-
 // landingRepo is issue 24's repository: at the fork, lib/rate.sh is
 // covered by no test and tests/fixed.t fails (lib/fix.sh is broken); main
 // then gains tests/discount.t, which covers lib/rate.sh, and fixes
 // lib/fix.sh. It returns the fork and main's tip.
 func landingRepo(t *testing.T) (r *gittest.Repo, fork, tip string) {
 	r = gittest.New(t)
-	r.Write(".runmill/checks.yaml", landingPolicy)
+	r.Write(".runmill/checks.yaml", tapPolicy)
 	r.Write("tests/run.sh", landingRunner)
 	r.Write("lib/price.sh", "echo 250\n")
 	r.Write("lib/rate.sh", "echo 10\n")
