@@ -1,6 +1,7 @@
 // Package bounded reads and keeps at most a fixed number of bytes: runmill's
-// one bounded reader (bundles, trust documents, stored records) and one
-// capped buffer (a child process's stderr folded into an error).
+// one bounded reader (bundles, trust documents, stored records), one capped
+// buffer (a child process's stderr folded into an error), and the one open
+// of a file that must be regular (OpenRegular), which never waits on a FIFO.
 package bounded
 
 import (
@@ -29,23 +30,23 @@ func ReadAll(r io.Reader, max int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(r, max+1))
 }
 
-// ReadFile reads path, which must be a regular file of at most max bytes;
-// anything else, or a file that grew past max while it was read, is an
-// error rather than a truncation.
+// ReadFile reads path, which must be a regular file (OpenRegular: not a
+// symlink, nothing that can make it wait) of at most max bytes; anything
+// else, or a file that grew past max while it was read, is an error rather
+// than a truncation.
 func ReadFile(path string, max int64) ([]byte, error) {
 	refused := fmt.Errorf("%s is not a regular file of at most %d bytes", path, max)
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
+	f, fi, err := OpenRegular(path)
+	if errors.Is(err, ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %w", refused, err)
 	}
-	if !fi.Mode().IsRegular() || fi.Size() > max {
-		return nil, refused
-	}
-	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi.Size() > max {
+		return nil, refused
+	}
 	b, err := ReadAll(f, max)
 	if err != nil {
 		return nil, err

@@ -2,9 +2,12 @@ package bounded_test
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/runmill/verify/internal/bounded"
@@ -89,5 +92,59 @@ func TestBuffer(t *testing.T) {
 	}
 	if !bytes.Equal(b.Bytes(), []byte("abcd")) {
 		t.Fatalf("kept %q, want the first 4 bytes", b.Bytes())
+	}
+}
+
+// TestOpenRegularNeverWaits: a FIFO (with no writer, whose plain open would
+// wait forever), a directory, a device and a symlink are refused at once
+// with ErrNotRegular naming what they are; a regular file opens, with its
+// FileInfo. The test's own timeout is the only clock: a blocking open
+// hangs it.
+func TestOpenRegularNeverWaits(t *testing.T) {
+	dir := t.TempDir()
+	file, fifo := filepath.Join(dir, "file"), filepath.Join(dir, "fifo")
+	os.WriteFile(file, []byte("content"), 0o644)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(fifo, filepath.Join(dir, "to-fifo"))
+	os.Symlink(file, filepath.Join(dir, "to-file"))
+	for name, tc := range map[string]struct {
+		path string
+		kind string // "" opens
+	}{
+		"regular":          {file, ""},
+		"symlink to file":  {filepath.Join(dir, "to-file"), "symlink"},
+		"fifo":             {fifo, "named pipe"},
+		"symlink to fifo":  {filepath.Join(dir, "to-fifo"), "symlink"},
+		"directory":        {dir, "directory"},
+		"character device": {"/dev/null", "device"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, fi, err := bounded.OpenRegular(tc.path)
+			if tc.kind == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				if b, err := io.ReadAll(f); err != nil || string(b) != "content" || f.Name() != tc.path || fi.Size() != 7 {
+					t.Fatalf("read %q, %v from %s (size %d)", b, err, f.Name(), fi.Size())
+				}
+				return
+			}
+			if err == nil {
+				f.Close()
+				t.Fatal("opened")
+			}
+			if !errors.Is(err, bounded.ErrNotRegular) || !strings.Contains(err.Error(), "is a "+tc.kind+", not a regular file") {
+				t.Fatalf("error %v, want ErrNotRegular naming a %s", err, tc.kind)
+			}
+			if _, err := bounded.ReadFile(tc.path, 100); !errors.Is(err, bounded.ErrNotRegular) {
+				t.Fatalf("ReadFile: %v, want ErrNotRegular", err)
+			}
+		})
+	}
+	if _, _, err := bounded.OpenRegular(filepath.Join(dir, "none")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v, want ErrNotExist", err)
 	}
 }

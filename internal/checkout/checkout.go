@@ -64,8 +64,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -176,7 +178,8 @@ func NewManager(ctx context.Context, repoDir, stateDir string) (*Manager, error)
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing the refs of %s", repo)
 	}
-	shallow, err := os.ReadFile(shallowPath)
+	// 64 MiB is a million shallow commits.
+	shallow, err := readGitFile(shallowPath, 64<<20)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, rmerr.Wrap(rmerr.GitRepository, err, "reading %s", shallowPath)
 	}
@@ -225,7 +228,7 @@ func alternates(objects string) ([]string, error) {
 		}
 		seen[dir] = true
 		out = append(out, dir)
-		b, err := os.ReadFile(filepath.Join(dir, "info", "alternates"))
+		b, err := readGitFile(filepath.Join(dir, "info", "alternates"), 1<<20)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		} else if err != nil {
@@ -442,7 +445,7 @@ func (m *Manager) remove(c *Checkout) error {
 	delete(m.live, c)
 	m.mu.Unlock()
 	if c.mounted {
-		if err := unmount(c.Dir); err != nil {
+		if err := mountinfo.Unmount(c.Dir); err != nil {
 			return rmerr.Wrap(rmerr.CheckoutRemove, err, "unmounting checkout %s", c.Dir).WithHint(removeHint)
 		}
 	}
@@ -510,7 +513,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	// Never delete through a mount: a checkout whose Remove failed to
 	// unmount would otherwise take a layer's files with it.
-	if _, err := unmountAll(m.session); err != nil {
+	if _, err := mountinfo.UnmountUnder(m.session); err != nil {
 		return errors.Join(append(errs, rmerr.Wrap(rmerr.CheckoutRemove, err, "unmounting checkouts under %s", m.session).WithHint(removeHint))...)
 	}
 	if err := m.rm.Tree(m.session); err != nil {
@@ -522,4 +525,16 @@ func (m *Manager) Close(ctx context.Context) error {
 		m.lock = nil
 	}
 	return errors.Join(errs...)
+}
+
+// readGitFile reads a file of the repository's git directory as git does,
+// through symlinks, but never waits on a FIFO or device in its place
+// (bounded.ReadFile): a repository must not be able to hold the run in
+// open(2).
+func readGitFile(path string, max int64) ([]byte, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	return bounded.ReadFile(real, max)
 }

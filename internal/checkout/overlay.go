@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -76,7 +75,7 @@ func (m *Manager) EnableLayers() error {
 		return err
 	}
 	_, statErr := os.Stat(filepath.Join(merged, "f"))
-	if err := unmount(merged); err != nil {
+	if err := mountinfo.Unmount(merged); err != nil {
 		return err
 	}
 	if statErr != nil {
@@ -208,46 +207,4 @@ func mountOverlay(lower, upper, work, target string) error {
 		return &os.PathError{Op: "mount overlay", Path: target, Err: err}
 	}
 	return nil
-}
-
-// unmount detaches target, lazily when something still holds it (the
-// mount then disappears with its last user; nothing can reach it by path).
-func unmount(target string) error {
-	err := syscall.Unmount(target, 0)
-	if err == syscall.EBUSY {
-		err = syscall.Unmount(target, syscall.MNT_DETACH)
-	}
-	if err != nil && err != syscall.EINVAL && err != syscall.ENOENT { // EINVAL: not a mount point
-		return &os.PathError{Op: "unmount", Path: target, Err: err}
-	}
-	return nil
-}
-
-// mountsUnder lists the mount points at or below dir in this process's mount
-// namespace, deepest first, so they can be unmounted in order.
-func mountsUnder(dir string) ([]string, error) {
-	out, err := mountinfo.Under(dir)
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	return slices.Compact(out), nil
-}
-
-// unmountAll unmounts every mount at or below dir and returns their paths.
-func unmountAll(dir string) ([]string, error) {
-	points, err := mountsUnder(dir)
-	if err != nil {
-		return nil, err
-	}
-	var done []string
-	var errs []error
-	for _, p := range points {
-		if err := unmount(p); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		done = append(done, p)
-	}
-	return done, errors.Join(errs...)
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/runmill/verify/internal/fsname"
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -124,7 +125,7 @@ func (m *Manager) Sweep(ctx context.Context) ([]string, error) {
 		leftovers := sessionLeftovers(dir)
 		// A crashed layered session leaves overlay mounts: unmount them
 		// first, so the deletion never walks into a mount.
-		unmounted, err := unmountAll(dir)
+		unmounted, err := mountinfo.UnmountUnder(dir)
 		for _, p := range unmounted {
 			what := "overlay mount "
 			if p == filepath.Join(dir, "layers") {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/treehash"
@@ -92,7 +93,7 @@ const maxReceipt = 1 << 20
 // byte"). A mutated entry is removed so the next run imports afresh.
 func reuse(ctx context.Context, dir, strategy, key string, inputs map[string]string) (Receipt, error) {
 	r, err := func() (Receipt, error) {
-		f, err := os.Open(filepath.Join(dir, "receipt.json"))
+		f, _, err := bounded.OpenRegular(filepath.Join(dir, "receipt.json"))
 		if err != nil {
 			return Receipt{}, fmt.Errorf("its receipt is unreadable: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/dirhash"
@@ -178,6 +179,7 @@ var hostGoModCache = func(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "env", "GOMODCACHE")
 	cmd.Dir = "/"
 	cmd.Env = hostGoEnv(os.LookupEnv)
+	cmd.WaitDelay = time.Second // a child holding the pipe must not outlast ctx
 	out, err := cmd.Output()
 	if err != nil {
 		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && len(ee.Stderr) > 0 {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/git"
@@ -90,6 +91,8 @@ var hostNode = func(ctx context.Context) (nodeRuntime, error) {
 		`process.stdout.write(JSON.stringify({platform:process.platform,arch:process.arch,abi:process.versions.modules,version:process.version}))`)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	cmd.Dir = "/" // never a candidate's directory (no .noderc, no package.json "type")
+	// A child holding the pipe must not outlast ctx.
+	cmd.WaitDelay = time.Second
 	out, err := cmd.Output()
 	if err != nil {
 		return nodeRuntime{}, fmt.Errorf("running node: %w", err)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/digest"
@@ -203,7 +204,7 @@ func writeIndex(stateDir, strategy, commit, key string) error {
 // indexed returns the entry directory and receipt inputs recorded for
 // commit, or "" when none is.
 func indexed(stateDir, strategy, commit string) (dir, key string, inputs map[string]string, err error) {
-	b, err := os.ReadFile(indexPath(stateDir, strategy, commit))
+	b, err := bounded.ReadFile(indexPath(stateDir, strategy, commit), 1<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", nil, nil
 	}
@@ -216,7 +217,7 @@ func indexed(stateDir, strategy, commit string) (dir, key string, inputs map[str
 		return "", "", nil, refuse(strategy, "the install index %s is malformed; delete it and import again", indexPath(stateDir, strategy, commit))
 	}
 	dir = filepath.Join(cacheDir(stateDir, strategy), hexKey)
-	f, err := os.Open(filepath.Join(dir, "receipt.json"))
+	f, _, err := bounded.OpenRegular(filepath.Join(dir, "receipt.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		// The entry was removed (found mutated, or pruned): the commit
 		// has no install until it is imported again.

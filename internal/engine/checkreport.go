@@ -8,6 +8,7 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/budget"
 	"github.com/runmill/verify/pkg/discovery"
@@ -112,12 +113,18 @@ func openReport(c discovery.Check, path string, finding func(rule, code, format 
 		limit(err)
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscallNoFollow, 0)
+	// OpenRegular: a FIFO or symlink swapped in after the Lstat is refused,
+	// neither waited on nor followed; SameFile refuses another file.
+	f, fst, err := bounded.OpenRegular(path)
+	if errors.Is(err, bounded.ErrNotRegular) {
+		finding("report.unreadable", string(rmerr.ReportMalformed), "the report %s was replaced while runmill read it", c.Report.Path)
+		return nil
+	}
 	if err != nil {
 		finding("report.unreadable", string(rmerr.ReportMalformed), "opening the report %s: %v", c.Report.Path, err)
 		return nil
 	}
-	if fst, err := f.Stat(); err != nil || !os.SameFile(st, fst) {
+	if !os.SameFile(st, fst) {
 		f.Close()
 		finding("report.unreadable", string(rmerr.ReportMalformed), "the report %s was replaced while runmill read it", c.Report.Path)
 		return nil

@@ -5,12 +5,13 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/sandbox"
@@ -127,19 +128,15 @@ func LoadOperatorPolicy(file, repoDir string) (*discovery.OperatorPolicy, error)
 				WithHint("keep the operator policy outside the repository, where a pull request cannot edit it")
 		}
 	}
-	f, err := os.Open(real)
+	f, _, err := bounded.OpenRegular(real)
+	if errors.Is(err, bounded.ErrNotRegular) {
+		return nil, rmerr.New(rmerr.PolicyInvalid, "operator policy: %v", err).At(file, 0).
+			WithHint("pass --policy the path of the operator's policy.yaml")
+	}
 	if err != nil {
 		return nil, bad(err, "reading operator policy")
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, bad(err, "reading operator policy")
-	}
-	if !st.Mode().IsRegular() {
-		return nil, rmerr.New(rmerr.PolicyInvalid, "operator policy is a %s, not a regular file", kindName(st.Mode())).At(file, 0).
-			WithHint("pass --policy the path of the operator's policy.yaml")
-	}
 	data, err := policy.ReadCapped(f, rmerr.PolicyInvalid, file)
 	if err != nil {
 		return nil, err
@@ -159,29 +156,20 @@ func readProposals(file string, stdin io.Reader) ([]string, error) {
 		}
 		return discovery.ParseProposals(stdin, "<stdin>")
 	}
-	f, err := os.Open(file)
+	// The file named, not a symlink to it: OpenRegular refuses a link.
+	real, err := filepath.EvalSymlinks(file)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.PolicyProposals, err, "reading agent proposals").At(file, 0)
+	}
+	f, _, err := bounded.OpenRegular(real)
+	if errors.Is(err, bounded.ErrNotRegular) {
+		return nil, rmerr.New(rmerr.PolicyProposals, "agent proposals: %v", err).At(file, 0)
+	}
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.PolicyProposals, err, "reading agent proposals").At(file, 0)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
-		return nil, rmerr.New(rmerr.PolicyProposals, "agent proposals is a %s, not a regular file", kindName(st.Mode())).At(file, 0)
-	}
 	return discovery.ParseProposals(f, file)
-}
-
-func kindName(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&os.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	case m&os.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }
 
 // Policies are the two documents that govern changes on top of one base

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
@@ -247,7 +248,7 @@ func (g *goToolCaches) get(ctx context.Context, e *executor, key, image string, 
 func (g *goToolCaches) prepare(ctx context.Context, e *executor, key, image string, env []string) (string, string, error) {
 	final := filepath.Join(g.dir, key)
 	tree := filepath.Join(final, "cache")
-	if want, err := os.ReadFile(filepath.Join(final, receiptName)); err == nil {
+	if want, err := bounded.ReadFile(filepath.Join(final, receiptName), 1<<10); err == nil {
 		d, st, err := treehash.Sum(ctx, tree, treehash.Options{})
 		if err == nil && d.String() == strings.TrimSpace(string(want)) {
 			return tree, fmt.Sprintf("prepared Go toolchain cache %s: tree %s (%d files), reused, every byte verified", key[:16], d, st.Files), nil
@@ -327,7 +328,7 @@ func (g *goToolCaches) build(ctx context.Context, e *executor, work, image strin
 		}
 		return fmt.Errorf("go build std in the sandbox exited %d (timed out %t): %s", res.ExitCode, res.TimedOut, msg)
 	}
-	f, err := os.Open(out)
+	f, _, err := bounded.OpenRegular(out)
 	if err != nil {
 		return err
 	}

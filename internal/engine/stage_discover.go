@@ -48,7 +48,7 @@ func (v *verification) discover(ctx context.Context) error {
 // discoveryFailed hands the containerd connection to discoveryFailedTerminal, which
 // closes it, and returns the failure.
 func (v *verification) discoveryFailed(ctx context.Context, repo *git.Repo, failure error) error {
-	if terr := discoveryFailedTerminal(ctx, v.o, repo, v.claim(), failure, v.logf); terr != nil {
+	if terr := discoveryFailedTerminal(ctx, v.o, repo, v.claim(ctx), failure, v.logf); terr != nil {
 		v.logf("%v", terr)
 	}
 	return failure
@@ -62,6 +62,11 @@ func (v *verification) discoveryFailed(ctx context.Context, repo *git.Repo, fail
 // speak about and the error alone is the answer. repo is nil when the
 // repository did not open.
 func discoveryFailedTerminal(ctx context.Context, o VerifyOptions, repo *git.Repo, conn connection, failure error, logf func(string, ...any)) error {
+	// A cancelled run (SIGTERM) still writes what it can: its own bounded
+	// context, not the cancelled one.
+	cancelled := context.Cause(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), terminalTimeout)
+	defer cancel()
 	var closeSandbox func() []evidence.CleanupResource
 	var gone goneChecker
 	if conn.sb != nil {
@@ -84,6 +89,9 @@ func discoveryFailedTerminal(ctx context.Context, o VerifyOptions, repo *git.Rep
 	var chain evidence.Chain
 	_ = chain.Append(o.Now(), "run.started", map[string]any{"base": base, "candidate": cand})
 	_ = chain.Append(o.Now(), "discovery.failed", map[string]any{"code": string(rmerr.CodeOf(failure)), "message": failure.Error()})
+	if cancelled != nil {
+		_ = chain.Append(o.Now(), "run.cancelled", map[string]any{"cause": cancelled.Error()})
+	}
 	tc := evidence.TerminalCandidate{Repository: evidence.Repository{Name: repoName(o.Repository, repo.Dir)},
 		PullRequest: o.PullRequest, Head: cand, Base: base}
 	if err := writeTerminal(ctx, run, o, &chain, &ledger{}, gone, closeSandbox, "no-verdict", "", tc); err != nil {

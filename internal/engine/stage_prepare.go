@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/runmill/verify/internal/checkout"
 	"github.com/runmill/verify/internal/sandbox"
@@ -23,22 +24,51 @@ func (v *verification) prepare(ctx context.Context) error {
 		return err
 	}
 	if err := v.openCheckoutsAndSandbox(ctx); err != nil {
+		// Still a terminal statement (cancelled, or a sweep that failed):
+		// the events so far, and the sandbox observed closed if it opened.
+		v.noVerdict(ctx, &ledger{})
 		return err
 	}
 	v.newExecutor()
 	v.onExit(func() {
 		if v.failed {
-			v.checkouts.Wait(context.Background())
-			if terr := writeTerminal(context.Background(), v.run, v.o, &v.chain, v.e.ledger, v.sb, v.closeSandbox, "no-verdict", "", v.cand); terr != nil {
-				v.logf("writing the terminal statement: %v", terr)
-			}
+			v.noVerdict(ctx, v.e.ledger)
 		}
 	})
 	return nil
 }
 
-// openRun makes the run's directory (pruning old runs' when the run ends)
-// and starts its event chain.
+// terminalTimeout bounds writing a run's terminal statement once the run
+// itself has ended, cancelled or not.
+const terminalTimeout = 30 * time.Second
+
+// noVerdict ends a run that reached no verdict with its terminal statement:
+// it waits for the checkouts' removal and observes the sandbox closed, on a
+// context of its own, so a cancelled run still says how it ended (and why:
+// a run.cancelled event with the cancellation's cause, "runmill received
+// terminated" for SIGTERM).
+func (v *verification) noVerdict(ctx context.Context, l *ledger) {
+	if ctx.Err() != nil {
+		v.event("run.cancelled", map[string]any{"cause": context.Cause(ctx).Error()})
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), terminalTimeout)
+	defer cancel()
+	if v.checkouts != nil {
+		v.checkouts.Wait(ctx)
+	}
+	var sb goneChecker
+	var closeSandbox func() []evidence.CleanupResource
+	if v.sb != nil {
+		sb, closeSandbox = v.sb, v.closeSandbox
+	}
+	if terr := writeTerminal(ctx, v.run, v.o, &v.chain, l, sb, closeSandbox, "no-verdict", "", v.cand); terr != nil {
+		v.logf("writing the terminal statement: %v", terr)
+	}
+}
+
+// openRun makes the run's directory (pruning old runs' when the run ends),
+// names its candidate for the terminal statement and starts its event
+// chain.
 func (v *verification) openRun() error {
 	run := &Run{ID: newRunID(v.o.Now())}
 	run.Dir = filepath.Join(v.o.StateDir, "runs", run.ID)
@@ -46,6 +76,11 @@ func (v *verification) openRun() error {
 		return fmt.Errorf("creating the run directory: %w", err)
 	}
 	v.run = run
+	repository := evidence.Repository{Name: repoName(v.o.Repository, v.repo.Dir)}
+	if v.gh != nil {
+		repository = v.gh.repo
+	}
+	v.cand = evidence.TerminalCandidate{Repository: repository, PullRequest: v.o.PullRequest, Head: v.m.Candidate, Base: v.m.Base}
 	v.onExit(pruneAtStart(v.o.StateDir, run.ID, v.o.Now(), v.logf))
 	v.event("run.started", map[string]any{"base": v.m.Base, "candidate": v.m.Candidate})
 	v.logf("run %s: %d checks in the manifest (policy read from %s)", run.ID, len(v.m.Checks), v.m.ReadFrom)
@@ -66,7 +101,7 @@ func (v *verification) openCheckoutsAndSandbox(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	conn := v.claim()
+	conn := v.claim(ctx)
 	if conn.err != nil {
 		return conn.err
 	}
@@ -103,7 +138,7 @@ func (v *verification) chooseCheckouts() {
 }
 
 // newExecutor makes the run's executor, with the operator's budgets and
-// host paths, and names the run's candidate for the terminal statement.
+// host paths.
 func (v *verification) newExecutor() {
 	o, m := &v.o, v.m
 	budgets, hostPaths := v.limits()
@@ -113,11 +148,6 @@ func (v *verification) newExecutor() {
 		harness: newHarnesses(v.repo, v.checkouts, m), conflicts: v.cmp.conflicts()}
 	e.harness.ledger = e.ledger
 	v.e = e
-	repository := evidence.Repository{Name: repoName(o.Repository, v.repo.Dir)}
-	if v.gh != nil {
-		repository = v.gh.repo
-	}
-	v.cand = evidence.TerminalCandidate{Repository: repository, PullRequest: o.PullRequest, Head: m.Candidate, Base: m.Base}
 }
 
 // closeSandbox closes the sandbox once the terminal statement has looked

@@ -14,6 +14,7 @@ import (
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/printable"
+	"github.com/runmill/verify/pkg/rmerr"
 )
 
 // VerifyOptions configure one verification run.
@@ -164,12 +165,23 @@ func startVerification(ctx context.Context, o VerifyOptions) *verification {
 	v.sandbox = connectSandbox(ctx, o)
 	v.onExit(func() {
 		if !v.claimed { // the run ended before using it
-			if c := v.sandbox.wait(); c.sb != nil {
+			if c := v.claim(ctx); c.sb != nil {
 				c.sb.Close()
 			}
 		}
 	})
 	return v
+}
+
+// closeWhenConnected closes the sandbox of a connection the run will not
+// use, now if it is made, else when it is: a cancelled run does not wait
+// for a connection that may never come.
+func closeWhenConnected(p *pending[connection]) {
+	go func() {
+		if c := p.wait(); c.sb != nil {
+			c.sb.Close()
+		}
+	}()
 }
 
 // onExit pushes f on what the end of the run undoes.
@@ -184,9 +196,23 @@ func (v *verification) end(err error) {
 }
 
 // claim takes the containerd connection: from here on the taker closes it.
-func (v *verification) claim() connection {
+// A run cancelled while the connection is still being made (containerd or
+// its private daemon not answering) does not wait for it: it gets an error,
+// and the connection is closed whenever it comes.
+func (v *verification) claim(ctx context.Context) connection {
 	v.claimed = true
-	return v.sandbox.wait()
+	select {
+	case <-v.sandbox.done: // made already: taken even by a cancelled run, to close it observed
+		return v.sandbox.v
+	default:
+	}
+	select {
+	case <-v.sandbox.done:
+		return v.sandbox.v
+	case <-ctx.Done():
+		closeWhenConnected(v.sandbox)
+		return connection{err: rmerr.Wrap(rmerr.SandboxUnavailable, context.Cause(ctx), "connecting to containerd: the run was cancelled first")}
+	}
 }
 
 // event appends to the run's event chain.

@@ -1,13 +1,18 @@
 // Package mountinfo reads mount points: runmill's own mount namespace
 // through github.com/moby/sys/mountinfo, and a task's mountinfo text as its
-// probe printed it.
+// probe printed it; and it unmounts what a killed run left (UnmountUnder,
+// UnmountStacked).
 package mountinfo
 
 import (
+	"errors"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	moby "github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 )
 
 // MountPoint returns the mount point (field 5) of one mountinfo line, and
@@ -75,4 +80,78 @@ func Unescape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// CgroupRoots lists the mount points of the cgroup hierarchies (v1 and v2)
+// mounted at their root in this process's mount namespace: where a
+// cgroup's path ("/runmill/ID") is a directory under each.
+func CgroupRoots() ([]string, error) {
+	mounts, err := moby.GetMounts(moby.FSTypeFilter("cgroup", "cgroup2"))
+	var out []string
+	for _, m := range mounts {
+		if m.Root == "/" {
+			out = append(out, m.Mountpoint)
+		}
+	}
+	return out, err
+}
+
+// Unmount detaches target, lazily when something still holds it (the mount
+// then disappears with its last user; nothing can reach it by path). A
+// target that is not (or no longer) a mount point is not an error.
+func Unmount(target string) error {
+	err := unix.Unmount(target, 0)
+	if err == unix.EBUSY {
+		err = unix.Unmount(target, unix.MNT_DETACH)
+	}
+	if err != nil && err != unix.EINVAL && err != unix.ENOENT { // EINVAL: not a mount point
+		return &os.PathError{Op: "unmount", Path: target, Err: err}
+	}
+	return nil
+}
+
+// UnmountStacked unmounts every mount stacked on target (Unmount, top
+// first) until target is no mount point, and says how many it unmounted.
+// It asks the kernel, not the mount table: a read of the table can be
+// judged against a moment the mount no longer matches, and umount(2) on
+// the path is the one answer that cannot be stale. max bounds the mounts
+// it removes; more left is an error.
+func UnmountStacked(target string, max int) (int, error) {
+	for n := 0; n < max; n++ {
+		err := unix.Unmount(target, 0)
+		if err == unix.EBUSY {
+			err = unix.Unmount(target, unix.MNT_DETACH)
+		}
+		switch err {
+		case nil:
+			continue
+		case unix.EINVAL, unix.ENOENT: // no (longer a) mount point, or gone
+			return n, nil
+		default:
+			return n, &os.PathError{Op: "unmount", Path: target, Err: err}
+		}
+	}
+	return max, &os.PathError{Op: "unmount", Path: target, Err: errors.New("still a mount point after " + strconv.Itoa(max) + " unmounts")}
+}
+
+// UnmountUnder unmounts every mount at or below dir (Unmount), deepest
+// first, and returns their paths.
+func UnmountUnder(dir string) ([]string, error) {
+	points, err := Under(dir)
+	if err != nil {
+		return nil, err
+	}
+	// Stable: mounts stacked on one point stay in the kernel's order, and
+	// each is unmounted in turn.
+	slices.SortStableFunc(points, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	var done []string
+	var errs []error
+	for _, p := range points {
+		if err := Unmount(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done = append(done, p)
+	}
+	return slices.Compact(done), errors.Join(errs...)
 }

@@ -1,9 +1,13 @@
 package mountinfo
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestUnescape(t *testing.T) {
@@ -48,5 +52,43 @@ func BenchmarkUnder(b *testing.B) {
 		if _, err := Under("/proc"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestUnmountStacked: two tmpfs mounts stacked on one directory are both
+// unmounted, the directory is then no mount point, and a directory that
+// is none is not an error. Needs root (mount(2)).
+func TestUnmountStacked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true: TestUnmountStacked needs root to mount")
+		}
+		t.Skip("needs root to mount")
+	}
+	dir := t.TempDir()
+	for i := 0; i < 2; i++ {
+		if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH); unix.Unmount(dir, unix.MNT_DETACH) })
+	if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n, err := UnmountStacked(dir, 8)
+	if err != nil || n != 2 {
+		t.Fatalf("UnmountStacked = %d, %v; want 2 unmounted", n, err)
+	}
+	if left, _ := Under(dir); len(left) > 0 {
+		t.Errorf("still mounted: %q", left)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("the directory under the mounts holds %v", entries)
+	}
+	if n, err := UnmountStacked(dir, 8); n != 0 || err != nil {
+		t.Errorf("on no mount point: %d, %v; want 0, nil", n, err)
+	}
+	if n, err := UnmountStacked(filepath.Join(dir, "missing"), 8); n != 0 || err != nil {
+		t.Errorf("on a missing path: %d, %v; want 0, nil", n, err)
 	}
 }

@@ -86,11 +86,16 @@ func startDaemon(ctx context.Context, dir string) (*daemon, error) {
 		}
 	}
 	config := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(config, daemonConfig(dir, address), 0o600); err != nil {
+	cf, err := createFresh(config)
+	if err == nil {
+		_, err = cf.Write(daemonConfig(dir, address))
+		err = errors.Join(err, cf.Close())
+	}
+	if err != nil {
 		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "writing %s", config)
 	}
 	logPath := filepath.Join(dir, "containerd.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	logFile, err := createFresh(logPath)
 	if err != nil {
 		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "opening %s", logPath)
 	}
@@ -249,6 +254,18 @@ func lockFile(path string) (*os.File, error) {
 	}
 	return nil, rmerr.New(rmerr.SandboxUnavailable, "the lock %s keeps being replaced", path).
 		WithHint("another runmill is starting and stopping private containerds under %s; use a different state directory", filepath.Dir(path))
+}
+
+// createFresh creates path anew (mode 0600) for writing, replacing what a
+// dead run left there. An open that truncates in place would follow a
+// symlink, and wait forever on a FIFO planted at the path (for a reader
+// that never comes, deaf to SIGTERM): whatever is there is removed, and
+// the file is created exclusively, never following a link.
+func createFresh(path string) (*os.File, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 }
 
 // tidy removes what only a running daemon needs (sockets, config, its

@@ -52,6 +52,7 @@ func detectFeatures(ctx context.Context) runtimeFeatures {
 	runcCmd := func(arg string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, runc, arg)
 		cmd.Env, cmd.Dir = []string{"PATH=" + os.Getenv("PATH")}, "/"
+		cmd.WaitDelay = time.Second // a child holding the pipe must not outlast ctx
 		return cmd
 	}
 	if out, err := runcCmd("--version").Output(); err == nil {

@@ -50,7 +50,7 @@ func (s *Sandbox) ensureKeeper(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	spec.Annotations = map[string]string{shimGroupAnnotation: s.shimGroup()}
+	s.annotate(spec, true)
 	s.track(p.ID, "shim keeper")
 	c, err := s.client.NewContainer(ctx, p.ID,
 		containerd.WithSpec(spec),

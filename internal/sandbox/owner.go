@@ -1,34 +1,12 @@
 package sandbox
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
-)
 
-// processStart returns the start time (clock ticks since boot, field 22 of
-// /proc/PID/stat) of a process: with the PID it identifies the process even
-// after the PID is reused.
-func processStart(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", err
-	}
-	// comm (field 2) may contain spaces and parentheses; fields after it
-	// start after the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return "", errors.New("malformed /proc stat")
-	}
-	fields := strings.Fields(string(b[i+1:]))
-	// fields[0] is field 3 (state), so field 22 is fields[19].
-	if len(fields) < 20 {
-		return "", errors.New("short /proc stat")
-	}
-	return fields[19], nil
-}
+	"github.com/runmill/verify/internal/procfs"
+)
 
 // ownerAlive reports whether the process an owner label names still runs.
 // known is false when the label comes from another PID namespace (or is
@@ -46,7 +24,7 @@ func ownerAlive(owner string) (alive, known bool) {
 	if err != nil || pid <= 0 {
 		return false, false
 	}
-	start, err := processStart(pid)
+	start, err := procfs.Start(pid)
 	if err != nil {
 		return false, true
 	}

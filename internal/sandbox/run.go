@@ -175,9 +175,7 @@ func (s *Sandbox) prepare(ctx context.Context, p *plan) (_ *Task, retErr error) 
 	withInit(spec, p.Timeout+initGrace, initBin, lifeline)
 	// Share this process's running shim (see keeper.go). Without a keeper
 	// the run still works; it only starts and stops a shim of its own.
-	if s.ensureKeeper(ctx) == nil {
-		spec.Annotations = map[string]string{shimGroupAnnotation: s.shimGroup()}
-	}
+	s.annotate(spec, s.ensureKeeper(ctx) == nil)
 	copts = append(copts,
 		containerd.WithSpec(spec),
 		containerd.WithRuntime(runtimeName, s.runtimeOptions),
@@ -480,23 +478,31 @@ func taskUsage(ctx context.Context, task containerd.Task) (usage, error) {
 }
 
 // remove kills and deletes a container's task (if any) and the container.
+// The container record goes only once its task is known gone: the client's
+// Delete drops it whenever the task cannot be looked up, and a record
+// dropped while its task lives leaves that task's shim, processes and
+// mounted root behind with nothing in containerd naming them (issue #23).
+// A task that cannot be removed keeps its record, for Sweep to reap.
 func (s *Sandbox) remove(ctx context.Context, c containerd.Container) error {
 	var errs []error
+	fail := func(err error) error {
+		return rmerr.Wrap(rmerr.SandboxCleanup, errors.Join(append(errs, err)...), "removing container %s", c.ID())
+	}
 	if task, err := c.Task(ctx, nil); err == nil {
 		if err := task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsFailedPrecondition(err) {
 			errs = append(errs, err)
 		}
 		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
-			errs = append(errs, err)
+			return fail(err)
 		}
 	} else if !errdefs.IsNotFound(err) {
-		errs = append(errs, err)
+		return fail(err)
 	}
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
-		errs = append(errs, err)
+		return fail(err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return rmerr.Wrap(rmerr.SandboxCleanup, err, "removing container %s", c.ID())
+	if len(errs) > 0 {
+		return fail(nil)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 
+	"github.com/runmill/verify/internal/procfs"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -406,7 +407,7 @@ func ownerID() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	start, err := processStart(os.Getpid())
+	start, err := procfs.Start(os.Getpid())
 	if err != nil {
 		return "", err
 	}

@@ -2,16 +2,23 @@ package sandbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
+
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/internal/sandbox/sandboxtest"
 )
 
 // helperEnv makes the test binary a stand-in runmill that starts a long run
@@ -55,28 +62,44 @@ func TestSweepAfterKill(t *testing.T) {
 // own containerd, which dies with it; the next runmill starts a new private
 // containerd on the same state, which finds the orphaned task, and sweeps it.
 func TestSweepAfterKillWithPrivateDaemon(t *testing.T) {
-	s := needSandbox(t)
-	if !s.Private() {
+	state := privateState(t)
+	id := killedRun(t, "-", state)
+	sweep(t, nextRunmill(t, state), id, "313.4")
+}
+
+// privateState is a state directory of its own for a stand-in runmill
+// that starts its private containerd there; skipped where the sandbox
+// under test uses a shared one.
+func privateState(t *testing.T) string {
+	t.Helper()
+	if !needSandbox(t).Private() {
 		t.Skip("the sandbox under test uses a shared containerd")
 	}
+	// A short path: the private daemon's socket lives under it.
 	state, err := os.MkdirTemp("", "rmsb-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(state)
-	id := killedRun(t, "-", state)
+	t.Cleanup(func() { os.RemoveAll(state) })
+	return state
+}
+
+// nextRunmill is the next runmill's sandbox on state: a new private
+// containerd on the killed one's state, closed when the test ends.
+func nextRunmill(t *testing.T, state string) *sandbox.Sandbox {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	next, err := sandbox.Connect(ctx, sandbox.Options{StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		if err := next.Close(); err != nil {
 			t.Error(err)
 		}
-	}()
-	sweep(t, next, id, "313.4")
+	})
+	return next
 }
 
 // killedRun starts a run in a stand-in runmill, kills that process with
@@ -148,4 +171,195 @@ func sleeperRuns(arg string) bool {
 		}
 	}
 	return false
+}
+
+// TestSweepReapsWhatContainerdForgot (issue #23 Why 4): runmill is killed
+// mid-run and containerd then loses the container records while the tasks
+// live on (a sweep's Delete dropped them when it could not look the task
+// up): the shim, the keeper's `runc init` and both tmpfs roots remain, and
+// nothing in containerd names them. Before, every later Sweep failed on
+// the mounted bundles (RM-SANDBOX-006, for good). Sweep now finds them by
+// their bundles, which name this state directory and a dead runmill, and
+// removes processes, shim, mounts, cgroups and bundles.
+func TestSweepReapsWhatContainerdForgot(t *testing.T) {
+	s := needSandbox(t)
+	id, helper := helperRun(t, s.Address(), stateDir, "313.7")
+	helper.Process.Kill()
+	helper.Wait()
+	left := sandboxtest.LeftBy(t, helper.Process.Pid, id)
+	checkLeft(t, left)
+	sandboxtest.ForgetContainers(t, s.Address(), left.IDs)
+	reaped(t, s, left, "313.7")
+}
+
+// TestSweepReapsStrayShimsOfPrivateDaemon: the same with a private
+// containerd, which dies with the killed runmill; a containerd that then
+// comes back on its state without the container records deletes their
+// bundles (unmounting the roots) but leaves the shim and its processes
+// running. The next runmill's Sweep finds that shim by its address (its
+// private containerd's socket) and removes it, its processes and cgroups.
+func TestSweepReapsStrayShimsOfPrivateDaemon(t *testing.T) {
+	state := privateState(t)
+	id, helper := helperRun(t, "-", state, "313.8")
+	helper.Process.Kill()
+	helper.Wait()
+	left := sandboxtest.LeftBy(t, helper.Process.Pid, id)
+	checkLeft(t, left)
+	// The killed runmill's containerd, started again on its own
+	// configuration to forget the containers, then stopped.
+	dir := filepath.Join(state, "sandbox", "containerd")
+	daemon := exec.Command("containerd", "--config", filepath.Join(dir, "config.toml"))
+	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := containerd.New(filepath.Join(dir, "containerd.sock"), containerd.WithTimeout(time.Second)); err == nil {
+			_, verr := c.Version(context.Background())
+			c.Close()
+			if verr == nil {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			daemon.Process.Kill()
+			daemon.Wait()
+			t.Fatal("containerd did not come back")
+		}
+	}
+	sandboxtest.ForgetContainers(t, filepath.Join(dir, "containerd.sock"), left.IDs)
+	daemon.Process.Signal(syscall.SIGTERM)
+	daemon.Wait()
+	next := nextRunmill(t, state)
+	// Still there once the new containerd has dealt with the bundles: the
+	// test is not vacuous.
+	if alive := slices.ContainsFunc(left.Remaining(), func(r string) bool { return strings.HasPrefix(r, "process ") }); !alive {
+		t.Fatalf("nothing of the killed run lives on after its containerd forgot it: %q", left.Remaining())
+	}
+	reaped(t, next, left, "313.8")
+}
+
+// checkLeft is the precondition of a reaping test: the killed runmill left
+// its shim, a process under it (the keeper's runc init), and a mounted
+// root, so that their absence afterwards means something.
+func checkLeft(t *testing.T, left sandboxtest.Leftovers) {
+	t.Helper()
+	rem := left.Remaining()
+	if len(left.Shims) == 0 || len(left.Procs) == 0 || !slices.ContainsFunc(rem, func(r string) bool { return strings.HasPrefix(r, "mount ") }) {
+		t.Fatalf("the killed runmill left no shim, shim process or mounted root to sweep: %+v %q", left, rem)
+	}
+	t.Logf("left by the killed runmill: %q", rem)
+}
+
+// reaped sweeps and checks that nothing of the leftovers remains, that the
+// sweep said what it removed, and that a second sweep finds nothing.
+func reaped(t *testing.T, s *sandbox.Sandbox, left sandboxtest.Leftovers, tag string) {
+	t.Helper()
+	start := time.Now()
+	removed, err := s.Sweep(context.Background())
+	if err != nil {
+		t.Fatalf("Sweep: %v (removed %q)", err, removed)
+	}
+	t.Logf("the sweep took %v and removed %q", time.Since(start), removed)
+	for _, sh := range left.Shims {
+		if !slices.Contains(removed, fmt.Sprintf("shim %d", sh)) {
+			t.Errorf("the sweep does not report shim %d: %q", sh, removed)
+		}
+	}
+	if rem := left.Remaining(); len(rem) > 0 {
+		t.Errorf("left after the sweep: %q", rem)
+	}
+	assertNoSleeper(t, tag+"0")
+	assertNoSleeper(t, tag+"1")
+	again, err := s.Sweep(context.Background())
+	if err != nil || len(again) != 0 {
+		t.Errorf("second sweep: %q, %v", again, err)
+	}
+}
+
+// TestSweepSettlesLeftBundles: task bundles of this state directory whose
+// container containerd no longer knows, as a task deleted under load left
+// them (issue #23: every later Sweep then failed, "its rootfs holds files;
+// left in place", RM-SANDBOX-006), are unmounted and removed by the next
+// Sweep — a root still mounted and holding runc's mount points, a root no
+// longer mounted that still holds them — whatever a snapshot of the mount
+// table would have said. A root holding a file with content is not
+// runc's: it is left in place and named. Another state directory's
+// mounted bundle is never touched and does not fail the sweep.
+func TestSweepSettlesLeftBundles(t *testing.T) {
+	s := needSandbox(t)
+	dir := sandbox.BundleDir(s)
+	if dir == "" {
+		t.Skip("the sandbox under test uses a shared containerd: its bundles are not this test's to plant")
+	}
+	mine := sandbox.TaskAnnotations(s)
+	other := maps.Clone(mine)
+	other["dev.runmill.sandbox/state"] = "/nonexistent/another-state-dir"
+	// bundle makes a task bundle with a spec annotated as annotations say,
+	// its root mounted (a tmpfs) or not, holding runc's mount points and,
+	// with content, a file that is no mount point.
+	bundle := func(name string, annotations map[string]string, mount bool, content string) string {
+		t.Helper()
+		b := filepath.Join(dir, fmt.Sprintf("settle-%s-%d", name, time.Now().UnixNano()))
+		rootfs := filepath.Join(b, "rootfs")
+		if err := os.MkdirAll(rootfs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		spec, _ := json.Marshal(map[string]any{"ociVersion": "1.0.2", "annotations": annotations})
+		if err := os.WriteFile(filepath.Join(b, "config.json"), spec, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if mount {
+			if err := syscall.Mount("tmpfs", rootfs, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "size=1m"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() { mountinfo.UnmountUnder(b); os.RemoveAll(b) })
+		for _, d := range []string{"etc", "usr", ".runmill"} {
+			os.Mkdir(filepath.Join(rootfs, d), 0o755)
+		}
+		for _, f := range []string{"etc/passwd", "etc/hosts", ".runmill/init"} {
+			os.WriteFile(filepath.Join(rootfs, f), nil, 0o644)
+		}
+		if content != "" {
+			os.WriteFile(filepath.Join(rootfs, "usr", "data"), []byte(content), 0o644)
+		}
+		return b
+	}
+	mounted := bundle("mounted", mine, true, "")
+	unmounted := bundle("unmounted", mine, false, "")
+	others := bundle("another-state-dir", other, true, "")
+
+	removed, err := s.Sweep(context.Background())
+	if err != nil {
+		t.Fatalf("Sweep: %v (removed %q)", err, removed)
+	}
+	t.Logf("removed %q", removed)
+	for _, want := range []string{"mount " + filepath.Join(mounted, "rootfs"), "task bundle " + mounted, "task bundle " + unmounted} {
+		if !slices.Contains(removed, want) {
+			t.Errorf("the sweep does not report %q: %q", want, removed)
+		}
+	}
+	for _, b := range []string{mounted, unmounted} {
+		if _, err := os.Lstat(b); err == nil {
+			t.Errorf("%s is still there", b)
+		}
+	}
+	if left, _ := mountinfo.Under(others); len(left) != 1 {
+		t.Errorf("another state directory's bundle was touched: mounts %q", left)
+	}
+	if _, err := os.Stat(filepath.Join(others, "rootfs", "etc", "passwd")); err != nil {
+		t.Errorf("another state directory's root lost its files: %v", err)
+	}
+
+	// Content no runc mount point has: named, left, the sweep failing.
+	defer func(d time.Duration) { sandbox.SetReapWait(d) }(sandbox.SetReapWait(200 * time.Millisecond))
+	data := bundle("data", mine, false, "not runc's")
+	removed, err = s.Sweep(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "its rootfs holds files (usr/data: regular file, 10 bytes)") {
+		t.Errorf("Sweep over a root holding data: %v (removed %q); want it named and left", err, removed)
+	}
+	if _, err := os.Stat(filepath.Join(data, "rootfs", "usr", "data")); err != nil {
+		t.Errorf("the file with content was removed: %v", err)
+	}
 }
