@@ -1,13 +1,16 @@
 package action_test
 
 import (
+	"cmp"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,6 +88,15 @@ func shop(t *testing.T) fixture {
 	r.Remove("tests/zero_qty.t")
 	r.Remove("tests/::warning title=fake::from a test name.t")
 	f.bad = r.Commit("bad: two tests less")
+	pullMerge(t, r, &f)
+	return f
+}
+
+// pullMerge makes the merge commit GitHub would put in GITHUB_SHA (main
+// with the good head merged) and gives the workspace to the runner user,
+// as on a hosted runner.
+func pullMerge(t *testing.T, r *gittest.Repo, f *fixture) {
+	t.Helper()
 	r.Checkout("main", false)
 	r.Checkout("pull-merge", true)
 	r.Git("merge", "-q", "--no-ff", "-m", "Merge good into main", "good")
@@ -92,7 +104,6 @@ func shop(t *testing.T) fixture {
 	if out, err := exec.Command("chown", "-R", runnerUID+":"+runnerUID, r.Dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
-	return f
 }
 
 func actionRoot(t *testing.T) string {
@@ -107,9 +118,9 @@ func actionRoot(t *testing.T) string {
 // head (or on eventName with an empty payload).
 func newJob(t *testing.T, f fixture, eventName, head string, inputs map[string]string) *job {
 	root := t.TempDir()
-	j := &job{t: t, actionPath: actionRoot(t), root: root, inputs: inputs, artifacts: filepath.Join(root, "artifacts")}
+	j := &job{t: t, actionPath: actionRoot(t), root: root, inputs: inputs, artifacts: filepath.Join(root, "artifacts"), store: &artifactStore{}, attempt: 1}
 	j.action = loadAction(t, filepath.Join(j.actionPath, "action.yml"))
-	for _, d := range []string{"_temp", "stub", "artifacts"} {
+	for _, d := range []string{"_temp", "_tool", "stub", "artifacts"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -140,6 +151,7 @@ func newJob(t *testing.T, f fixture, eventName, head string, inputs map[string]s
 		"GITHUB_ACTIONS":        "true",
 		"RUNNER_OS":             "Linux",
 		"RUNNER_TEMP":           filepath.Join(root, "_temp"),
+		"RUNNER_TOOL_CACHE":     filepath.Join(root, "_tool"), // /opt/hostedtoolcache on GitHub's images
 		"GITHUB_WORKSPACE":      f.dir,
 		"GITHUB_EVENT_NAME":     eventName,
 		"GITHUB_EVENT_PATH":     eventPath,
@@ -161,7 +173,25 @@ func newJob(t *testing.T, f fixture, eventName, head string, inputs map[string]s
 			j.env[k] = v
 		}
 	}
+	// The Go toolchain the Build step fetches comes from the module cache
+	// scripts/setup.sh filled (go mod download golang.org/toolchain@…),
+	// as a file:// proxy before the job's own: the same bytes the public
+	// proxy serves, checked against the same pin.
+	j.env["GOPROXY"] = "file://" + filepath.Join(goModCache(t), "cache", "download") + "," + cmp.Or(j.env["GOPROXY"], "https://proxy.golang.org,direct")
 	return j
+}
+
+var goModCacheDir = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	return strings.TrimSpace(string(out)), err
+})
+
+func goModCache(t *testing.T) string {
+	dir, err := goModCacheDir()
+	if err != nil || dir == "" {
+		t.Fatalf("go env GOMODCACHE: %q %v", dir, err)
+	}
+	return dir
 }
 
 func (j *job) sudoLog() string {
@@ -169,7 +199,7 @@ func (j *job) sudoLog() string {
 	return string(b)
 }
 
-var wantOrder = []string{"Set up Go", "Preflight", "Build runmill", "runmill verify", "Upload the evidence", "Gate on the verdict"}
+var wantOrder = []string{"Preflight", "Install the released runmill", "Restore the build cache", "Build runmill", "runmill verify", "Upload the evidence", "Gate on the verdict"}
 
 func signingKey(t *testing.T) string {
 	key, _, err := evidence.Keygen(24 * time.Hour)
@@ -204,23 +234,39 @@ func TestActionOnPullRequests(t *testing.T) {
 				"parallel":           "2",
 				"github-token":       "", // no token: runmill makes no GitHub call
 			})
+			// The action used at a branch: no release checksums, so it
+			// builds its source, stamped with the ref.
+			j.actionRef, j.actionRepo = "main", "runmill/verify"
+			envBefore := maps.Clone(j.env)
 			j.run()
 			defer func() {
 				if t.Failed() {
 					t.Logf("job log:\n%s", j.log.String())
 				}
 			}()
-			if got := j.order(); !slices.Equal(got, wantOrder) {
-				t.Fatalf("steps ran %q, want %q", got, wantOrder)
+			// The first job saves the build cache, the second restores it.
+			hit := j.ran[stepRestore].Outputs["cache-hit"] == "true"
+			order := slices.DeleteFunc(j.order(), func(s string) bool { return s == "Save the build cache" })
+			if !slices.Equal(order, wantOrder) {
+				t.Fatalf("steps ran %q, want %q", j.order(), wantOrder)
 			}
 			var outcomes []string
 			for _, r := range j.ran {
 				outcomes = append(outcomes, r.Outcome)
 			}
+			save := map[bool]string{false: "success", true: "skipped"}[hit]
 			// Prepare dependencies is opt-in: skipped without prepare-dependencies.
-			want := []string{"success", "success", "success", "skipped", "success", "success", tc.gate}
+			want := []string{"success", "success", "success", "success", save, "skipped", "success", "success", tc.gate}
 			if !slices.Equal(outcomes, want) {
 				t.Fatalf("step outcomes %q, want %q", outcomes, want)
+			}
+			// The job's PATH and environment are the workflow's: no step
+			// added to PATH (the action's Go is its own) or wrote GITHUB_ENV.
+			if len(j.path) > 0 || !maps.Equal(j.env, envBefore) {
+				t.Errorf("the action changed the job's environment: GITHUB_PATH added %q; PATH %q, was %q", j.path, j.env["PATH"], envBefore["PATH"])
+			}
+			if log := j.ran[stepBuild].Log; !strings.Contains(log, "runmill dev+main\n") || !strings.Contains(log, "matches the action's pin") && !hit {
+				t.Errorf("the build did not stamp dev+main or check its Go:\n%s", log)
 			}
 			if j.failed != (tc.gate == "failure") {
 				t.Errorf("job failed %v", j.failed)
@@ -253,6 +299,9 @@ func TestActionOnPullRequests(t *testing.T) {
 			}
 			if st.Predicate.Manifest.Policies.Operator == nil {
 				t.Error("the policy input did not reach runmill")
+			}
+			if st.Predicate.RunmillVersion != "dev+main" {
+				t.Errorf("runmill_version %q, want the version stamped from the action's ref", st.Predicate.RunmillVersion)
 			}
 			sum := j.summary.String()
 			if !strings.Contains(sum, "runmill: "+strings.Replace(tc.verdict, "not-", "not ", 1)) || !strings.Contains(sum, "runmill evidence download --repo octo-org/shop --run-id 4242") {
@@ -298,7 +347,7 @@ func TestPreflightWithoutSudo(t *testing.T) {
 	j := newJob(t, f, "pull_request", f.good, map[string]string{"github-token": ""})
 	j.env["RUNMILL_TEST_SUDO"] = "deny"
 	j.run()
-	if got, want := j.order(), []string{"Set up Go", "Preflight", "Gate on the verdict"}; !slices.Equal(got, want) {
+	if got, want := j.order(), []string{"Preflight", "Gate on the verdict"}; !slices.Equal(got, want) {
 		t.Fatalf("steps ran %q, want %q", got, want)
 	}
 	if j.ran[stepPreflight].Outcome != "failure" || !strings.Contains(j.ran[stepPreflight].Log, "RM-ACTIONS-002") || !strings.Contains(j.ran[stepPreflight].Log, "sudo -n true") {
@@ -370,12 +419,14 @@ func TestVerifyInputs(t *testing.T) {
 		{"proposals text", map[string]string{"agent-proposals": "unit\nlint"}, "", "/agent-proposals.txt"},
 		{"explicit commits", map[string]string{"base": "main", "candidate": "good"}, "", "--base main --candidate good "},
 		{"shallow checkout", map[string]string{"base": strings.Repeat("0", 40)}, "is not in the checkout", ""},
-		{"shard", map[string]string{"shard": "2/3"}, "", "--parallel 0 --shard 2/3 --github-job verify"},
-		{"shard and merge job", map[string]string{"shard": "1/2", "merge-job": "gate"}, "", "--shard 1/2 --github-job gate"},
+		{"shard", map[string]string{"shard": "2/3", "signing-key": "PEM"}, "", "--parallel 0 --shard 2/3 --github-job verify"},
+		{"shard and merge job", map[string]string{"shard": "1/2", "merge-job": "gate", "signing-key": "PEM"}, "", "--shard 1/2 --github-job gate"},
+		{"retention-days", map[string]string{"retention-days": "91"}, "retention-days must be a number of days from 1 to 90", ""},
+		{"policy-required", map[string]string{"policy-required": "yes"}, "policy-required must be true or false", ""},
 		{"shard not K/N", map[string]string{"shard": "2 of 3"}, "shard must be K/N", ""},
 		{"merge not a boolean", map[string]string{"merge": "yes"}, "merge must be true or false", ""},
 		{"merge without shards-dir", map[string]string{"merge": "true", "trust": "{}"}, "merge: true needs shards-dir", ""},
-		{"merge without trust", map[string]string{"merge": "true", "shards-dir": "shards"}, "merge: true needs trust", ""},
+		{"merge without trust", map[string]string{"merge": "true", "shards-dir": "shards"}, "without the trust document the shard bundles must verify against", ""},
 		{"merge and shard", map[string]string{"merge": "true", "shards-dir": "shards", "shard": "1/2"}, "not both", ""},
 		{"reuse-dir", map[string]string{"reuse-dir": reuseDir, "signing-key": "PEM"}, "", "--parallel 0 --reuse " + reuseDir},
 		{"reuse-dir without signing-key", map[string]string{"reuse-dir": reuseDir}, "reuse-dir needs signing-key", ""},
@@ -383,14 +434,7 @@ func TestVerifyInputs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.inputs["github-token"] = ""
 			j := newJob(t, f, "pull_request", f.good, tc.inputs)
-			j.env["RUNMILL_TEST_SUDO"] = "deny"
-			for i := range j.action.Runs.Steps {
-				j.action.Runs.Steps[i].If = "cancelled()"
-			}
-			standInBuild(t, j)
-			j.action.Runs.Steps[stepVerify].If = "always()"
-			j.run()
-			r := j.ran[stepVerify]
+			r := verifyAlone(t, j)
 			if r.Outcome != "failure" {
 				t.Fatalf("verify step %s (sudo refuses, so it cannot succeed)", r.Outcome)
 			}
@@ -407,17 +451,32 @@ func TestVerifyInputs(t *testing.T) {
 	}
 }
 
-// TestRunmillVersion: runmill-version must be a module version; anything
-// else stops the build step before it reaches the module proxy.
-func TestRunmillVersion(t *testing.T) {
-	f := shop(t)
-	j := newJob(t, f, "pull_request", f.good, map[string]string{"runmill-version": "latest; curl evil"})
+// verifyAlone runs the verify step alone after a stand-in for the build
+// step, with sudo refusing (runmill is never reached; the sudo log shows
+// the command line it was given), and returns its result.
+func verifyAlone(t *testing.T, j *job) stepResult {
+	t.Helper()
+	j.env["RUNMILL_TEST_SUDO"] = "deny"
 	for i := range j.action.Runs.Steps {
 		j.action.Runs.Steps[i].If = "cancelled()"
 	}
-	j.action.Runs.Steps[stepBuild].If = "always()"
+	standInBuild(t, j)
+	j.action.Runs.Steps[stepVerify].If = "always()"
 	j.run()
-	if r := j.ran[stepBuild]; r.Outcome != "failure" || !strings.Contains(r.Log, "RM-ACTIONS-003") || strings.Contains(r.Log, "go: ") {
+	return j.ran[stepVerify]
+}
+
+// TestRunmillVersion: runmill-version must be a module version; anything
+// else stops the install step before anything is downloaded or built.
+func TestRunmillVersion(t *testing.T) {
+	f := shop(t)
+	j := newJob(t, f, "pull_request", f.good, map[string]string{"runmill-version": "latest; curl evil"})
+	buildOnly(j)
+	j.run()
+	if r := j.ran[stepInstall]; r.Outcome != "failure" || !strings.Contains(r.Log, "RM-ACTIONS-003") {
+		t.Errorf("install step %s:\n%s", r.Outcome, r.Log)
+	}
+	if r := j.ran[stepBuild]; r.Outcome != "skipped" {
 		t.Errorf("build step %s:\n%s", r.Outcome, r.Log)
 	}
 }
@@ -463,9 +522,13 @@ func TestInputsAreMapped(t *testing.T) {
 	if _, ok := a.Inputs["reuse-dir"]; !ok {
 		t.Error(`input "reuse-dir" of issue 16 is missing`)
 	}
-	if len(a.Inputs) != 21 || len(a.Outputs) != 4 {
-		t.Errorf("%d inputs and %d outputs, want 21 and 4", len(a.Inputs), len(a.Outputs))
-
+	for _, name := range []string{"policy-required", "retention-days"} {
+		if _, ok := a.Inputs[name]; !ok {
+			t.Errorf("input %q of issue 27 is missing", name)
+		}
+	}
+	if len(a.Inputs) != 23 || len(a.Outputs) != 4 {
+		t.Errorf("%d inputs and %d outputs, want 23 and 4", len(a.Inputs), len(a.Outputs))
 	}
 	for _, name := range []string{"prepare-dependencies", "dependency-scripts"} {
 		if _, ok := a.Inputs[name]; !ok {
@@ -506,8 +569,9 @@ func TestInputsAreMapped(t *testing.T) {
 
 // TestActionlint lints the composite steps with actionlint, rendered as a
 // reusable workflow (actionlint reads action.yml only for the inputs a
-// workflow passes it). scripts/test.sh sets RUNMILL_ACTIONLINT and lints
-// .github/workflows itself; with CI=true a missing actionlint fails.
+// workflow passes it), then every workflow in .github/workflows, the release
+// workflow among them. scripts/test.sh sets RUNMILL_ACTIONLINT; with CI=true
+// a missing actionlint fails.
 func TestActionlint(t *testing.T) {
 	bin := os.Getenv("RUNMILL_ACTIONLINT")
 	if bin == "" {
@@ -565,23 +629,39 @@ func TestActionlint(t *testing.T) {
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("actionlint on the composite steps: %v\n%s\n--- rendered workflow\n%s", err, msg, out)
 	}
+	// And every workflow of the repository, the release workflow with it.
+	workflows, err := filepath.Glob(filepath.Join(actionRoot(t), ".github", "workflows", "*.yml"))
+	if err != nil || len(workflows) < 2 {
+		t.Fatalf("workflows %q: %v", workflows, err)
+	}
+	cmd = exec.Command(bin, append([]string{"-color=false"}, workflows...)...)
+	cmd.Dir = actionRoot(t)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("actionlint on .github/workflows: %v\n%s", err, msg)
+	}
 }
 
 // The indices of action.yml's steps the tests drive (issue 15 inserted
 // "Prepare dependencies" before verify; issue 23 moved the preflight before
 // the build, which installs runmill with sudo).
+// Issue 27 removed "Set up Go" (the action's Go is its own, never on PATH)
+// and put the release install and the build cache around the build.
 const (
-	stepPreflight = 1
-	stepBuild     = 2
-	stepPrepare   = 3
-	stepVerify    = 4
-	stepUpload    = 5
-	stepGate      = 6
+	stepPreflight = 0
+	stepInstall   = 1
+	stepRestore   = 2
+	stepBuild     = 3
+	stepSave      = 4
+	stepPrepare   = 5
+	stepVerify    = 6
+	stepUpload    = 7
+	stepGate      = 8
 )
 
 func TestStepOrder(t *testing.T) {
 	a := loadAction(t, filepath.Join(actionRoot(t), "action.yml"))
 	for i, name := range map[int]string{stepBuild: "Build runmill", stepPreflight: "Preflight", stepPrepare: "Prepare dependencies",
+		stepInstall: "Install the released runmill", stepRestore: "Restore the build cache", stepSave: "Save the build cache",
 		stepVerify: "runmill verify", stepUpload: "Upload the evidence", stepGate: "Gate on the verdict"} {
 		if a.Runs.Steps[i].Name != name {
 			t.Errorf("step %d is %q, want %q", i, a.Runs.Steps[i].Name, name)

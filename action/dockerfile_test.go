@@ -221,13 +221,30 @@ func TestDockerfile(t *testing.T) {
 	if len(build) != 1 || len(testBuild) != 1 || build[0] != testBuild[0] {
 		t.Errorf("Dockerfile builds with %q, scripts/test.sh with %q: they must be the same one command", build, testBuild)
 	}
-	action, err := os.ReadFile(filepath.Join(actionRoot(t), "action", "build.sh"))
+	// The action's source build and the release's are one function,
+	// build_runmill (issue 27): the same static, trimmed build, stamped with
+	// the version and reproducible (no VCS stamp).
+	lib, err := os.ReadFile(filepath.Join(actionRoot(t), "action", "lib.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := strings.Replace(testBuild[0], "-o bin/runmill", `-o "$bin/runmill"`, 1)
-	if !strings.Contains(string(action), want) {
-		t.Errorf("action/build.sh does not build with %q", want)
+	fn := regexp.MustCompile(`(?s)\nbuild_runmill\(\) \{\n(.*?)\n\}\n`).FindSubmatch(lib)
+	if fn == nil {
+		t.Fatal("action/lib.sh defines no build_runmill")
+	}
+	for _, want := range []string{"CGO_ENABLED=0", `"$go" build -trimpath -buildvcs=false`, "-X github.com/runmill/verify/internal/cli.Version=$version", "./cmd/runmill"} {
+		if !strings.Contains(string(fn[1]), want) {
+			t.Errorf("build_runmill does not build with %q:\n%s", want, fn[1])
+		}
+	}
+	for _, f := range []string{"action/build.sh", "scripts/release.sh"} {
+		b, err := os.ReadFile(filepath.Join(actionRoot(t), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?m)^\s*build_runmill "\$go" `).Match(b) {
+			t.Errorf("%s does not build with build_runmill", f)
+		}
 	}
 }
 

@@ -2,12 +2,14 @@
 # Step "Gate" of action.yml: the job fails unless runmill answered
 # merge-ready. It runs after the evidence was uploaded, whatever happened.
 set -euo pipefail
-# The directory the Build step installed runmill in (root-owned, one per
-# job) goes first: nothing runs runmill after this step.
-home=${RUNMILL_HOME:-}
-if [[ $home =~ ^/var/lib/runmill-action/job\.[A-Za-z0-9]+$ ]]; then
-	sudo -n rm -rf -- "$home" || echo "runmill: could not remove $home"
-fi
+# The directory runmill was installed in (root-owned, one per job; the
+# Install step's, handed on by the Build step) goes first: nothing runs
+# runmill after this step.
+for home in ${RUNMILL_HOME:-} ${RUNMILL_INSTALL_HOME:-}; do
+	if [[ $home =~ ^/var/lib/runmill-action/job\.[A-Za-z0-9]+$ ]] && [ -d "$home" ]; then
+		sudo -n rm -rf -- "$home" || echo "runmill: could not remove $home"
+	fi
+done
 verdict=${RUNMILL_VERDICT:-}
 code=${RUNMILL_EXIT_CODE:-}
 artifact=${RUNMILL_ARTIFACT_NAME:-runmill-evidence}

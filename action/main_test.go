@@ -27,5 +27,8 @@ func testMain(m *testing.M) int {
 	if shared.home != "" {
 		os.RemoveAll(shared.home)
 	}
+	if caches.dir != "" {
+		os.RemoveAll(caches.dir)
+	}
 	return code
 }

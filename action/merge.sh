@@ -6,10 +6,6 @@
 # refused) is an answer: the upload step runs first, the gate fails the job.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-input_error() {
-	echo "::error title=runmill (RM-ACTIONS-003)::$*"
-	exit 2
-}
 
 dir=${INPUT_SHARDS_DIR:-}
 [ -n "$dir" ] || input_error "merge: true needs shards-dir: the directory actions/download-artifact wrote the shard jobs' evidence to"
@@ -18,7 +14,11 @@ dir=${INPUT_SHARDS_DIR:-}
 # The trust document names the keys the shards may be signed with: text
 # (such as a repository variable) or a file outside the workspace.
 trust=${INPUT_TRUST:-}
+if [ -z "$trust" ] && fork_pull_request; then
+	input_error "$(fork_cause "the trust input"); the merge fails closed without the trust document the shard bundles must verify against"
+fi
 [ -n "$trust" ] || input_error "merge: true needs trust: the trust document (runmill evidence keygen --trust-out) the shard bundles must verify against"
+retention_output
 
 out=$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")
 echo "evidence-dir=$out/runs" >>"$GITHUB_OUTPUT"

@@ -26,10 +26,6 @@
 set -euo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 source "$here/lib.sh"
-input_error() {
-	echo "::error title=runmill (RM-ACTIONS-003)::$*"
-	exit 2
-}
 runner_error() {
 	echo "::error title=runmill (RM-ACTIONS-002)::$*"
 	exit 2

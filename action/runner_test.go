@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -25,10 +26,17 @@ import (
 // -eo pipefail, a fresh GITHUB_OUTPUT, GITHUB_ENV, GITHUB_PATH and
 // GITHUB_STEP_SUMMARY per step, `if:` with the implicit success(), a step's
 // env: over what GITHUB_ENV set, and a comparison in an expression written
-// into env: as true or false. The two `uses:` steps are stood in for:
-// setup-go checks its go-version-file and that Go is installed;
-// upload-artifact copies its path into the job's artifacts with its
-// if-no-files-found rule and v4's unique names.
+// into env: as true or false. The `uses:` steps are stood in for:
+// upload-artifact copies its path into the workflow run's artifacts with
+// its if-no-files-found rule and v4's names, unique in a run unless
+// overwrite replaces the earlier one (a re-run job's upload), and a
+// retention-days of 1 to 90; download-artifact (downloadArtifact, for the
+// workflow's own steps) sees only the current attempt's uploads unless
+// given github-token and run-id, which list the whole run's, as GitHub's
+// artifact service does after "re-run failed jobs"; cache/restore and
+// cache/save keep directories by exact key in a store every job of the
+// test binary shares (GitHub's cache service: a later job restores what an
+// earlier one saved, and a saved key is never overwritten).
 //
 // Where it is not the runner: the tests run as root, so the steps do too
 // (the runner user on GitHub's images is uid 1001 with passwordless sudo);
@@ -85,6 +93,8 @@ type job struct {
 	action     *actionMeta
 	actionPath string
 	root       string            // the runner's work root
+	actionRef  string            // github.action_ref: the ref of uses: (empty for a local action)
+	actionRepo string            // github.action_repository
 	env        map[string]string // the job's environment (GITHUB_*, RUNNER_*, PATH …)
 	inputs     map[string]string // with: of the workflow step
 	event      map[string]any
@@ -95,7 +105,11 @@ type job struct {
 	failed    bool
 	summary   bytes.Buffer
 	log       bytes.Buffer
-	artifacts string // the job's uploaded artifacts, one directory per name
+	artifacts string // the workflow run's uploaded artifacts, one directory per name
+	// store records which attempt of the workflow run uploaded each
+	// artifact and its retention; jobs of one run (runJob) share it.
+	store   *artifactStore
+	attempt int // github.run_attempt
 	// afterStep, when set, is called after each step that ran, for a test
 	// to look at the runner between steps (the runner itself has no such
 	// hook).
@@ -277,6 +291,10 @@ func (j *job) value(e string) string {
 		return j.expand(in.Default)
 	case e == "github.action_path":
 		return j.actionPath
+	case e == "github.action_ref":
+		return j.actionRef
+	case e == "github.action_repository":
+		return j.actionRepo
 	case e == "github.token":
 		return j.env["RUNMILL_TEST_TOKEN"]
 	case parts[0] == "github" && len(parts) > 2 && parts[1] == "event":
@@ -307,6 +325,10 @@ func (j *job) value(e string) string {
 			return s.Outcome
 		}
 		return ""
+	case e == "github.run_id":
+		return j.env["GITHUB_RUN_ID"]
+	case e == "github.run_attempt":
+		return strconv.Itoa(j.attempt)
 	case e == "runner.temp":
 		return j.env["RUNNER_TEMP"]
 	}
@@ -395,9 +417,16 @@ func (j *job) exec(i int, s stepMeta) stepResult {
 	return r
 }
 
-var pinned = regexp.MustCompile(`^[\w.-]+/[\w.-]+@[0-9a-f]{40}$`)
+var pinned = regexp.MustCompile(`^[\w.-]+/[\w.-]+(/[\w.-]+)*@[0-9a-f]{40}$`)
 
-// uses stands in for the two actions action.yml uses.
+// caches is the cache service's store, shared by every job of the test
+// binary (testMain removes it): one directory per key.
+var caches struct {
+	once sync.Once
+	dir  string
+}
+
+// uses stands in for the actions action.yml uses.
 func (j *job) uses(s stepMeta) stepResult {
 	t := j.t
 	r := stepResult{Name: s.Name, Outputs: map[string]string{}, Outcome: "success"}
@@ -414,12 +443,39 @@ func (j *job) uses(s stepMeta) stepResult {
 		return r
 	}
 	switch name, _, _ := strings.Cut(s.Uses, "@"); name {
-	case "actions/setup-go":
-		if _, err := os.Stat(with["go-version-file"]); err != nil {
-			return fail("go-version-file: %v", err)
+	case "actions/cache/restore", "actions/cache/save":
+		path, key := with["path"], with["key"]
+		if path == "" || key == "" {
+			return fail("Input required and not supplied: path and key")
 		}
-		if _, err := exec.LookPath("go"); err != nil {
-			return fail("no Go installed: %v", err)
+		caches.once.Do(func() {
+			var err error
+			if caches.dir, err = os.MkdirTemp("", "runmill-action-caches-"); err != nil {
+				t.Fatal(err)
+			}
+		})
+		stored := filepath.Join(caches.dir, strings.ReplaceAll(key, "/", "%2F"))
+		_, err := os.Stat(stored)
+		if name == "actions/cache/restore" {
+			r.Outputs["cache-hit"] = "false"
+			if err == nil {
+				if err := os.CopyFS(path, os.DirFS(stored)); err != nil {
+					return fail("restoring: %v", err)
+				}
+				r.Outputs["cache-hit"], r.Outputs["cache-matched-key"] = "true", key
+			}
+			r.Outputs["cache-primary-key"] = key
+			return r
+		}
+		if err == nil {
+			r.Log = "Failed to save: Unable to reserve cache with key " + key + ", another job may be creating this cache."
+			return r
+		}
+		if _, err := os.Stat(path); err != nil {
+			return fail("Path Validation Error: Path(s) specified in the action for caching do(es) not exist")
+		}
+		if err := os.CopyFS(stored, os.DirFS(path)); err != nil {
+			return fail("saving: %v", err)
 		}
 	case "actions/upload-artifact":
 		name, path := with["name"], with["path"]
@@ -431,7 +487,16 @@ func (j *job) uses(s stepMeta) stepResult {
 		}
 		dst := filepath.Join(j.artifacts, name)
 		if _, err := os.Stat(dst); err == nil {
-			return fail("an artifact named %q already exists in this workflow run", name)
+			if with["overwrite"] != "true" {
+				return fail("an artifact named %q already exists in this workflow run", name)
+			}
+			if err := os.RemoveAll(dst); err != nil {
+				return fail("overwriting: %v", err)
+			}
+		}
+		days := with["retention-days"]
+		if n, err := strconv.Atoi(days); days != "" && (err != nil || n < 1 || n > 90) {
+			return fail("retention-days %q: must be a number from 1 to 90", days)
 		}
 		n := 0
 		_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
@@ -449,10 +514,63 @@ func (j *job) uses(s stepMeta) stepResult {
 		if err := os.CopyFS(dst, os.DirFS(path)); err != nil {
 			return fail("uploading: %v", err)
 		}
+		j.store.put(name, j.attempt, days)
 		r.Outputs["artifact-id"] = "1"
 	default:
 		t.Fatalf("step %q uses %q, which the test runner does not stand in for", s.Name, s.Uses)
 	}
+	return r
+}
+
+// artifactStore is what GitHub knows of a workflow run's artifacts: the
+// attempt that uploaded each (by name) and its retention-days.
+type artifactStore struct {
+	mu        sync.Mutex
+	attempt   map[string]int
+	retention map[string]string
+}
+
+func (a *artifactStore) put(name string, attempt int, days string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.attempt == nil {
+		a.attempt, a.retention = map[string]int{}, map[string]string{}
+	}
+	a.attempt[name], a.retention[name] = attempt, days
+}
+
+// downloadArtifact stands in for actions/download-artifact@v4 with a
+// workflow step's with: (expanded): the artifacts matching pattern (or
+// name) into path, one directory each. Without github-token and run-id it
+// asks the runner's artifact service, which answers for the current
+// attempt only; with them the REST API, which lists the run's artifacts
+// whatever attempt uploaded them (the newest of a name: overwrite leaves
+// one). None found fails the step, as v4 does.
+func (j *job) downloadArtifact(with map[string]string) stepResult {
+	r := stepResult{Name: "download-artifact", Outputs: map[string]string{}, Outcome: "success"}
+	pattern := with["pattern"]
+	if pattern == "" {
+		pattern = with["name"]
+	}
+	wholeRun := with["github-token"] != "" && with["run-id"] == j.env["GITHUB_RUN_ID"]
+	j.store.mu.Lock()
+	var names []string
+	for name, attempt := range j.store.attempt {
+		if ok, _ := filepath.Match(pattern, name); ok && (wholeRun || attempt == j.attempt) {
+			names = append(names, name)
+		}
+	}
+	j.store.mu.Unlock()
+	if len(names) == 0 {
+		r.Outcome, r.Log = "failure", "Unable to download artifact(s): No artifacts found for run"
+		return r
+	}
+	for _, name := range names {
+		if err := os.CopyFS(filepath.Join(with["path"], name), os.DirFS(filepath.Join(j.artifacts, name))); err != nil {
+			j.t.Fatal(err)
+		}
+	}
+	r.Log = fmt.Sprintf("downloaded %d artifacts", len(names))
 	return r
 }
 

@@ -15,15 +15,7 @@ import (
 // with actionlint, and holds it to the contract the merge relies on: the
 // merge job needs the matrix, runs always, and merges what it downloaded.
 func TestShardedWorkflowDoc(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(actionRoot(t), "docs", "scale.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)<!-- workflow: sharded[^>]*-->\n```yaml\n(.*?)```").FindSubmatch(doc)
-	if m == nil {
-		t.Fatal("docs/scale.md has no sharded workflow block")
-	}
-	wf := m[1]
+	wf := shardedWorkflowDoc(t)
 	var parsed struct {
 		Jobs map[string]struct {
 			Needs    any    `yaml:"needs"`
@@ -82,4 +74,18 @@ func TestShardedWorkflowDoc(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("actionlint on docs/scale.md's workflow: %v\n%s", err, out)
 	}
+}
+
+// shardedWorkflowDoc is the sharded workflow docs/scale.md documents.
+func shardedWorkflowDoc(t *testing.T) []byte {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(actionRoot(t), "docs", "scale.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)<!-- workflow: sharded[^>]*-->\n```yaml\n(.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/scale.md has no sharded workflow block")
+	}
+	return m[1]
 }

@@ -6,10 +6,6 @@
 # this step: the upload step must run first, the gate step fails the job.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-input_error() {
-	echo "::error title=runmill (RM-ACTIONS-003)::$*"
-	exit 2
-}
 
 # The fan-in job of a sharded verification merges instead (docs/scale.md).
 case ${INPUT_MERGE:-false} in
@@ -21,6 +17,19 @@ shard=${INPUT_SHARD:-}
 if [ -n "$shard" ] && ! [[ $shard =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]]; then
 	input_error "shard must be K/N (e.g. 2/3), not '$shard'"
 fi
+# A shard's statement is worth something only signed: the merge refuses an
+# unsigned one, so a shard job without the key would be green for nothing.
+if [ -n "$shard" ] && [ -z "${RUNMILL_SIGNING_KEY:-}" ]; then
+	if fork_pull_request; then
+		input_error "$(fork_cause signing-key); a shard job fails without it, since the merge refuses an unsigned shard"
+	fi
+	input_error "a shard job needs signing-key: the merge job refuses an unsigned shard (docs/scale.md)"
+fi
+case ${INPUT_POLICY_REQUIRED:-false} in
+true | false) ;;
+*) input_error "policy-required must be true or false" ;;
+esac
+retention_output
 
 # The pull request's base.sha and head.sha (a merge queue's base_sha and
 # head_sha), never GITHUB_SHA: on pull_request that is a merge commit GitHub
@@ -66,13 +75,25 @@ if [ -z "$policy_file" ] && [ -n "$policy" ]; then
 	if [[ $policy != *$'\n'* && ($policy == /* || $policy == ./* || $policy == *.yaml || $policy == *.yml) ]]; then
 		policy_file=$policy
 	else
-		policy_file="$out/policy.yaml"
+		# At a path of the policy's content alone: runmill records the path
+		# in the manifest, which every shard of a sharded verification must
+		# share, and RUNNER_TEMP is one path on every GitHub-hosted runner.
+		policy_file="$RUNNER_TEMP/runmill-policy-$(printf '%s\n' "$policy" | sha256sum | cut -c1-16)/policy.yaml"
+		mkdir -p -- "$(dirname -- "$policy_file")"
+		rm -f -- "$policy_file"
 		printf '%s\n' "$policy" >"$policy_file"
 	fi
 fi
 if [ -n "$policy_file" ]; then
 	[ -f "$policy_file" ] || input_error "the policy file $policy_file does not exist"
 	args+=(--policy "$policy_file")
+elif [ "${INPUT_POLICY_REQUIRED:-false}" = true ]; then
+	if fork_pull_request; then
+		input_error "$(fork_cause "the policy input"); policy-required is true, so this job fails rather than verify without the operator policy"
+	fi
+	input_error "policy-required is true but policy and policy-file are empty: set the variable or file the workflow's policy input names"
+elif fork_pull_request; then
+	echo "::warning title=runmill (fork pull request)::$(fork_cause "the policy input"); verifying without an operator policy (set policy-required: true to fail instead)"
 fi
 
 proposals=${INPUT_AGENT_PROPOSALS:-}

@@ -71,13 +71,8 @@ summary() {
 if [ "${1:-}" = --summary ]; then summary "${2:?usage: bench-verify.sh --summary OUTDIR}" "?"; exit 0; fi
 out=${1:?usage: bench-verify.sh OUTDIR [ROUNDS]}
 rounds=${2:-3}
-here=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-runmill=${RUNMILL:-$out/runmill}
-[ -x "$runmill" ] || (cd "$here" && go build -o "$runmill" ./cmd/runmill)
-export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
-export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@example.invalid GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@example.invalid
+. "$(dirname "$0")/bench-lib.sh"
+bench_prologue "$out" "$0"
 rm -rf "$out"/state-* "$out"/first-* "$out/logs" "$out/times" "$out/key.pem" "$out/trust.json"
 mkdir -p "$out/logs"
 "$runmill" evidence keygen --key-out "$out/key.pem" --trust-out "$out/trust.json" --valid-for 24h >/dev/null

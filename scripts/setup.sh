@@ -20,6 +20,12 @@
 #   time                 GNU /usr/bin/time -v: peak memory in docs/benchmarks.md
 #   libxml2-utils        xmllint --stream, the yardstick of the JUnit parser's
 #                        figures in docs/benchmarks.md
+#   curl, unzip          the action's Build step fetches and unpacks its pinned Go
+#                        (action/lib.sh private_go); its Install step downloads
+#                        the release binary
+# and, through the go command, the action's pinned Go toolchain module
+# (action/go-toolchain.sha256) into the module cache, which the action tests
+# serve to the Build step as a file:// module proxy (go_toolchain below).
 # A tool counts as present only where the sandbox sees it by default (under
 # /usr, /bin): a pyenv python3 under /root does not make python3-pytest
 # unnecessary. cargo is the exception: init binds a rustup cargo's ~/.cargo
@@ -62,6 +68,8 @@ install_pkgs() {
 	visible openssl || missing+=(openssl)
 	[ -x /usr/bin/time ] || missing+=(time)
 	command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
+	visible curl || missing+=(curl)
+	visible unzip || missing+=(unzip)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" != 0 ]; then
 		echo "setup: missing ${missing[*]}; run as root or: sudo apt-get install -y ${missing[*]}" >&2
@@ -91,6 +99,20 @@ check_node() {
 	return 0
 }
 
+# go_toolchain: the Go release the action builds runmill with, as the go
+# command fetches it (verified against sum.golang.org), once.
+go_toolchain() {
+	local arch version
+	# shellcheck source=../action/lib.sh
+	source "$(dirname "${BASH_SOURCE[0]}")/../action/lib.sh"
+	arch=$(goarch 2>/dev/null) || return 0
+	version=$(go_toolchain_version)
+	[ -f "$(go env GOMODCACHE)/cache/download/golang.org/toolchain/@v/v0.0.1-$version.linux-$arch.zip" ] && return 0
+	echo "setup: downloading Go $version ($arch) for the action tests (first run only)" >&2
+	(cd / && go mod download "golang.org/toolchain@v0.0.1-$version.linux-$arch")
+}
+
 need_go
 install_pkgs
 check_node
+go_toolchain

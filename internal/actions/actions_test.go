@@ -14,7 +14,9 @@ import (
 	"github.com/runmill/verify/internal/actions"
 	"github.com/runmill/verify/internal/actions/actionstest"
 	"github.com/runmill/verify/internal/golden"
+	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -278,6 +280,110 @@ func TestHostileText(t *testing.T) {
 	}
 }
 
+// TestAnnotationsEscaped: a failing test whose name and failure output hold
+// ESC, CR, LF, "::" and "%" (a go test -json report can carry them all)
+// reaches its ::error annotation escaped by pkg/printable and encoded for
+// the workflow command: one command line, no raw control byte in it or in
+// what GitHub decodes from it, no decoded line starting with "::", and a
+// "%" that stays the character it was.
+func TestAnnotationsEscaped(t *testing.T) {
+	run, dir := loadRun(t, "shop-bad")
+	const name = "TestEvil\x1b[31m\r\n::error::forged%0A,title=x:y"
+	const output = "    cart_test.go:18: boom \x1b[2J\rgone\r\n::warning::fake %25 %0A\n"
+	id := report.TestID("example.com/shop/cart::" + name)
+	event := func(action, out string) string {
+		b, err := json.Marshal(map[string]string{"Action": action, "Package": "example.com/shop/cart", "Test": name, "Output": out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b) + "\n"
+	}
+	rep := event("run", "") + event("output", "=== RUN   "+name+"\n") + event("output", output) + event("fail", "")
+	addr := evidence.ArtifactAddress(digest.Hex([]byte(rep)))
+	p, _ := evidence.ArtifactPath(filepath.Join(dir, "artifacts"), addr)
+	if err := os.WriteFile(p, []byte(rep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostileCheck := "unit\x1b]0;pwn\x07\r\n::error::x%25"
+	found := false
+	for i := range run.Delivery.Checks {
+		c := &run.Delivery.Checks[i]
+		if c.CheckID == "unit" && c.Phase == record.Candidate {
+			c.Report.Artifact, c.Report.Inventory.Failed = addr, []report.TestID{id}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the fixture has no candidate run of unit")
+	}
+	run.Delivery.Verdict.Failures = append(run.Delivery.Verdict.Failures, record.Finding{Rule: "outcome.tests-failed", Check: hostileCheck,
+		Message: "failed:\x1b[1m " + name, IDs: []report.TestID{id}, Hint: "::add-mask::x\rfix"})
+	s := newStep(t)
+	if err := s.runtime().Publish(run); err != nil {
+		t.Fatal(err)
+	}
+	type command struct {
+		props map[string]string
+		msg   string
+	}
+	unescape := regexp.MustCompile(`%(25|0D|0A|3A|2C)`)
+	decode := func(v string) string {
+		return unescape.ReplaceAllStringFunc(v, func(m string) string {
+			return map[string]string{"%25": "%", "%0D": "\r", "%0A": "\n", "%3A": ":", "%2C": ","}[m]
+		})
+	}
+	var cmds []command
+	for _, l := range strings.Split(strings.TrimSuffix(s.stdout.String(), "\n"), "\n") {
+		if strings.ContainsAny(l, "\x1b\r\x07") {
+			t.Errorf("a raw control byte in the command %q", l)
+		}
+		head, msg, ok := strings.Cut(strings.TrimPrefix(l, "::"), "::")
+		if !ok || !strings.HasPrefix(l, "::error ") && !strings.HasPrefix(l, "::warning ") {
+			t.Fatalf("stdout line is not one annotation: %q", l)
+		}
+		c := command{props: map[string]string{}, msg: decode(msg)}
+		_, props, _ := strings.Cut(head, " ")
+		for _, kv := range strings.Split(props, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			c.props[k] = decode(v)
+		}
+		for k, v := range c.props {
+			if strings.ContainsAny(v, "\x1b\r\n\x07") {
+				t.Errorf("property %s decodes to %q: a control character", k, v)
+			}
+		}
+		for _, ml := range strings.Split(c.msg, "\n") {
+			if strings.ContainsAny(ml, "\x1b\r\x07") || strings.HasPrefix(ml, "::") {
+				t.Errorf("message line %q: a control character or a leading ::", ml)
+			}
+		}
+		cmds = append(cmds, c)
+	}
+	// The test's own annotation: its name on one line, escaped; its output
+	// a line of its own, escaped; "%" as written.
+	wantFirst := printable.Text(string(id), 0) + " failed at the candidate:"
+	var testMsg, findingTitle string
+	for _, c := range cmds {
+		if strings.HasPrefix(c.msg, wantFirst+"\n") {
+			testMsg = c.msg
+		}
+		if strings.Contains(c.props["title"], "pwn") {
+			findingTitle = c.props["title"]
+		}
+	}
+	if testMsg == "" {
+		t.Fatalf("no annotation of the failing test starting %q in:\n%s", wantFirst, s.stdout.String())
+	}
+	for _, want := range []string{`TestEvil\x1b[31m\r\n::error::forged%0A,title=x:y failed`, `boom \x1b[2J\rgone`, `\x3a:warning::fake %25 %0A`} {
+		if !strings.Contains(testMsg, want) {
+			t.Errorf("the test's annotation %q does not hold %q", testMsg, want)
+		}
+	}
+	if want := "runmill: outcome.tests-failed in check " + printable.Text(hostileCheck, 0); findingTitle != want {
+		t.Errorf("the finding's title decodes to %q, want %q", findingTitle, want)
+	}
+}
+
 // withoutCodeSpans drops the content of every code span (CommonMark: a run
 // of n backticks up to the next run of exactly n), where nothing is live.
 func withoutCodeSpans(md string) string {
@@ -444,6 +550,43 @@ func TestQuestions(t *testing.T) {
 				t.Errorf("failed questions %v, want [%s]", failed, tc.q)
 			}
 		})
+	}
+}
+
+// TestSummaryListsMovedTests: a candidate run's moved tests (issue 24: found
+// under the id git's renames give them) are listed in the job summary, one
+// line each saying how the test moved, escaped like every repository text.
+func TestSummaryListsMovedTests(t *testing.T) {
+	run, _ := loadRun(t, "shop-good")
+	d := &run.Delivery
+	i := slices.IndexFunc(d.Checks, func(c record.CheckRun) bool { return c.Phase == record.Candidate })
+	if i < 0 {
+		t.Fatal("the recorded run has no candidate run")
+	}
+	d.Checks[i].Moved = []record.TestMove{
+		{From: "tests.test_cart::test_total", To: "cart.tests.test_cart::test_total", By: record.MovedFile},
+		{From: "example.com/shop/cart::TestTotal", To: "example.com/shop/internal/cart::TestTotal", By: record.MovedPackage},
+		{From: "t.py::test_add[1-2-3]", To: "t.py::test_add[1-3-4]<img src=x>", By: record.MovedParameters},
+	}
+	s := newStep(t)
+	if err := s.runtime().Publish(run); err != nil {
+		t.Fatal(err)
+	}
+	sum := s.read(t, "GITHUB_STEP_SUMMARY")
+	if j := strings.Index(sum, "<img"); j >= 0 && sum[j-1] != '\\' {
+		t.Errorf("summary carries a moved id's live HTML:\n%s", sum)
+	}
+	// The summary escapes Markdown punctuation; the words are read without it.
+	plain := regexp.MustCompile(`\\(.)`).ReplaceAllString(sum, "$1")
+	check := d.Checks[i].CheckID
+	for _, want := range []string{"### Moved tests",
+		"- " + check + `: moved, not missing: "tests.test_cart::test_total" → "cart.tests.test_cart::test_total" (its file was renamed)`,
+		`"example.com/shop/cart::TestTotal" → "example.com/shop/internal/cart::TestTotal" (its Go package moved)`,
+		"(its parametrized case was renamed)",
+	} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
 	}
 }
 

@@ -135,6 +135,13 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 		}
 		head = append(head, "")
 	}
+	if ls := explain.MovedBlock(d, 20); len(ls) > 0 {
+		head = append(head, "### Moved tests", "", "Found under the id git's renames (or a parametrized case's new ids) give them: preserved, not missing.", "")
+		for _, l := range ls {
+			head = append(head, "- "+text(l))
+		}
+		head = append(head, "")
+	}
 	if t := deps.DiffTable(d.Dependencies, 20); t != "" {
 		head = append(head, "### Dependencies", "", t, "")
 	}

@@ -17,7 +17,7 @@ const module = "github.com/runmill/verify"
 // hash a tree, bound a read) and nothing of what runmill decides with it.
 var plumbing = []string{
 	"internal/git", "internal/checkout", "internal/sandbox", "internal/mountinfo", "internal/unzip", "internal/bounded",
-	"internal/fsname", "internal/rmtree", "internal/procfs", "pkg/jsonnum",
+	"internal/fsname", "internal/rmtree", "internal/procfs", "internal/lastuse", "pkg/jsonnum",
 	"pkg/treehash", "pkg/printable", "pkg/budget", "pkg/rmerr", "pkg/pathglob", "pkg/objectid", "pkg/digest",
 }
 

@@ -6,7 +6,9 @@ package cgrouptest
 
 import (
 	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -78,6 +80,28 @@ func (c *Memory) read(file string) (int64, error) {
 
 // Add moves a process into the cgroup.
 func (c *Memory) Add(pid int) error { return c.write("cgroup.procs", strconv.Itoa(pid)) }
+
+// Start starts cmd as a process of the cgroup from its first page: cmd
+// must read one line from its standard input before it does any work, and
+// the line is written once it is in the cgroup (cgroup v1 moves no earlier
+// charges, so the cgroup's peak is all of cmd's memory and its
+// children's). cmd's Stdin is taken.
+func (c *Memory) Start(cmd *exec.Cmd) error {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if err := c.Add(cmd.Process.Pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return err
+	}
+	_, err = io.WriteString(in, "go\n")
+	return err
+}
 
 // SetLimit sets the memory limit, with no swap on top.
 func (c *Memory) SetLimit(max int64) error {

@@ -101,8 +101,14 @@ type Manager struct {
 	closed  bool
 	closeMu sync.Mutex
 
-	// layersInRAM: <session>/layers is a tmpfs (overlay.go).
-	layersInRAM bool
+	// layersInRAM: <session>/layers is a tmpfs (overlay.go) with
+	// tmpfsBytes and tmpfsInodes not yet reserved by a layer.
+	layersInRAM             bool
+	tmpfsBytes, tmpfsInodes int64
+
+	// measurer measures every commit before its first checkout
+	// (limits.go).
+	measurer *git.Repo
 }
 
 // Checkout is one fresh, detached checkout of one commit.
@@ -195,6 +201,7 @@ func NewManager(ctx context.Context, repoDir, stateDir string) (*Manager, error)
 		commits:           map[string]string{},
 		layers:            map[string]*layer{},
 		live:              map[*Checkout]struct{}{},
+		measurer:          &git.Repo{Dir: repo},
 	}
 	if err := m.openSession(); err != nil {
 		return nil, err
@@ -294,9 +301,14 @@ func (m *Manager) Create(ctx context.Context, commit string) (*Checkout, error) 
 // CreatePinned makes a fresh checkout of commit with each of pins laid over
 // it (pkg/harness: the base's version of a check's harness files). In
 // layered mode the pins are one more lower layer above the commit's; the
-// checkout is then as fresh and as read-only as any other.
+// checkout is then as fresh and as read-only as any other. A commit over
+// the Manager's limits is refused before anything is written (limits.go).
 func (m *Manager) CreatePinned(ctx context.Context, commit string, pins []harness.Pin) (*Checkout, error) {
 	id, err := m.commit(ctx, commit)
+	if err != nil {
+		return nil, err
+	}
+	size, err := m.measure(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +335,7 @@ func (m *Manager) CreatePinned(ctx context.Context, commit string, pins []harnes
 		return m.writePins(ctx, c.Dir, pins)
 	}
 	if layered {
-		populate = func(ctx context.Context, c *Checkout) error { return m.mountLayered(ctx, c, pins) }
+		populate = func(ctx context.Context, c *Checkout) error { return m.mountLayered(ctx, c, size, pins) }
 	}
 	if err := populate(ctx, c); err != nil {
 		if rerr := c.Remove(); rerr != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -81,30 +82,58 @@ func (m *Manager) EnableLayers() error {
 	if statErr != nil {
 		return fmt.Errorf("an overlay mount does not show its lower layer: %w", statErr)
 	}
+	bytes, inodes, ok := mountLayerTmpfs(filepath.Join(m.session, "layers"), layerTmpfsBytes())
 	m.mu.Lock()
 	m.layered = true
-	m.layersInRAM = mountLayerTmpfs(filepath.Join(m.session, "layers"))
+	m.layersInRAM, m.tmpfsBytes, m.tmpfsInodes = ok, bytes, inodes
 	m.mu.Unlock()
 	return nil
 }
 
-// layerTmpfsSize caps the memory the commits' layers may take; a layer that
-// does not fit is written on disk instead (layerOnce).
-var layerTmpfsSize = "size=25%"
+// layerTmpfsBytes is how much memory the commits' layers may take: a
+// quarter of what runmill itself may use — its memory cgroup's limit (v1
+// or v2, the lowest up the hierarchy), not the host's RAM — because tmpfs
+// pages are charged to that cgroup and cannot be reclaimed. The other three
+// quarters are runmill's margin: its own heap (770 MB at the report budget,
+// docs/benchmarks.md) and the page cache of what it reads and writes on
+// disk; the checks themselves run in their own cgroups. Without a limit it
+// is a quarter of the host's RAM, as before. A layer that does not fit what
+// is left is written on disk instead (layerOf).
+var layerTmpfsBytes = func() int64 { return memoryLimit("/", hostRAM()) / 4 }
 
-// mountLayerTmpfs puts the session's layers on a private tmpfs: measured on
-// this project's machine (docs/benchmarks.md), writing a 1 000-file commit
-// with git takes 1.0–1.3 s on an ext4 that has recently deleted many inodes
-// (ext4's inode allocator skips and re-reads recently freed inodes) and
-// 0.11–0.16 s on tmpfs, and a layer on tmpfs is freed by one unmount at
-// Close instead of an unlink per file. Nothing else changes: git writes the
-// same tree, every checkout is an overlay over it and is hashed before and
-// after its run. false: the layers stay on the state dir's filesystem.
-func mountLayerTmpfs(dir string) bool {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false
+// minLayerTmpfs: below this the layers stay on disk (a tmpfs that holds no
+// real commit only costs a mount).
+const minLayerTmpfs = 1 << 20
+
+// tmpfsInodeBytes is the memory one tmpfs inode and its dentry take (about
+// 0.7 KiB and 0.2 KiB of slab): nr_inodes is set so that the inodes of a
+// full tmpfs cost at most a quarter of its size again, since a tree of a
+// million empty files would otherwise fill memory without a data page.
+const tmpfsInodeBytes = 1 << 10
+
+// mountLayerTmpfs puts the session's layers on a private tmpfs of size
+// bytes: measured on this project's machine (docs/benchmarks.md), writing a
+// 1 000-file commit with git takes 1.0–1.3 s on an ext4 that has recently
+// deleted many inodes (ext4's inode allocator skips and re-reads recently
+// freed inodes) and 0.11–0.16 s on tmpfs, and a layer on tmpfs is freed by
+// one unmount at Close instead of an unlink per file. Nothing else changes:
+// git writes the same tree, every checkout is an overlay over it and is
+// hashed before and after its run. It returns the tmpfs's bytes and inodes;
+// ok false: the layers stay on the state dir's filesystem.
+func mountLayerTmpfs(dir string, size int64) (bytes, inodes int64, ok bool) {
+	size &^= 4095
+	if size < minLayerTmpfs {
+		return 0, 0, false
 	}
-	return syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=0755,"+layerTmpfsSize) == nil
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, 0, false
+	}
+	inodes = size / 4 / tmpfsInodeBytes
+	opts := fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d", size, inodes)
+	if syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts) != nil {
+		return 0, 0, false
+	}
+	return size, inodes, true
 }
 
 // Layered reports whether checkouts are overlay mounts over shared layers.
@@ -114,9 +143,11 @@ func (m *Manager) Layered() bool {
 	return m.layered
 }
 
-// layerOf returns the written layer of commit id, writing it on first use.
-func (m *Manager) layerOf(ctx context.Context, id string) (string, error) {
-	return m.layerOnce(ctx, id, "creating checkout of "+id, func(dir string) error {
+// layerOf returns the written layer of commit id, of measured size s,
+// writing it on first use: on the tmpfs when s fits what is left of it,
+// else on disk.
+func (m *Manager) layerOf(ctx context.Context, id string, s git.TreeSize) (string, error) {
+	return m.layerOnce(ctx, id, "creating checkout of "+id, func() (bool, func()) { return m.reserveTmpfs(s) }, func(dir string) error {
 		err := os.MkdirAll(filepath.Dir(dir), 0o755)
 		if err == nil {
 			err = m.readable(filepath.Dir(dir), 0o755)
@@ -129,23 +160,35 @@ func (m *Manager) layerOf(ctx context.Context, id string) (string, error) {
 }
 
 // layerOnce returns the layer named key, written by fill on first use;
-// concurrent callers wait for the one writer. A layer that failed is not
-// kept, so the next caller tries again (a cancelled context, say, is no
-// property of what the layer holds).
-func (m *Manager) layerOnce(ctx context.Context, key, what string, fill func(dir string) error) (string, error) {
+// concurrent callers wait for the one writer. inRAM, when not nil, says
+// whether the layer is placed on the tmpfs (and how to give its room back);
+// nil places it there. A layer that failed is not kept, so the next caller
+// tries again (a cancelled context, say, is no property of what the layer
+// holds).
+func (m *Manager) layerOnce(ctx context.Context, key, what string, inRAM func() (bool, func()), fill func(dir string) error) (string, error) {
 	m.mu.Lock()
 	l, ok := m.layers[key]
 	if !ok {
 		l = &layer{done: make(chan struct{}), dir: filepath.Join(m.session, "layers", key)}
 		m.layers[key] = l
 	}
+	ram := m.layersInRAM
 	m.mu.Unlock()
 	if !ok {
+		release := func() {}
+		if ram && inRAM != nil {
+			var fits bool
+			if fits, release = inRAM(); !fits {
+				ram, l.dir = false, filepath.Join(m.session, "layers-disk", key)
+			}
+		}
 		err := fill(l.dir)
-		if err != nil && m.layersInRAM && ctx.Err() == nil {
-			// The tmpfs is full (or refused the tree): the disk, as
-			// without it.
+		if err != nil && ram && ctx.Err() == nil {
+			// The tmpfs is full after all (the measure counts git's
+			// blobs, and a checkout may convert line endings or
+			// encodings): the disk, as without it.
 			m.rm.Tree(l.dir)
+			release()
 			l.dir = filepath.Join(m.session, "layers-disk", key)
 			err = fill(l.dir)
 		}
@@ -166,9 +209,10 @@ func (m *Manager) layerOnce(ctx context.Context, key, what string, fill func(dir
 	return l.dir, l.err
 }
 
-// mountLayered mounts c.Dir as an overlay over the commit's layer.
-func (m *Manager) mountLayered(ctx context.Context, c *Checkout, pins []harness.Pin) error {
-	lower, err := m.layerOf(ctx, c.Commit)
+// mountLayered mounts c.Dir as an overlay over the commit's layer; s is
+// the commit's measured size.
+func (m *Manager) mountLayered(ctx context.Context, c *Checkout, s git.TreeSize, pins []harness.Pin) error {
+	lower, err := m.layerOf(ctx, c.Commit, s)
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,10 @@ import (
 
 // TestLayersOnTmpfs: in layered mode the commits' layers live on a private
 // tmpfs, checkouts over it hold the commit's files, and Close leaves no
-// mount and no session behind; a tree the tmpfs cannot hold is written on
-// disk instead, and the checkout is the same.
+// mount and no session behind; a tree whose measure does not fit what is
+// left of the tmpfs is written on disk instead, and so is one that turns
+// out larger than measured (line endings converted on checkout): the
+// checkout is the same.
 func TestLayersOnTmpfs(t *testing.T) {
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
@@ -30,16 +32,25 @@ func TestLayersOnTmpfs(t *testing.T) {
 	big := strings.Repeat("0123456789abcdef", 64<<10) // 1 MiB
 	r.Write("big.txt", big)
 	large := r.Commit("large")
+	r.Remove("big.txt")
+	// 1.5 MiB in git, 3 MiB checked out.
+	r.Write(".gitattributes", "lines.txt text eol=crlf\n")
+	r.Write("lines.txt", strings.Repeat("\n", 3<<19))
+	crlf := r.Commit("line endings")
 	for _, tc := range []struct {
-		name, size, commit string
-		onDisk             bool
+		name, commit string
+		size         int64
+		onDisk       bool
+		file         string
+		content      string
 	}{
-		{"fits", "size=25%", small, false},
-		{"too large for the tmpfs", "size=64k", large, true},
+		{"fits", small, 64 << 20, false, "small.txt", "small\n"},
+		{"too large for the tmpfs", large, 1 << 20, true, "big.txt", big},
+		{"larger than measured", crlf, 2 << 20, true, "lines.txt", strings.Repeat("\r\n", 3<<19)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			defer func(old string) { layerTmpfsSize = old }(layerTmpfsSize)
-			layerTmpfsSize = tc.size
+			defer func(old func() int64) { layerTmpfsBytes = old }(layerTmpfsBytes)
+			layerTmpfsBytes = func() int64 { return tc.size }
 			m, err := NewManager(context.Background(), r.Dir, filepath.Join(t.TempDir(), "state"))
 			if err != nil {
 				t.Fatal(err)
@@ -59,10 +70,11 @@ func TestLayersOnTmpfs(t *testing.T) {
 			if b, err := os.ReadFile(filepath.Join(co.Dir, "small.txt")); err != nil || string(b) != "small\n" {
 				t.Errorf("small.txt = %q, %v", b, err)
 			}
-			if tc.onDisk {
-				if b, err := os.ReadFile(filepath.Join(co.Dir, "big.txt")); err != nil || string(b) != big {
-					t.Errorf("big.txt: %d bytes, %v", len(b), err)
-				}
+			if b, err := os.ReadFile(filepath.Join(co.Dir, tc.file)); err != nil || string(b) != tc.content {
+				t.Errorf("%s: %d bytes, %v", tc.file, len(b), err)
+			}
+			if st.Blocks*uint64(st.Bsize) != uint64(tc.size) {
+				t.Errorf("the tmpfs holds %d bytes, want %d", st.Blocks*uint64(st.Bsize), tc.size)
 			}
 			_, err = os.Stat(filepath.Join(m.session, "layers-disk"))
 			if gotDisk := err == nil; gotDisk != tc.onDisk {

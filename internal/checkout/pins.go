@@ -27,7 +27,7 @@ func (m *Manager) pinLayerOf(ctx context.Context, pins []harness.Pin) (string, e
 		fmt.Fprintf(h, "%s\x00%s\x00%s\n", p.Path, p.Mode, p.Blob)
 	}
 	key := "pins-" + hex.EncodeToString(h.Sum(nil))[:32]
-	return m.layerOnce(ctx, key, "laying the harness", func(dir string) error {
+	return m.layerOnce(ctx, key, "laying the harness", nil, func(dir string) error {
 		err := os.MkdirAll(dir, 0o755)
 		if err == nil {
 			err = m.readable(filepath.Dir(dir), 0o755)

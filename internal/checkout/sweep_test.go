@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(crashEnv); spec != "" {
 		crash(spec)
 	}
+	if spec := os.Getenv(tmpfsChildEnv); spec != "" {
+		tmpfsChild(spec)
+	}
 	code := m.Run()
 	cleanupBench()
 	os.Exit(code)

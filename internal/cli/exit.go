@@ -32,8 +32,10 @@ type exitPolicy struct {
 
 var (
 	exitDefault = exitPolicy{}
-	// verify: exit 3 when no verdict could be produced.
-	exitVerify = exitPolicy{noVerdict: true}
+	// verify: exit 3 when no verdict could be produced; a change over a
+	// bound on repository content (RM-LIMIT-…, issue 23) cannot be
+	// verified as it is, a negative answer.
+	exitVerify = exitPolicy{noVerdict: true, answers: []rmerr.Code{"RM-LIMIT-"}}
 	// evidence download: evidence that could not be fetched is a negative
 	// answer about this run, not a usage error.
 	exitDownload = exitPolicy{answers: []rmerr.Code{rmerr.GitHubAPI}}

@@ -77,28 +77,39 @@ func TestVerifyFlags(t *testing.T) {
 	}
 	full := gh("repo", "base", "candidate", "policy", "agent-proposals", "out", "signing-key", "json", "github-actions",
 		"containerd-address", "parallel", "shard", "shard-durations", "reuse", "trust", "no-reuse", "github-repo", "pr",
-		"github-job", "check-run", "check-run-name", "no-github", "github-wait", "github-token", "github-branch")
+		"github-job", "check-run", "check-run-name", "no-github", "github-wait", "github-token", "github-branch", "keep-runs", "keep-days")
 	full.repo, full.pr, full.job, full.checkRun, full.checkRunName, full.off = "acme/widget", 7, "verify", true, "ev", true
 	full.wait, full.token, full.branch = 20*time.Minute, "tok", "main"
 	testFlags(t, newVerifyCmd, []flagCase[verifyOptions]{
 		{name: "the change", args: change, want: &verifyOptions{
-			change: engine.DiscoverOptions{RepoDir: "r", Base: "b", Candidate: "c"}, github: gh("repo", "base", "candidate")}},
+			change: engine.DiscoverOptions{RepoDir: "r", Base: "b", Candidate: "c"}, github: gh("repo", "base", "candidate"), retention: retentionFlags{runs: 200, days: 14}}},
 		{name: "every flag", args: append(append([]string{}, change...), "--policy", "p.yaml", "--agent-proposals", "-", "--out", "o",
 			"--signing-key", "k.pem", "--json", "--github-actions", "--containerd-address", "/run/c.sock", "--parallel", "3",
 			"--shard", "2/4", "--shard-durations", "d.json", "--reuse", "r1", "--reuse", "r2", "--trust", "t.json", "--no-reuse",
 			"--github-repo", "acme/widget", "--pr", "7", "--github-job", "verify", "--check-run", "--check-run-name", "ev",
-			"--no-github", "--github-wait", "20m", "--github-token", "tok", "--github-branch", "main"),
+			"--no-github", "--github-wait", "20m", "--github-token", "tok", "--github-branch", "main", "--keep-runs", "30", "--keep-days", "3"),
 			want: &verifyOptions{
 				change:            engine.DiscoverOptions{RepoDir: "r", Base: "b", Candidate: "c", PolicyFile: "p.yaml", ProposalsFile: "-"},
 				output:            outputFlags{out: "o", signingKey: "k.pem", json: true, githubActions: true},
 				containerdAddress: "/run/c.sock", parallel: 3, github: full,
 				shard: shardFlags{spec: "2/4", durations: "d.json"}, reuse: reuseFlags{dirs: []string{"r1", "r2"}, trust: "t.json", off: true},
+				retention: retentionFlags{runs: 30, days: 3},
 			}},
 		{name: "missing flags", args: []string{"--repo", "r"}, err: "missing required flag(s) --base, --candidate"},
 		{name: "positional", args: append(append([]string{}, change...), "extra"), err: `unexpected argument "extra"`},
 		{name: "unknown flag", args: append(append([]string{}, change...), "--nope"), err: "flag provided but not defined: -nope"},
 		{name: "bad number", args: append(append([]string{}, change...), "--parallel", "x"), err: "invalid value"},
+		{name: "keep no runs", args: append(append([]string{}, change...), "--keep-runs", "0"), err: "--keep-runs 0 --keep-days 14: each must be at least 1"},
+		{name: "keep no days", args: append(append([]string{}, change...), "--keep-days", "-1"), err: "--keep-runs 200 --keep-days -1: each must be at least 1"},
 	})
+	// What the flags keep reaches the engine.
+	o, err := parseOnly(newVerifyCmd, append(append([]string{}, change...), "--keep-runs", "30", "--keep-days", "3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := o.retention.retention(); err != nil || r != (engine.Retention{MaxRuns: 30, MaxAge: 3 * 24 * time.Hour}) {
+		t.Errorf("retention = %+v, %v; want 30 runs, 3 days", r, err)
+	}
 }
 
 func TestManifestFlags(t *testing.T) {

@@ -83,12 +83,22 @@ func printRun(w io.Writer, r *engine.Run) {
 			fmt.Fprintln(w, "  "+printable.Text(l, 0))
 		}
 	}
+	if ls := explain.MovedBlock(d, maxMovedLines); len(ls) > 0 {
+		// Issue 24: a test found under its moved id is preserved.
+		fmt.Fprintln(w, "\nMoved (git detected the renames; the tests kept their authority):")
+		for _, l := range ls {
+			fmt.Fprintln(w, "  "+printable.Text(l, 0))
+		}
+	}
 	fmt.Fprintf(w, "\nGitHub: %s\n", githubLine(d))
 	fmt.Fprintf(w, "Evidence: %s\n", r.Dir)
 	if r.BundlePath == "" {
 		fmt.Fprintln(w, "(unsigned: pass --signing-key to sign it)")
 	}
 }
+
+// maxMovedLines bounds the moved tests listed per check.
+const maxMovedLines = 10
 
 // writeReused lists the runs that were not executed but reused from a
 // signed earlier verification (issue 16), with their source, for verify

@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/pkg/evidence"
@@ -20,6 +22,29 @@ type verifyOptions struct {
 	github            githubFlags
 	shard             shardFlags
 	reuse             reuseFlags
+	retention         retentionFlags
+}
+
+// retentionFlags bound the runs each verify keeps in its state dir
+// (engine.Retention; README § Retention): the operator's to choose, never
+// the repository's — the policy comes from the pull request's base.
+type retentionFlags struct{ runs, days int }
+
+func (f *retentionFlags) register(fs *flag.FlagSet) {
+	d := engine.DefaultRetention
+	fs.IntVar(&f.runs, "keep-runs", d.MaxRuns, "keep at most `N` runs in the state dir (the newest)")
+	fs.IntVar(&f.days, "keep-days", int(d.MaxAge/(24*time.Hour)), "keep no run older than `D` days in the state dir")
+}
+
+// retention is what the flags keep; a bound under 1 is refused (keeping
+// nothing would prune the runs other runmills are about to reuse, and the
+// current run is always kept anyway).
+func (f retentionFlags) retention() (engine.Retention, error) {
+	if f.runs < 1 || f.days < 1 {
+		return engine.Retention{}, rmerr.New(rmerr.Usage, "--keep-runs %d --keep-days %d: each must be at least 1", f.runs, f.days).
+			WithHint("pass --keep-runs N and --keep-days D of 1 or more (defaults %d and %d)", engine.DefaultRetention.MaxRuns, int(engine.DefaultRetention.MaxAge/(24*time.Hour)))
+	}
+	return engine.Retention{MaxRuns: f.runs, MaxAge: time.Duration(f.days) * 24 * time.Hour}, nil
 }
 
 func newVerifyCmd(runF func(context.Context, IO, *verifyOptions) error) *command {
@@ -29,7 +54,7 @@ func newVerifyCmd(runF func(context.Context, IO, *verifyOptions) error) *command
 	c := &command{
 		name:    "verify",
 		exit:    exitVerify,
-		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--shard K/N [--shard-durations FILE]] [--reuse DIR]... [--trust FILE] [--no-reuse] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions]",
+		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--shard K/N [--shard-durations FILE]] [--reuse DIR]... [--trust FILE] [--no-reuse] [--keep-runs N] [--keep-days D] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions]",
 		summary: "run the whole pipeline and write the run's evidence",
 		long:    verifyLong,
 	}
@@ -46,9 +71,13 @@ func newVerifyCmd(runF func(context.Context, IO, *verifyOptions) error) *command
 		o.github.register(fs.FlagSet)
 		o.shard.register(fs.FlagSet)
 		o.reuse.register(fs.FlagSet)
+		o.retention.register(fs.FlagSet)
 		fs.StringVar(&o.containerdAddress, "containerd-address", "", "containerd socket `ADDR` (default: the system socket, else a private daemon)")
 		fs.IntVar(&o.parallel, "parallel", 0, "concurrent check runs (0: number of CPUs)")
 		if err := fs.parseStrict(args, "repo", "base", "candidate"); err != nil {
+			return err
+		}
+		if _, err := o.retention.retention(); err != nil {
 			return err
 		}
 		o.github.given = fs.given()
@@ -111,6 +140,9 @@ func (o *verifyOptions) engineOptions(s IO) (engine.VerifyOptions, error) {
 	e.Repository, e.PullRequest = o.github.repo, o.github.pr
 	e.Discover.Stdin = s.In
 	e.StateDir = engine.StateDir(o.output.out, os.Getenv)
+	if e.Retention, err = o.retention.retention(); err != nil {
+		return e, err
+	}
 	e.Progress = s.Err
 	e.Version = Version
 	if e.SigningKey, err = loadSigningKey(o.output.signingKey); err != nil {

@@ -48,7 +48,9 @@ func benchCache(b *testing.B) (state, tree string) {
 			return
 		}
 		benchState = filepath.Join(root, "state")
-		benchTree, _, benchErr = entry(context.Background(), benchState, "", NPM, benchIn, func(dst string) error {
+		objs := newObjects(benchState)
+		defer objs.uses.Close()
+		benchTree, _, benchErr = entry(context.Background(), benchState, "", NPM, benchIn, objs, func(dst string) error {
 			return mirror(context.Background(), src, dst, copyFile)
 		})
 	})
@@ -125,8 +127,10 @@ func BenchmarkCpA(b *testing.B) {
 func BenchmarkReuse(b *testing.B) {
 	state, _ := benchCache(b)
 	b.SetBytes(benchBytesOf(b))
+	objs := newObjects(state)
+	defer objs.uses.Close()
 	for b.Loop() {
-		if _, r, err := entry(context.Background(), state, "", NPM, benchIn, nil); err != nil || !r.Reused {
+		if _, r, err := entry(context.Background(), state, "", NPM, benchIn, objs, nil); err != nil || !r.Reused {
 			b.Fatalf("reuse: %v", err)
 		}
 	}

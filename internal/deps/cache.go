@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -39,12 +40,19 @@ func contentKey(strategy string, inputs map[string]string) string {
 // The import is assembled in scratch (the run's own directory, on the
 // cache's filesystem) and renamed into place, so a crash never leaves a
 // half-made entry, and what it leaves is swept with the run's other
-// leftovers; with no scratch it is assembled beside the entry.
-func entry(ctx context.Context, stateDir, scratch, strategy string, inputs map[string]string, fill func(tree string) error) (string, Receipt, error) {
+// leftovers; with no scratch it is assembled beside the entry (and pruned
+// by age if a crash leaves it, prune.go).
+//
+// The entry is held in objs' Set from before it is read until the Set is
+// closed (prune.go: a pruner never takes an entry a live run holds), and
+// an import holds the object store while it fills its tree.
+func entry(ctx context.Context, stateDir, scratch, strategy string, inputs map[string]string, objs *objects, fill func(tree string) error) (string, Receipt, error) {
 	key := contentKey(strategy, inputs)
 	dir := filepath.Join(cacheDir(stateDir, strategy), key[len("sha256:"):])
 	tree := filepath.Join(dir, "tree")
-	if _, err := os.Lstat(dir); err == nil {
+	if err := objs.uses.Use(dir); !errors.Is(err, fs.ErrNotExist) {
+		// Held, or there but not a directory it could hold: reuse judges
+		// it (and removes what is not an entry).
 		r, err := reuse(ctx, dir, strategy, key, inputs)
 		return tree, r, err
 	}
@@ -61,6 +69,11 @@ func entry(ctx context.Context, stateDir, scratch, strategy string, inputs map[s
 		return "", Receipt{}, err
 	}
 	defer removeTree(tmp) // a no-op once renamed
+	filling, err := objs.fill(tmp)
+	if err != nil {
+		return "", Receipt{}, err
+	}
+	defer filling()
 	if err := fill(filepath.Join(tmp, "tree")); err != nil {
 		return "", Receipt{}, err
 	}
@@ -76,10 +89,13 @@ func entry(ctx context.Context, stateDir, scratch, strategy string, inputs map[s
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		// Another run imported the same key first: use (and verify) its entry.
-		if _, serr := os.Lstat(dir); serr == nil {
+		if serr := objs.uses.Use(dir); serr == nil {
 			r, err := reuse(ctx, dir, strategy, key, inputs)
 			return tree, r, err
 		}
+		return "", Receipt{}, err
+	}
+	if err := objs.uses.Use(dir); err != nil {
 		return "", Receipt{}, err
 	}
 	return tree, r, nil

@@ -36,6 +36,7 @@ import (
 	"strings"
 
 	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/internal/lastuse"
 	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -95,6 +96,8 @@ type Prepared struct {
 	// Refusals of one commit's install live in the strategy's own errs.
 	errs map[string]error
 	copy CopyStats
+	// uses are the cache entries the run holds while its checks use them.
+	uses *lastuse.Set
 }
 
 // Receipt describes one cache entry a run uses; it is recorded in the
@@ -166,7 +169,17 @@ func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string
 		}
 	}
 	p.copy = objs.stats()
+	p.uses = objs.uses
 	return p, errors.Join(errs...)
+}
+
+// Close lets go of the cache entries the run held (a pruner may remove
+// them once they are unused for long enough): call it when no check run
+// uses a view any more. Safe on a nil Prepared and when called twice.
+func (p *Prepared) Close() {
+	if p != nil {
+		p.uses.Close()
+	}
 }
 
 // Copy is what this run's imports wrote into the object store and what

@@ -220,13 +220,21 @@ func TestNPMRefusals(t *testing.T) {
 	})
 }
 
-func TestGoModules(t *testing.T) {
+// goRepo is a committed Go sample and a module cache downloaded for it,
+// as the operator prepares one.
+func goRepo(t *testing.T) (r *gittest.Repo, base, modcache string) {
+	t.Helper()
 	depstest.Need(t, "go", "git")
-	r := gittest.New(t)
+	r = gittest.New(t)
 	depstest.WriteGo(t, r)
-	base := r.Commit("base")
-	modcache := t.TempDir()
+	base = r.Commit("base")
+	modcache = t.TempDir()
 	depstest.GoModDownload(t, r.Dir, modcache)
+	return r, base, modcache
+}
+
+func TestGoModules(t *testing.T) {
+	r, base, modcache := goRepo(t)
 	state := t.TempDir()
 	g := deps.GoOptions{ModuleCache: modcache}
 	p, err := prepare(t, r, state, base, base, deps.GoModules, g)

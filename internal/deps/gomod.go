@@ -284,7 +284,7 @@ func importGo(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, mo
 		return nil, err
 	}
 	inputs := goInputs(raw)
-	tree, r, err := entry(ctx, stateDir, scratch, GoModules, inputs, func(dst string) error {
+	tree, r, err := entry(ctx, stateDir, scratch, GoModules, inputs, objs, func(dst string) error {
 		return importModules(ctx, modcache, dst, lines, objs.file)
 	})
 	if err != nil {
@@ -317,7 +317,7 @@ func prepareGo(ctx context.Context, repo *git.Repo, o Options, rl roles, objs *o
 		if slices.ContainsFunc(g.sides, func(s *goSide) bool { return s.sum == sum }) {
 			continue
 		}
-		side, err := loadGo(ctx, o.StateDir, c, sum)
+		side, err := loadGo(ctx, o.StateDir, c, sum, objs)
 		if err == nil && side == nil {
 			if mcErr != nil {
 				err = mcErr
@@ -336,7 +336,7 @@ func prepareGo(ctx context.Context, repo *git.Repo, o Options, rl roles, objs *o
 		g.sides = append(g.sides, side)
 	}
 	if o.Go.BuildCache != "" {
-		br, btree, err := prepareBuildCache(ctx, o.StateDir, o.ScratchDir, o.Go.BuildCache)
+		br, btree, err := prepareBuildCache(ctx, o.StateDir, o.ScratchDir, o.Go.BuildCache, objs)
 		if err != nil {
 			return nil, err
 		}
@@ -469,7 +469,7 @@ func copyInto(from, to, rel string, file func(src, dst string, mode fs.FileMode)
 // prepareBuildCache imports the operator's GOCACHE. Its key is a listing
 // of names, sizes and modification times — cheap to compute each run; any
 // change makes a new entry — and reuse verifies every cached byte.
-func prepareBuildCache(ctx context.Context, stateDir, scratch, src string) (Receipt, string, error) {
+func prepareBuildCache(ctx context.Context, stateDir, scratch, src string, objs *objects) (Receipt, string, error) {
 	if !filepath.IsAbs(src) {
 		return Receipt{}, "", refuse(GoModules, "build cache %q is not absolute", src)
 	}
@@ -490,7 +490,7 @@ func prepareBuildCache(ctx context.Context, stateDir, scratch, src string) (Rece
 		return Receipt{}, "", refuse(GoModules, "reading the build cache %s: %v", src, err)
 	}
 	inputs := map[string]string{"listing": "sha256:" + hex.EncodeToString(h.Sum(nil))}
-	tree, r, err := entry(ctx, stateDir, scratch, "go-build", inputs, func(dst string) error {
+	tree, r, err := entry(ctx, stateDir, scratch, goBuild, inputs, objs, func(dst string) error {
 		return importTree(ctx, GoModules, "the build cache "+src, src, dst, copyFile)
 	})
 	return r, tree, err

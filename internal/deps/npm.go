@@ -122,7 +122,7 @@ func importNPM(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, s
 		return nil, err
 	}
 	nm := in.nodeModules
-	tree, r, err := entry(ctx, stateDir, scratch, NPM, in.inputs, func(dst string) error {
+	tree, r, err := entry(ctx, stateDir, scratch, NPM, in.inputs, objs, func(dst string) error {
 		return importTree(ctx, NPM, nm, nm, dst, objs.file)
 	})
 	if err != nil {

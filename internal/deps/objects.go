@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/runmill/verify/internal/fsname"
+	"github.com/runmill/verify/internal/lastuse"
 )
 
 // objects is the content-addressed file store shared by every cache entry
@@ -23,15 +24,41 @@ import (
 // An object's name is the SHA-256 of its bytes and its exec bit, so a link
 // to it can never show other bytes without every entry holding it failing
 // its receipt's fingerprint on reuse.
+//
+// It also carries the cache entries the preparation or import using it
+// holds (uses), released when that ends (Prepared.Close).
 type objects struct {
-	dir string
+	dir  string
+	uses *lastuse.Set
 	// Copied and Linked count the bytes this store wrote and the bytes it
 	// reused by linking, for Stats.
 	copied, linked atomic.Int64
 }
 
 func newObjects(stateDir string) *objects {
-	return &objects{dir: filepath.Join(stateDir, "deps", "objects")}
+	return &objects{dir: filepath.Join(stateDir, "deps", "objects"), uses: &lastuse.Set{}}
+}
+
+// fill holds the store and the import's own directory tmp while an import
+// fills it (a shared lock each): Tidy removes an object no entry links
+// only while no import holds the store — a new object has no link yet
+// until the import links it — and a crashed import's directory only when
+// no live import holds it. Call the returned release when the import is
+// in place or has failed.
+func (o *objects) fill(tmp string) (release func(), err error) {
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return nil, err
+	}
+	store, err := lastuse.Hold(o.dir)
+	if err != nil {
+		return nil, fmt.Errorf("holding the object store %s: %w", o.dir, err)
+	}
+	own, err := lastuse.Hold(tmp)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return func() { own.Close(); store.Close() }, nil
 }
 
 // CopyStats are the bytes an import wrote into the object store and the

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/fsname"
@@ -125,7 +126,7 @@ func prepareNPM(ctx context.Context, repo *git.Repo, o Options, rl roles, objs *
 		if n.serves(lock, deps) {
 			continue
 		}
-		side, err := loadNPM(ctx, repo, o.StateDir, c)
+		side, err := loadNPM(ctx, repo, o.StateDir, c, objs)
 		if err == nil && side == nil && c == o.Base {
 			side, err = importNPM(ctx, repo, o.StateDir, o.ScratchDir, c, o.SourceDir, objs)
 		}
@@ -202,8 +203,9 @@ func writeIndex(stateDir, strategy, commit, key string) error {
 }
 
 // indexed returns the entry directory and receipt inputs recorded for
-// commit, or "" when none is.
-func indexed(stateDir, strategy, commit string) (dir, key string, inputs map[string]string, err error) {
+// commit, or "" when none is. The entry is held in objs' Set, and the
+// record's use is stamped (prune.go).
+func indexed(stateDir, strategy, commit string, objs *objects) (dir, key string, inputs map[string]string, err error) {
 	b, err := bounded.ReadFile(indexPath(stateDir, strategy, commit), 1<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", nil, nil
@@ -217,6 +219,13 @@ func indexed(stateDir, strategy, commit string) (dir, key string, inputs map[str
 		return "", "", nil, refuse(strategy, "the install index %s is malformed; delete it and import again", indexPath(stateDir, strategy, commit))
 	}
 	dir = filepath.Join(cacheDir(stateDir, strategy), hexKey)
+	now := time.Now()
+	_ = os.Chtimes(indexPath(stateDir, strategy, commit), now, now)
+	if err := objs.uses.Use(dir); errors.Is(err, fs.ErrNotExist) {
+		// Pruned (or found mutated) since the record was written.
+		os.Remove(indexPath(stateDir, strategy, commit))
+		return "", "", nil, nil
+	}
 	f, _, err := bounded.OpenRegular(filepath.Join(dir, "receipt.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		// The entry was removed (found mutated, or pruned): the commit
@@ -238,8 +247,8 @@ func indexed(stateDir, strategy, commit string) (dir, key string, inputs map[str
 // loadNPM is the install imported for commit, its receipt checked against
 // the commit's files and this host's node and every cached byte re-hashed;
 // nil when none was imported.
-func loadNPM(ctx context.Context, repo *git.Repo, stateDir, commit string) (*npmSide, error) {
-	dir, key, inputs, err := indexed(stateDir, NPM, commit)
+func loadNPM(ctx context.Context, repo *git.Repo, stateDir, commit string, objs *objects) (*npmSide, error) {
+	dir, key, inputs, err := indexed(stateDir, NPM, commit, objs)
 	if err != nil || dir == "" {
 		return nil, err
 	}
@@ -274,8 +283,8 @@ func loadNPM(ctx context.Context, repo *git.Repo, stateDir, commit string) (*npm
 
 // loadGo is the module cache imported for commit (runmill deps import),
 // nil when none was.
-func loadGo(ctx context.Context, stateDir, commit, sum string) (*goSide, error) {
-	dir, key, inputs, err := indexed(stateDir, GoModules, commit)
+func loadGo(ctx context.Context, stateDir, commit, sum string, objs *objects) (*goSide, error) {
+	dir, key, inputs, err := indexed(stateDir, GoModules, commit, objs)
 	if err != nil || dir == "" {
 		return nil, err
 	}
@@ -320,6 +329,7 @@ func Import(ctx context.Context, repo *git.Repo, o ImportOptions) (Imported, err
 		return Imported{}, fmt.Errorf("deps: --from %q is not absolute", o.From)
 	}
 	objs := newObjects(o.StateDir)
+	defer objs.uses.Close()
 	switch o.Strategy {
 	case NPM:
 		s, err := importNPM(ctx, repo, o.StateDir, "", o.Commit, o.From, objs)

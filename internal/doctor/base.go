@@ -52,30 +52,20 @@ func checkBase(ctx context.Context, o Options) Result {
 	return r
 }
 
-// checkState reports the state directory's disk use and the retention
-// rule that bounds it (issue #13 S3): a number to watch, not a failure —
-// unless it cannot be measured.
+// checkState reports what the state directory holds, part by part, and
+// the bounds each verify prunes it to (issue #13 S3, issue 23): a number to
+// watch, not a failure — unless it cannot be measured.
 func checkState(stateDir string) Result {
 	u, err := engine.MeasureState(stateDir)
 	if err != nil {
 		return failed(State, rmerr.Wrap(rmerr.SandboxCleanup, err, "reading the state directory").
 			WithHint("make %s readable by runmill, or pass --out", stateDir))
 	}
-	r := engine.DefaultRetention
+	rest := u.Bytes - u.RunsBytes - u.DepsBytes - u.ToolCacheBytes - u.SandboxBytes
 	return Result{Name: State, OK: true, Detail: fmt.Sprintf(
-		"%s uses %s: %d runs (%s), the rest is the content-keyed caches; each verify prunes runs beyond the last %d and older than %d days",
-		stateDir, humanBytes(u.Bytes), u.Runs, humanBytes(u.RunsBytes), r.KeepLast, int(r.KeepFor.Hours()/24))}
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+		"%s uses %s: %s (%s), prepared dependencies %s, Go toolchain caches %s, the sandbox's directory (a private containerd's image store) %s, the rest %s; "+
+			"each verify keeps %s (verify --keep-runs, --keep-days); of the dependency and toolchain caches %s; images unused for %s go",
+		stateDir, printable.Bytes(u.Bytes), printable.Plural(u.Runs, "run", "runs"), printable.Bytes(u.RunsBytes), printable.Bytes(u.DepsBytes),
+		printable.Bytes(u.ToolCacheBytes), printable.Bytes(u.SandboxBytes), printable.Bytes(rest),
+		engine.DefaultRetention, engine.CacheLimitsText(engine.DefaultCacheLimits), printable.Days(engine.DefaultCacheLimits.UnusedFor))}
 }

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/runmill/verify/internal/doctor"
+	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -75,4 +77,37 @@ func TestRunPolicies(t *testing.T) {
 			t.Fatalf("results %+v", res)
 		}
 	})
+}
+
+// TestStateCheck: the state check says what each part of the state
+// directory uses and the bounds a verify prunes it to.
+func TestStateCheck(t *testing.T) {
+	state := t.TempDir()
+	for _, p := range []string{"runs/20261201T000000Z-00000001/artifacts/a", "deps/objects/ab/x-r", "toolcache/go/file-digests.json", "sandbox/sandbox/etc/f"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(state, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(state, p), make([]byte, 5000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs := doctor.Run(context.Background(), doctor.Options{Checks: []string{doctor.State}, StateDir: state})
+	if len(rs) != 1 || !rs[0].OK {
+		t.Fatalf("state check %+v", rs)
+	}
+	d := rs[0].Detail
+	u, err := engine.MeasureState(state)
+	if err != nil || u.DepsBytes == 0 || u.ToolCacheBytes == 0 || u.SandboxBytes == 0 {
+		t.Fatalf("MeasureState = %+v, %v", u, err)
+	}
+	for _, want := range []string{state + " uses " + printable.Bytes(u.Bytes), "1 run (" + printable.Bytes(u.RunsBytes) + ")",
+		"prepared dependencies " + printable.Bytes(u.DepsBytes), "Go toolchain caches " + printable.Bytes(u.ToolCacheBytes),
+		"image store) " + printable.Bytes(u.SandboxBytes),
+		"each verify keeps at most the newest 200 runs, none older than 14 days (verify --keep-runs, --keep-days)",
+		"an entry unused for 14 days goes, and beyond 10.0 GiB together the least recently used go first (never one used within 1 hour)",
+		"images unused for 14 days go"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("detail lacks %q:\n%s", want, d)
+		}
+	}
 }

@@ -1,22 +1,17 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/runmill/verify/internal/cgrouptest"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/budget"
@@ -133,14 +128,7 @@ func TestReportBudgetUnderMemoryLimit(t *testing.T) {
 	if containerdAddress == "" {
 		t.Skip(noSandbox)
 	}
-	keyPEM, trust, err := evidence.Keygen(24 * time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "key.pem")
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile, trust := testKeyFile(t)
 	gen := func(n int, name string) string {
 		return fmt.Sprintf(`awk 'BEGIN{print "1..%d"; for(i=1;i<=%d;i++) printf "ok %%d %s%%08d\n", i, i}' > reports/r.tap`, n, n, name)
 	}
@@ -158,37 +146,15 @@ func TestReportBudgetUnderMemoryLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, base, cand := budgetRepo(t, tc.cmd)
-			cg := cgrouptest.New(t, "to run runmill under a memory limit")
-			if err := cg.SetLimit(tc.limit); err != nil {
-				t.Fatal(err)
-			}
 			state := t.TempDir()
-			cmd := exec.Command(runmillCLI(t), "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", state,
+			code, stderr, _, cg := runmillUnderLimit(t, tc.limit, "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", state,
 				"--containerd-address", containerdAddress, "--signing-key", keyFile, "--no-github")
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			if err := cg.Add(cmd.Process.Pid); err != nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-				t.Fatal(err)
-			}
-			err := cmd.Wait()
-			var ee *exec.ExitError
-			if errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() {
-				t.Fatalf("runmill was killed (%v) under the %d MiB limit; OOM kills %d\n%s", err, tc.limit>>20, cg.OOMKills(t), stderr.String())
-			}
-			if n := cg.OOMKills(t); n != 0 {
-				t.Fatalf("the memory cgroup counts %d OOM kills", n)
-			}
-			if code := cmd.ProcessState.ExitCode(); code != tc.exit {
-				t.Fatalf("exit %d, want %d:\n%s", code, tc.exit, stderr.String())
+			if code != tc.exit {
+				t.Fatalf("exit %d, want %d:\n%s", code, tc.exit, stderr)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("stderr does not say %q:\n%s", w, stderr.String())
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, stderr)
 				}
 			}
 			t.Logf("peak memory of the cgroup: %d MiB", cg.Peak()>>20)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runmill/verify/internal/checkout"
 	"github.com/runmill/verify/internal/deps"
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/outcome"
@@ -52,6 +53,11 @@ type executor struct {
 	harness *harnesses
 	// reuse keys every run and holds earlier runs to reuse (reuse.go).
 	reuse *reuser
+	// renames are git's renames between the compared commits and approver
+	// who lets the change's own declared skips count (issue 24): what
+	// the preservation comparison weighs besides the inventories.
+	renames  *pending[renamesResult]
+	approver string
 	// conflicts are the paths the landing merge conflicted in: every run
 	// is refused and records them (nil: the change merges).
 	conflicts []string
@@ -87,7 +93,7 @@ func (e *executor) sameTree(rec *record.CheckRun, commit string, finding func(ru
 // at the base tip, candidate runs at the landing commit — the tree that
 // would land — so a test the base gained since the change forked is run
 // against the change, and one the base fixed since keeps its authority.
-func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Check, cmp comparison) ([]record.CheckRun, error) {
+func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Check, m *discovery.Manifest, cmp comparison) ([]record.CheckRun, error) {
 	baseline := cmp.baseline
 	var recs []record.CheckRun
 	var baseInv *report.Inventory
@@ -109,17 +115,31 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 		return nil, err
 	}
 	if baseInv != nil && inv != nil {
-		fs := outcome.Compare(baseInv, inv, c.DeclaredSkips)
+		rn := e.renames.wait()
+		if rn.err != nil {
+			return nil, rn.err
+		}
+		res := outcome.Compare(baseInv, inv, evidence.ChangeOf(m, c, rn.renames, e.approver))
+		fs := res.Findings
 		for i := range fs {
 			if fs[i].Check == "" {
 				fs[i].Check = c.ID
 			}
 		}
 		rec.Observations = record.Normalize(append(rec.Observations, fs...))
+		if len(res.Moved) > 0 {
+			rec.Moved = res.Moved
+			for _, l := range explain.MovedLines(res.Moved, maxMovedLines) {
+				e.logf("%s (candidate): %s", c.ID, l)
+			}
+		}
 	}
 	e.judged(&rec)
 	return append(recs, rec), nil
 }
+
+// maxMovedLines bounds the moved tests the progress stream names per run.
+const maxMovedLines = 10
 
 // judged decides rec's status through the one decision function and says
 // what it decided: the progress line, the event and the record agree.

@@ -43,8 +43,10 @@ func (c comparison) candidate() string {
 // conflicts are the paths the landing merge conflicted in (nil: it merged).
 func (c comparison) conflicts() []string { return c.landing.Conflicts }
 
-// changeSides are the two commits Discovery's changed paths lie between:
-// base tip → landing tree. With a conflict there is no landing tree, and
+// changeSides are the two commits the change lies between — Discovery's
+// changed paths and git's renames (through which a moved test keeps its
+// authority): base tip → landing tree, the commits baselines and candidate
+// runs measure. With a conflict there is no landing tree, and
 // the change's own paths (merge base → candidate) still say which checks
 // it requires, so the manifest names them beside the conflict.
 func (c comparison) changeSides() (from, to string) {

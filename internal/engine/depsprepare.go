@@ -20,6 +20,21 @@ func (e *executor) prepareDepsAsync(ctx context.Context, repo *git.Repo, m *disc
 	}()
 }
 
+// release lets go of the cache entries the run held — prepared
+// dependencies and toolchain caches — once no check run uses them. An
+// import still under way (the run ended before waiting for it) keeps its
+// entries until the process ends.
+func (e *executor) release() {
+	if e.depsReady != nil {
+		select {
+		case <-e.depsReady:
+			e.deps.Close()
+		default:
+		}
+	}
+	e.goCaches.release()
+}
+
 // prepareDeps runs deps.Prepare for the strategies the manifest's runnable
 // checks declare. A refusal is not a run error: each check of that strategy
 // records it (RM-VERIFY-005) and fails without running.

@@ -74,8 +74,17 @@ func discoverIn(ctx context.Context, repo *git.Repo, o DiscoverOptions) (_ *disc
 			return nil, nil, cmp, err
 		}
 	}
+	if err := admitTrees(ctx, repo, in.Operator, in.Candidate, in.Base); err != nil {
+		return nil, nil, cmp, err
+	}
 	if in.Repository, err = discovery.LoadRepositoryPolicy(ctx, repo, in.Base, in.Candidate); err != nil {
 		return nil, nil, cmp, err
+	}
+	// The candidate's policy only says which declared skips the change
+	// makes or removes (issue 24); one that does not parse makes none, and
+	// the base's governs either way.
+	if in.Change, err = discovery.LoadChangePolicy(ctx, repo, in.Repository, in.Candidate); err != nil {
+		in.Change = nil
 	}
 	// The change is what lies between two trees: the base tip's and the
 	// landing tree's (comparison.changeSides).
@@ -89,6 +98,25 @@ func discoverIn(ctx context.Context, repo *git.Repo, o DiscoverOptions) (_ *disc
 	in.CheckoutRoot = sandbox.CheckoutPath
 	m, err := discovery.Resolve(in)
 	return m, in.Operator, cmp, err
+}
+
+// admitTrees holds the repository to the operator's checkout limits (git's
+// defaults without them) and measures the commits' trees from their
+// objects (issue 23): a change whose tree is too large to check out is
+// refused here, in Discovery, before anything lists or writes it — the
+// candidate's 1 000 000 paths before its changed paths are listed, its
+// 3 GB before a checkout fills runmill's memory — and the run's checkouts
+// reuse the measures (checkout.Manager.MeasureWith).
+func admitTrees(ctx context.Context, repo *git.Repo, op *discovery.OperatorPolicy, commits ...string) error {
+	if op != nil {
+		repo.Limits = git.Limits{Entries: op.Doc.Budgets.CheckoutEntries, Bytes: op.Doc.Budgets.CheckoutBytes}
+	}
+	for _, c := range commits {
+		if _, err := repo.TreeSize(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // changeBetween lists the paths that differ between the trees of from and
@@ -233,11 +261,12 @@ func (p *Policies) Definitions() map[string]policy.CheckSpec {
 	return defs
 }
 
-// HostPaths are the operator's sandbox.host_paths; nil without an operator
-// policy (the sandbox's defaults apply).
+// HostPaths are the host paths the sandbox binds (jobHostPaths): the
+// operator's sandbox.host_paths, nil without an operator policy (the
+// sandbox's defaults apply), with the runner's tool-cache installs.
 func (p *Policies) HostPaths() []string {
 	if p == nil || p.Operator == nil {
-		return nil
+		return jobHostPaths(nil)
 	}
-	return p.Operator.Doc.Sandbox.HostPaths
+	return jobHostPaths(p.Operator.Doc.Sandbox.HostPaths)
 }

@@ -84,10 +84,11 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	if err != nil {
 		return nil, err
 	}
-	var hostPaths []string
-	e := &executor{manifest: m, logf: logf, event: func(string, any) {}}
+	hostPaths := jobHostPaths(nil)
+	e := &executor{manifest: m, logf: logf, event: func(string, any) {}, hostPaths: hostPaths}
+	defer e.release()
 	if op != nil {
-		hostPaths = op.Doc.Sandbox.HostPaths
+		hostPaths = jobHostPaths(op.Doc.Sandbox.HostPaths)
 		e.maxOutput, e.defaultTimeout, e.hostPaths = op.Doc.Budgets.MaxOutputBytes, op.Doc.Budgets.CheckTimeout.D(), hostPaths
 	}
 	if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
@@ -103,6 +104,7 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	if err != nil {
 		return nil, err
 	}
+	checkouts.MeasureWith(repo)
 	defer checkouts.Close(context.Background())
 	e.checkouts = checkouts
 	sb, err := sandbox.Connect(ctx, sandbox.Options{Address: o.ContainerdAddress, StateDir: filepath.Join(o.StateDir, "sandbox")})

@@ -79,7 +79,12 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 	if err != nil {
 		return nil, err
 	}
+	checkouts.MeasureWith(repo)
 	defer checkouts.Close(context.Background())
+	h := newHarnesses(repo, checkouts, m)
+	if err := admitHarnesses(ctx, h, m, cmp.baseline, nil); err != nil {
+		return nil, err
+	}
 	co, err := checkouts.Create(ctx, cmp.candidate())
 	if err != nil {
 		return nil, err
@@ -101,11 +106,20 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 		Policy:         evidence.PolicyExpectation{ReadFrom: m.ReadFrom},
 		RequiredChecks: []string{},
 		Reviews:        evidence.ReviewExpectation{Approvals: gh.approvals()},
+		Author:         gh.author(),
+		// Issue 24: the change's own declared skips and the operator's
+		// rule for them, from this host's Discovery; the renames from git.
+		ChangeDeclarations: evidence.ChangeDeclarations(m),
+	}
+	e.Policy.ChangeDeclarations = m.ChangeDeclarations
+	baseline, candidate := cmp.changeSides()
+	if e.Renames, err = changeRenames(ctx, repo, baseline, candidate); err != nil {
+		return nil, err
 	}
 	if gh != nil {
 		e.Repository = gh.repo
 	}
-	if e.Harness, err = expectHarness(ctx, newHarnesses(repo, checkouts, m), m, cmp, e.CandidateTree); err != nil {
+	if e.Harness, err = expectHarness(ctx, h, m, cmp, e.CandidateTree); err != nil {
 		return nil, err
 	}
 	if m.Policies.Repository != nil {

@@ -117,6 +117,14 @@ func (f *githubFacts) reviews() []evidence.Review {
 	return out
 }
 
+// author is the pull request's author, "" outside one.
+func (f *githubFacts) author() string {
+	if f == nil || f.pr == nil {
+		return ""
+	}
+	return f.pr.Author
+}
+
 // approvals are the approving reviews as an expectations document lists
 // them: distinct, sorted.
 func (f *githubFacts) approvals() []evidence.Approval {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/internal/deps"
+	"github.com/runmill/verify/internal/lastuse"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/treehash"
@@ -83,6 +84,16 @@ type goToolCaches struct {
 	// fileDigs memoises toolchain file digests in dir (toolident.go).
 	digestsOnce sync.Once
 	fileDigs    *fileDigests
+	// uses are the caches this run holds while its checks use them: a
+	// pruner (PruneCaches) never takes one, and each use is stamped.
+	uses lastuse.Set
+}
+
+// release lets go of the caches the run held.
+func (g *goToolCaches) release() {
+	if g != nil {
+		g.uses.Close()
+	}
 }
 
 // digests is the executor's memo of toolchain file digests, kept beside
@@ -248,6 +259,9 @@ func (g *goToolCaches) get(ctx context.Context, e *executor, key, image string, 
 func (g *goToolCaches) prepare(ctx context.Context, e *executor, key, image string, env []string) (string, string, error) {
 	final := filepath.Join(g.dir, key)
 	tree := filepath.Join(final, "cache")
+	if err := g.uses.Use(final); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", "", fmt.Errorf("holding the toolchain cache %s: %w", final, err)
+	}
 	if want, err := bounded.ReadFile(filepath.Join(final, receiptName), 1<<10); err == nil {
 		d, st, err := treehash.Sum(ctx, tree, treehash.Options{})
 		if err == nil && d.String() == strings.TrimSpace(string(want)) {
@@ -269,6 +283,12 @@ func (g *goToolCaches) prepare(ctx context.Context, e *executor, key, image stri
 		return "", "", err
 	}
 	defer os.RemoveAll(work)
+	// A build a crash left goes by age (PruneCaches); this one is held.
+	building, err := lastuse.Hold(work)
+	if err != nil {
+		return "", "", err
+	}
+	defer building.Close()
 	start := time.Now()
 	if err := g.build(ctx, e, work, image, env); err != nil {
 		return "", "", err
@@ -286,9 +306,12 @@ func (g *goToolCaches) prepare(ctx context.Context, e *executor, key, image stri
 	}
 	if err := os.Rename(work, final); err != nil {
 		// Another runmill built the same key meanwhile: use its tree.
-		if _, serr := os.Stat(filepath.Join(final, receiptName)); serr == nil {
+		if _, serr := os.Stat(filepath.Join(final, receiptName)); serr == nil && g.uses.Use(final) == nil {
 			return tree, fmt.Sprintf("prepared Go toolchain cache %s: built by a concurrent run", key[:16]), nil
 		}
+		return "", "", err
+	}
+	if err := g.uses.Use(final); err != nil {
 		return "", "", err
 	}
 	e.logf("prepared the Go toolchain cache %s (the standard library, %d files) in %s", key[:16], st.Files, time.Since(start).Round(time.Millisecond))

@@ -13,7 +13,6 @@ import (
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/harness"
-	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/treehash"
 )
@@ -84,7 +83,7 @@ func harnessRecord(ctx context.Context, tree func(context.Context, string) (harn
 			return nil, err
 		}
 	}
-	rec, err := harness.Resolve(c.Command, c.Harness, base, at, !evidence.Requirement(m, c).NewInChange, m.Base)
+	rec, err := harness.Resolve(ctx, c.Command, c.Harness, base, at, !evidence.Requirement(m, c).NewInChange, m.Base)
 	if err != nil {
 		return nil, fmt.Errorf("check %s: %w", c.ID, err)
 	}
@@ -97,8 +96,15 @@ func harnessRecord(ctx context.Context, tree func(context.Context, string) (harn
 // commitTree is the hash of commit's own tree, for a run whose tree as run
 // differs from it: measured once per commit, in a checkout of its own.
 func (h *harnesses) commitTree(ctx context.Context, commit string) (string, error) {
-	return cached(h, h.trees, commit, func() (string, error) {
-		co, err := h.checkouts.Create(ctx, commit)
+	return h.treeOf(ctx, commit, nil)
+}
+
+// treeOf is the hash of a fresh checkout of commit with pins laid over it,
+// measured once per commit and pins in a checkout of its own: the commit's
+// own tree (no pins), or the tree a reused run must have run (reuse.go).
+func (h *harnesses) treeOf(ctx context.Context, commit string, pins []harness.Pin) (string, error) {
+	return cached(h, h.trees, pinKey(commit, pins), func() (string, error) {
+		co, err := h.checkouts.CreatePinned(ctx, commit, pins)
 		if err != nil {
 			return "", err
 		}
@@ -135,7 +141,9 @@ func (h *harnesses) finish(ctx context.Context, rec *record.CheckRun, hr *harnes
 }
 
 // pinKey names what a checkout laid over its commit, so that "every fresh
-// checkout of one commit hashes the same" (sameTree) compares like with like.
+// checkout of one commit hashes the same" (sameTree) compares like with
+// like: each pin by its mode and full object id (a symlink whose target text
+// is a file's content has that file's blob id).
 func pinKey(commit string, pins []harness.Pin) string {
 	if len(pins) == 0 {
 		return commit
@@ -143,7 +151,7 @@ func pinKey(commit string, pins []harness.Pin) string {
 	var b strings.Builder
 	b.WriteString(commit + " with the base's harness")
 	for _, p := range pins {
-		fmt.Fprintf(&b, " %s@%s", p.Path, objectid.Short(p.Blob))
+		fmt.Fprintf(&b, " %q@%s:%s", p.Path, p.Mode, p.Blob)
 	}
 	return b.String()
 }

@@ -1,12 +1,14 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,9 +134,31 @@ func TestBaselineReused(t *testing.T) {
 	}
 	// A third push reuses the same executed run through the second's
 	// reference, whichever earlier run it finds first.
-	third := verify(t, r, base, push(r, base, "push3"), signed)
-	if b3 := baselineOf(t, third); b3.ReusedFrom == nil || b3.ReusedFrom.RunID != first.ID {
+	var log bytes.Buffer
+	third := verify(t, r, base, push(r, base, "push3"), with(signed, logTo(&log)))
+	b3 := baselineOf(t, third)
+	if b3.ReusedFrom == nil || b3.ReusedFrom.RunID != first.ID {
 		t.Fatalf("third push: reused_from %+v, want run %s", b3.ReusedFrom, first.ID)
+	}
+	// Issue 23: the source bundle and the reused outputs are stored once
+	// per state dir (each reusing run's artifact is a hard link to the
+	// source's file), and each distinct bundle is verified once per start:
+	// the first run's bundle, which the second run holds a copy of, once.
+	for _, run := range []*engine.Run{second, third} {
+		arts := filepath.Join(run.Dir, "artifacts")
+		for _, pair := range [][2]string{
+			{filepath.Join(arts, filepath.FromSlash(ref.Bundle)), first.BundlePath},
+			{filepath.Join(arts, filepath.FromSlash(b2.Report.Artifact)), filepath.Join(first.Dir, "artifacts", filepath.FromSlash(b1.Report.Artifact))},
+		} {
+			x, err1 := os.Stat(pair[0])
+			y, err2 := os.Stat(pair[1])
+			if err1 != nil || err2 != nil || !os.SameFile(x, y) {
+				t.Errorf("%s: %s is not the source's %s (%v, %v)", run.ID, pair[0], pair[1], err1, err2)
+			}
+		}
+	}
+	if want := "baseline reuse: 2 earlier runs read, 2 distinct source bundles verified"; !strings.Contains(log.String(), want) {
+		t.Errorf("the third start does not say %q:\n%s", want, log.String())
 	}
 
 	// --reuse DIR in a fresh state dir with the trust document given.
@@ -209,6 +233,43 @@ func TestReuseRefused(t *testing.T) {
 			t.Fatalf("reused a tampered bundle: %+v", b.ReusedFrom)
 		}
 	})
+}
+
+// TestReuseSourceFIFO (issue 23): a FIFO planted among a reusable run's
+// artifacts, or as a run's evidence.json, is refused without blocking the
+// open (a FIFO without a writer blocks open(2) forever): the baseline runs.
+func TestReuseSourceFIFO(t *testing.T) {
+	k := newReuseKey(t)
+	r, base := shopRepo(t, tapPolicy)
+	state := t.TempDir()
+	first := verify(t, r, base, push(r, base, "push1"), func(o *engine.VerifyOptions) { o.SigningKey, o.StateDir = k.key, state })
+	dir := t.TempDir()
+	src := filepath.Join(dir, "run")
+	copyTree(t, first.Dir, src)
+	out := filepath.Join(src, "artifacts", filepath.FromSlash(baselineOf(t, first).Stdout.Artifact))
+	if err := os.Remove(out); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(dir, "99991231T000000Z-fifo")
+	if err := os.MkdirAll(planted, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{out, filepath.Join(planted, "evidence.json")} {
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log bytes.Buffer
+	run := verify(t, r, base, push(r, base, "push2"), with(logTo(&log), func(o *engine.VerifyOptions) { o.Reuse, o.ReuseTrust = []string{dir}, k.trust }))
+	if b := baselineOf(t, run); b.ReusedFrom != nil {
+		t.Fatalf("reused a run whose output is a FIFO: %+v", b.ReusedFrom)
+	}
+	if !strings.Contains(log.String(), "(baseline): not reused: the source's artifact") || !strings.Contains(log.String(), "is a named pipe, not a regular file") {
+		t.Errorf("no line says the FIFO was refused:\n%s", log.String())
+	}
+	if !run.MergeReady() {
+		t.Fatalf("not merge-ready:\n%s", strings.Join(rules(run), "\n"))
+	}
 }
 
 // TestFailedBaselineNotReused: a baseline that failed is executed again on

@@ -30,3 +30,13 @@ func baseEnv(hostPaths []string) []string {
 	env := []string{"PATH=" + sandbox.SearchPath(os.Getenv("PATH"), hostPaths), "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TZ=UTC", "CI=true", "RUNMILL=1", "GOTOOLCHAIN=local", "GOFLAGS=-mod=readonly", "GOPROXY=off", "npm_config_offline=true"}
 	return append(env, checkout.GitEnv()...)
 }
+
+// jobHostPaths are the host paths a check's sandbox binds: the operator's
+// sandbox.host_paths (empty: the defaults) and, on a GitHub runner, the
+// tool-cache installs the job's PATH reaches (sandbox.RunnerToolPaths), so
+// setup-go's, setup-node's or the image's own toolchain is there without a
+// host_paths entry. Read-only like every host path; nothing else of the
+// tool cache.
+func jobHostPaths(hostPaths []string) []string {
+	return sandbox.WithRunnerTools(hostPaths, os.Getenv("PATH"), os.Getenv("RUNNER_TOOL_CACHE"))
+}

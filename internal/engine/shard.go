@@ -56,7 +56,7 @@ func writeShardEvidence(run *Run, o *VerifyOptions, set shardSet) (string, error
 		RunmillVersion: d.RunmillVersion, IssuedAt: d.IssuedAt, RunID: d.RunID,
 		Index: o.Shard.Index, Count: o.Shard.Count, ManifestDigest: evidence.ManifestDigest(&d.Manifest),
 		Candidate: d.Candidate, Manifest: d.Manifest, Assigned: set.ids(), Checks: d.Checks,
-		Failures: d.Failures, Reviews: d.Reviews, Sandbox: d.Sandbox,
+		Failures: d.Failures, Reviews: d.Reviews, Sandbox: d.Sandbox, Renames: d.Renames,
 	})
 	payload, err := evidence.Marshal(st)
 	if err != nil {

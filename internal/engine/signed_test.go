@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,19 @@ func newTestKey(tb testing.TB) (pem []byte, key *evidence.SigningKey, trust []by
 		tb.Fatal(err)
 	}
 	return pem, key, trust
+}
+
+// testKeyFile writes a new signing key to a file, for a runmill run as its
+// own process (--signing-key), and returns the file and the trust
+// document naming the key.
+func testKeyFile(t *testing.T) (file string, trust []byte) {
+	t.Helper()
+	keyPEM, _, trust := newTestKey(t)
+	file = filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(file, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file, trust
 }
 
 // expectations is `evidence expect` for base..cand of r: the document a

@@ -39,9 +39,21 @@ func (v *verification) discover(ctx context.Context) error {
 	for _, u := range v.m.GitHub.Unknown {
 		v.logf("GitHub %s: required contexts UNKNOWN (%s)", u.Name, u.Reason)
 	}
+	// The baseline's and the landing commit's trees are checked out too:
+	// held to the same limits.
+	for _, c := range []string{v.cmp.baseline, v.cmp.candidate()} {
+		if _, err := repo.TreeSize(ctx, c); err != nil {
+			return v.discoveryFailed(ctx, repo, err)
+		}
+	}
 	if line := explain.LandingLine(evidence.Candidate{Base: v.m.Base, Landing: v.cmp.record(v.baseRef())}); line != "" {
 		v.logf("%s", line)
 	}
+	baseline, candidate := v.cmp.changeSides()
+	v.renames = async(func() renamesResult {
+		r, err := changeRenames(ctx, repo, baseline, candidate)
+		return renamesResult{r, err}
+	})
 	return nil
 }
 

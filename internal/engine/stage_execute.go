@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/runmill/verify/pkg/evidence"
+	"github.com/runmill/verify/pkg/objectid"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/record"
 )
 
@@ -19,9 +21,12 @@ import (
 // check result are gathered meanwhile. When every run is over the checkouts
 // go, while the later stages work.
 func (v *verification) execute(ctx context.Context) error {
+	v.share = v.o.assignment(v.m)
+	if err := admitHarnesses(ctx, v.e.harness, v.m, v.cmp.baseline, v.share); err != nil {
+		return v.refused(err)
+	}
 	v.e.prepareDepsAsync(ctx, v.repo, v.m, v.cmp.candidate(), v.op, v.o.StateDir)
 	scans := v.startScans(ctx)
-	v.share = v.o.assignment(v.m)
 	checks := v.startChecks(ctx)
 	_, hostPaths := v.limits()
 	probe, err := v.e.probe(ctx, v.o.StateDir, hostPaths, imagesOf(v.m))
@@ -78,7 +83,7 @@ func (v *verification) startChecks(ctx context.Context) *checkRuns {
 		runs.wg.Add(1)
 		go func() {
 			defer runs.wg.Done()
-			recs, err := v.e.check(ctx, sem, c, v.cmp)
+			recs, err := v.e.check(ctx, sem, c, v.m, v.cmp)
 			if err != nil {
 				runs.mu.Lock()
 				if runs.err == nil {
@@ -122,6 +127,13 @@ func (v *verification) describe(ctx context.Context, probe json.RawMessage) {
 	d.Sandbox = probe
 	d.Checks, d.Remote, d.PendingContexts, d.Failures = []record.CheckRun{}, []record.RemoteResult{}, []string{}, []record.Finding{}
 	d.Reviews = v.gh.reviews()
+	d.Candidate.Author = v.gh.author()
+	if rn := v.renames.wait(); rn.err == nil {
+		d.Renames = rn.renames // an error ends the run at the first check that compares
+		if n := len(rn.renames.Files); n > 0 {
+			v.logf("git detects %s between %s and %s%s", printable.Plural(n, "rename", "renames"), objectid.Short(rn.renames.From), objectid.Short(rn.renames.To), map[bool]string{true: " (more were not kept: budget.Renames)"}[rn.renames.Truncated])
+		}
+	}
 	d.Dependencies = dependencyDiffs(ctx, v.repo, m, v.cmp, v.logf)
 	d.Failures = append(d.Failures, githubFindings(m, v.op != nil && v.op.Doc.GitHub.Required, v.gh)...)
 }

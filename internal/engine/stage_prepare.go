@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +19,7 @@ import (
 // on, a run that cannot reach a verdict still ends with a terminal
 // statement (outcome no-verdict): spec — signed at the end of every run.
 func (v *verification) prepare(ctx context.Context) error {
-	if err := v.openRun(); err != nil {
+	if err := v.openRun(ctx); err != nil {
 		return err
 	}
 	if err := v.openCheckoutsAndSandbox(ctx); err != nil {
@@ -66,10 +65,10 @@ func (v *verification) noVerdict(ctx context.Context, l *ledger) {
 	}
 }
 
-// openRun makes the run's directory (pruning old runs' when the run ends),
-// names its candidate for the terminal statement and starts its event
+// openRun makes the run's directory (pruning old runs, and the caches
+// while the run works: pruneAtStart), names its candidate for the terminal statement and starts its event
 // chain.
-func (v *verification) openRun() error {
+func (v *verification) openRun(ctx context.Context) error {
 	run := &Run{ID: newRunID(v.o.Now())}
 	run.Dir = filepath.Join(v.o.StateDir, "runs", run.ID)
 	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
@@ -81,7 +80,7 @@ func (v *verification) openRun() error {
 		repository = v.gh.repo
 	}
 	v.cand = evidence.TerminalCandidate{Repository: repository, PullRequest: v.o.PullRequest, Head: v.m.Candidate, Base: v.m.Base}
-	v.onExit(pruneAtStart(v.o.StateDir, run.ID, v.o.Now(), v.logf))
+	v.onExit(pruneAtStart(ctx, v.o.StateDir, goToolCacheDir(v.o), run.ID, v.o.Now(), v.o.Retention.orDefault(), v.logf))
 	v.event("run.started", map[string]any{"base": v.m.Base, "candidate": v.m.Candidate})
 	v.logf("run %s: %d checks in the manifest (policy read from %s)", run.ID, len(v.m.Checks), v.m.ReadFrom)
 	return nil
@@ -95,6 +94,7 @@ func (v *verification) openCheckoutsAndSandbox(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	checkouts.MeasureWith(v.repo)
 	v.checkouts = checkouts
 	v.onExit(func() { checkouts.Close(context.Background()) })
 	swept, err := checkouts.Sweep(ctx)
@@ -118,6 +118,7 @@ func (v *verification) openCheckoutsAndSandbox(ctx context.Context) error {
 		v.logf("swept a leftover of an earlier run: %s", s)
 	}
 	v.event("sweep.done", map[string]any{"removed": len(v.run.Cleanup)})
+	v.pruneImages(ctx)
 	return nil
 }
 
@@ -144,10 +145,13 @@ func (v *verification) newExecutor() {
 	budgets, hostPaths := v.limits()
 	e := &executor{manifest: m, sb: v.sb, checkouts: v.checkouts, store: newStore(filepath.Join(v.run.Dir, "artifacts")), logf: v.logf,
 		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: v.event,
-		ledger: &ledger{}, reuse: newReuser(*o, v.logf), goCaches: &goToolCaches{dir: cmp.Or(o.GoToolCacheDir, filepath.Join(o.StateDir, "toolcache", "go"))},
+		ledger: &ledger{}, reuse: newReuser(*o, v.logf), goCaches: &goToolCaches{dir: goToolCacheDir(*o)},
 		harness: newHarnesses(v.repo, v.checkouts, m), conflicts: v.cmp.conflicts()}
 	e.harness.ledger = e.ledger
+	e.renames = v.renames
+	e.approver = evidence.ChangeApprover(v.gh.reviews(), v.gh.author(), m.Candidate)
 	v.e = e
+	v.onExit(e.release)
 }
 
 // closeSandbox closes the sandbox once the terminal statement has looked

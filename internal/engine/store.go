@@ -2,6 +2,9 @@ package engine
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/pkg/budget"
 	"github.com/runmill/verify/pkg/evidence"
 )
@@ -72,6 +76,62 @@ var errOverCap = evidence.ErrArtifactOverCap
 // that grew after it was measured is never stored.
 func (s store) putFrom(r io.Reader, max int64) (addr string, n int64, err error) {
 	return evidence.PutArtifact(s.dir, r, max)
+}
+
+// link stores the body of addr from the file at path, which must be a
+// regular file (bounded.OpenRegular: nothing planted there blocks the
+// open) of size bytes hashing to addr: as a hard link to that file where
+// one can be made — a body reused run after run is then stored once per
+// filesystem — else as a copy. trusted, when set, is what the file was when
+// its bytes were last hashed: while it is unchanged (ctime included, which
+// no write can set back) it is linked without reading it again.
+func (s store) link(path, addr string, size int64, trusted *fileStamp) error {
+	dst := s.path(addr)
+	if dst == "" {
+		return fmt.Errorf("%q is not an artifact address", addr)
+	}
+	if fi, err := os.Lstat(dst); err == nil && fi.Mode().IsRegular() && fi.Size() == size {
+		return nil // this run stored it already
+	}
+	f, fi, err := bounded.OpenRegular(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fi.Size() != size {
+		return fmt.Errorf("is %d bytes, not the recorded %d", fi.Size(), size)
+	}
+	if stamp, ok := stampOf(fi); trusted == nil || !ok || stamp != *trusted {
+		h := sha256.New()
+		if n, err := io.Copy(h, io.LimitReader(f, size+1)); err != nil || n != size || evidence.ArtifactAddress(hex.EncodeToString(h.Sum(nil))) != addr {
+			return fmt.Errorf("is not the recorded %d bytes hashing to its address", size)
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	// Only a file no one else can write is shared: a link to a file of
+	// another user (a restored --reuse directory) would let that user
+	// rewrite this run's evidence afterwards. Linked through the open
+	// descriptor, so the file linked is the one checked, whatever the name
+	// points at by now.
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == uint32(os.Geteuid()) && fi.Mode().Perm()&0o022 == 0 {
+		err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), unix.AT_FDCWD, dst, unix.AT_SYMLINK_FOLLOW)
+		if err == nil || errors.Is(err, unix.EEXIST) {
+			return nil
+		}
+	}
+	// Another owner, another filesystem (--reuse DIR elsewhere), no /proc,
+	// or a link the kernel refuses (fs.protected_hardlinks): a copy, hashed
+	// again.
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	got, n, err := s.putFrom(f, size)
+	if err != nil || got != addr || n != size {
+		return fmt.Errorf("is not the recorded %d bytes hashing to its address", size)
+	}
+	return nil
 }
 
 // path is where the body of addr lives ("" for what is not an address,

@@ -57,6 +57,9 @@ type VerifyOptions struct {
 	Reuse      []string
 	ReuseTrust []byte
 	NoReuse    bool
+	// Retention bounds the runs kept under StateDir/runs (prune.go); the
+	// zero Retention is DefaultRetention.
+	Retention Retention
 }
 
 // Run is the outcome of Verify: the run's directory and its records.
@@ -137,6 +140,9 @@ type verification struct {
 	op   *discovery.OperatorPolicy // nil without an operator policy
 	gh   *githubFacts              // nil when GitHub is not consulted
 	cmp  comparison                // the two commits compared
+	// renames are git's renames between the compared commits
+	// (comparison.changeSides), listed while the run prepares.
+	renames *pending[renamesResult]
 
 	// What prepare made (stage_prepare.go).
 	run       *Run
@@ -222,24 +228,29 @@ func (v *verification) event(kind string, detail any) {
 	_ = v.chain.Append(v.o.Now(), kind, detail)
 }
 
-// limits are the operator policy's budgets and sandbox host paths (zero
-// without a policy).
+// limits are the operator policy's budgets (zero without a policy) and the
+// sandbox's host paths (jobHostPaths).
 func (v *verification) limits() (policy.Budgets, []string) {
 	if v.op == nil {
-		return policy.Budgets{}, nil
+		return policy.Budgets{}, jobHostPaths(nil)
 	}
-	return v.op.Doc.Budgets, v.op.Doc.Sandbox.HostPaths
+	return v.op.Doc.Budgets, jobHostPaths(v.op.Doc.Sandbox.HostPaths)
 }
 
 // progressLogger writes one progress line per call to w (nil discards).
 // Progress quotes repository text (file names, test ids, messages): each
 // line is escaped whole, so nothing it quotes can move the cursor or start a
-// line GitHub reads as a workflow command.
+// line GitHub reads as a workflow command. Checks and the cache pruner log
+// concurrently: one line is written at a time, whatever w is.
 func progressLogger(w io.Writer) func(format string, args ...any) {
 	if w == nil {
 		w = io.Discard
 	}
+	var mu sync.Mutex
 	return func(format string, args ...any) {
-		fmt.Fprintf(w, "runmill: %s\n", printable.Text(fmt.Sprintf(format, args...), 0))
+		line := "runmill: " + printable.Text(fmt.Sprintf(format, args...), 0) + "\n"
+		mu.Lock()
+		defer mu.Unlock()
+		io.WriteString(w, line)
 	}
 }

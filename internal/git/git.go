@@ -16,11 +16,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/runmill/verify/internal/bounded"
-	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/objectid"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -28,6 +28,12 @@ import (
 // Repo is a git repository on disk.
 type Repo struct {
 	Dir string // the directory given (work tree or bare repository)
+	// Limits bound every listing of a tree (tree.go); set them before the
+	// Repo is shared.
+	Limits Limits
+
+	mu    sync.Mutex
+	sizes map[string]*measure // TreeSize's answers by commit
 }
 
 // Open checks that dir is a git repository.
@@ -262,35 +268,29 @@ const MaxSymlinkTarget = 4095
 // are no directories either: nothing needs them.
 func (r *Repo) Symlinks(ctx context.Context, commit string) (links map[string]string, dirs map[string]bool, err error) {
 	// Not --long: sizing every blob of a loose-object repository costs
-	// more than the listing; only the links are sized, below.
-	out, err := r.run(ctx, nil, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
-	if err != nil {
-		return nil, nil, rmerr.Wrap(rmerr.GitRepository, err, "listing files at %s", objectid.Short(commit))
-	}
+	// more than the listing; only the links are sized, below. Streamed
+	// and within r.Limits, as every listing (tree.go).
 	blobOf := map[string]string{} // path → blob
 	var ids []string              // each blob once
 	seen := map[string]bool{}
 	dirs = map[string]bool{}
-	// "<mode> SP <type> SP <object> TAB <path> NUL"
-	for _, rec := range bytes.Split(out, []byte{0}) {
-		meta, name, ok := bytes.Cut(rec, []byte{'\t'})
-		if !ok || !(bytes.HasPrefix(meta, []byte("040000 ")) || bytes.HasPrefix(meta, []byte("120000 "))) {
-			continue // a file: most of the listing, skipped unparsed
-		}
-		f := strings.Fields(string(meta))
-		if len(f) != 3 {
-			return nil, nil, rmerr.New(rmerr.GitRepository, "unexpected ls-tree output %q", rec)
-		}
-		switch f[0] {
+	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1, dirs: ", directories"}
+	err = r.listTree(ctx, l, commit, true, func(e entry) error {
+		switch string(e.mode) {
 		case "040000":
-			dirs[string(name)] = true
+			dirs[string(e.name)] = true
 		case "120000":
-			blobOf[string(name)] = f[2]
-			if !seen[f[2]] {
-				seen[f[2]] = true
-				ids = append(ids, f[2])
+			id := string(e.oid)
+			blobOf[string(e.name)] = id
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, listingError(err, "listing files at %s", commit)
 	}
 	if len(ids) == 0 {
 		return map[string]string{}, nil, nil
@@ -400,24 +400,6 @@ func (r *Repo) ReadBlob(ctx context.Context, e Entry, max int64) ([]byte, error)
 	return out, nil
 }
 
-// ChangedPaths lists the paths the candidate changes relative to its merge
-// base with base (git diff BASE...CANDIDATE). Rename detection is off so a
-// rename counts under both its old and its new name.
-func (r *Repo) ChangedPaths(ctx context.Context, base, candidate string) ([]string, error) {
-	out, err := r.run(ctx, nil, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", base+"..."+candidate, "--")
-	if err != nil {
-		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing changed paths %s...%s", objectid.Short(base), objectid.Short(candidate)).
-			WithHint("base and candidate need a common ancestor; fetch full history (fetch-depth: 0)")
-	}
-	var paths []string
-	for _, p := range bytes.Split(out, []byte{0}) {
-		if len(p) > 0 {
-			paths = append(paths, string(p))
-		}
-	}
-	return paths, nil
-}
-
 // ModeAt returns the tree-entry mode of path at commit ("100644",
 // "040000", …), "" when commit has no such path. With ReadAt it is what
 // pkg/discovery reads policy through (its Repository interface, satisfied
@@ -450,21 +432,6 @@ func (r *Repo) MergeBase(ctx context.Context, a, b string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// TrackedFiles lists the files tracked at commit (git ls-tree -r).
-func (r *Repo) TrackedFiles(ctx context.Context, commit string) ([]string, error) {
-	out, err := r.run(ctx, nil, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
-	if err != nil {
-		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing files at %s", objectid.Short(commit))
-	}
-	var files []string
-	for _, p := range bytes.Split(out, []byte{0}) {
-		if len(p) > 0 {
-			files = append(files, string(p))
-		}
-	}
-	return files, nil
-}
-
 // Ignored reports whether path (relative to the work tree; a trailing '/'
 // names a directory) is ignored by the work tree's ignore rules.
 func (r *Repo) Ignored(ctx context.Context, path string) (bool, error) {
@@ -477,27 +444,4 @@ func (r *Repo) Ignored(ctx context.Context, path string) (bool, error) {
 		return false, nil
 	}
 	return false, rmerr.Wrap(rmerr.GitRepository, err, "checking whether %s is ignored", path)
-}
-
-// Files lists the files and symlinks of commit's tree with their modes and
-// blob ids (git ls-tree -r): the input of pkg/harness.
-func (r *Repo) Files(ctx context.Context, commit string) (harness.Tree, error) {
-	out, err := r.run(ctx, nil, "ls-tree", "-r", "-z", "--full-tree", commit)
-	if err != nil {
-		return nil, rmerr.Wrap(rmerr.GitRepository, err, "listing files at %s", objectid.Short(commit))
-	}
-	t := harness.Tree{}
-	// "<mode> SP <type> SP <object> TAB <path> NUL"
-	for _, rec := range bytes.Split(out, []byte{0}) {
-		meta, name, ok := bytes.Cut(rec, []byte{'\t'})
-		if !ok {
-			continue
-		}
-		f := strings.Fields(string(meta))
-		if len(f) != 3 || f[1] != "blob" {
-			continue // submodules are not files of this repository
-		}
-		t[string(name)] = harness.Entry{Mode: f[0], Blob: f[2]}
-	}
-	return t, nil
 }

@@ -34,7 +34,7 @@ func TestPullRequest(t *testing.T) {
 	}
 	// The PENDING draft is nobody's review yet; every submitted one is kept
 	// with the commit it was submitted on.
-	want := github.PullRequest{Repository: "acme/widget", RepositoryID: 702187311, Number: 42, Head: headSHA, Base: baseSHA, BaseRef: "main",
+	want := github.PullRequest{Repository: "acme/widget", RepositoryID: 702187311, Number: 42, Head: headSHA, Base: baseSHA, BaseRef: "main", Author: "octocat",
 		Reviews: []github.Review{
 			{Reviewer: "hubot", State: "approved", Commit: oldSHA},
 			{Reviewer: "monalisa", State: "changes_requested", Commit: oldSHA},

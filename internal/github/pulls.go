@@ -25,6 +25,10 @@ type PullRequest struct {
 	// BaseRef is the branch the pull request targets: its protection and
 	// rulesets name the required contexts.
 	BaseRef string
+	// Author is the login of the user who opened the pull request: the
+	// one whose approval does not count for the change's own declared
+	// skips (issue 24).
+	Author  string
 	Reviews []Review
 }
 
@@ -65,6 +69,7 @@ func (c *Client) PullRequest(ctx context.Context, owner, repo string, number int
 		Head:         head.GetSHA(),
 		Base:         base.GetSHA(),
 		BaseRef:      base.GetRef(),
+		Author:       pr.GetUser().GetLogin(),
 		Reviews:      []Review{},
 	}
 	if out.Repository == "" || out.RepositoryID <= 0 || out.Head == "" || out.Base == "" || out.BaseRef == "" || out.Number != number {

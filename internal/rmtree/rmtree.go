@@ -5,6 +5,7 @@
 package rmtree
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -25,11 +26,16 @@ func New(workers int) *Pool { return &Pool{slots: make(chan struct{}, workers)} 
 // Tree removes dir and everything below it; a missing dir is not an error.
 // A file or symlink at dir is removed itself, as os.RemoveAll does: a link
 // is never followed into a tree elsewhere.
-func (p *Pool) Tree(dir string) error {
+func (p *Pool) Tree(dir string) error { return p.TreeContext(context.Background(), dir) }
+
+// TreeContext is Tree that stops, between two entries, once ctx is done,
+// returning ctx's error and leaving the rest in place: a pruner a SIGTERM
+// cancels must not first finish unlinking a tree of a million files.
+func (p *Pool) TreeContext(ctx context.Context, dir string) error {
 	if st, err := os.Lstat(dir); err == nil && !st.IsDir() {
 		return os.Remove(dir)
 	}
-	err := p.dir(dir)
+	err := p.dir(ctx, dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -38,7 +44,7 @@ func (p *Pool) Tree(dir string) error {
 
 // dir empties and removes one directory, handing subdirectories to free
 // pool slots and removing the rest itself.
-func (p *Pool) dir(dir string) error {
+func (p *Pool) dir(ctx context.Context, dir string) error {
 	f, err := os.Open(dir)
 	if errors.Is(err, syscall.EACCES) {
 		// An unreadable directory (chmod 000) stops a non-root owner.
@@ -65,6 +71,9 @@ func (p *Pool) dir(dir string) error {
 	for {
 		list, rerr := f.ReadDir(1024)
 		for _, de := range list {
+			if ctx.Err() != nil {
+				break
+			}
 			path := filepath.Join(dir, de.Name())
 			if de.IsDir() {
 				select {
@@ -73,12 +82,12 @@ func (p *Pool) dir(dir string) error {
 					go func() {
 						defer wg.Done()
 						defer func() { <-p.slots }()
-						if err := p.dir(path); err != nil {
+						if err := p.dir(ctx, path); err != nil {
 							record(err)
 						}
 					}()
 				default:
-					if err := p.dir(path); err != nil {
+					if err := p.dir(ctx, path); err != nil {
 						record(err)
 					}
 				}
@@ -97,6 +106,10 @@ func (p *Pool) dir(dir string) error {
 			if err != nil && err != syscall.ENOENT {
 				record(&os.PathError{Op: "unlink", Path: path, Err: err})
 			}
+		}
+		if ctx.Err() != nil {
+			record(ctx.Err())
+			break
 		}
 		if rerr == io.EOF || len(list) == 0 {
 			break

@@ -36,6 +36,7 @@ func (s *Sandbox) importImage(ctx context.Context, path string) (containerd.Imag
 	defer s.imageMu.Unlock()
 	if img, err := s.client.GetImage(ctx, name); err == nil {
 		if ok, err := img.IsUnpacked(ctx, ""); err == nil && ok {
+			s.stampImage(ctx, name)
 			return img, nil
 		}
 	}
@@ -54,5 +55,6 @@ func (s *Sandbox) importImage(ctx context.Context, path string) (containerd.Imag
 	if err := img.Unpack(ctx, ""); err != nil {
 		return nil, rmerr.Wrap(rmerr.SandboxImage, err, "unpacking image tarball %s", path)
 	}
+	s.stampImage(ctx, name)
 	return img, nil
 }

@@ -69,7 +69,8 @@ type Sandbox struct {
 	// holds their failures until Close reports them.
 	cleaning    sync.WaitGroup
 	cleanupErrs []error
-	imageMu     sync.Mutex // serializes image imports
+	imageMu     sync.Mutex      // serializes image imports
+	stamped     map[string]bool // images whose use this Sandbox recorded (imageprune.go), under imageMu
 
 	keeperMu sync.Mutex
 	keeper   containerd.Container // holds the shim group open; see keeper.go

@@ -521,19 +521,19 @@ func buildEnv(in []string, goCache string) ([]string, rmerr.List) {
 
 func randomID() string { return "rm-" + fsname.Random(8) }
 
-// SearchPath is the PATH a task gets: the default directories, then the
-// entries of the host's PATH that lie under the paths bound into the task
-// (hostPaths, or DefaultHostPaths when empty). An entry the task cannot see
-// is dropped: it would only make a missing tool look present.
+// SearchPath is the PATH a task gets: the entries of the host's PATH that
+// lie under the paths bound into the task (hostPaths, or DefaultHostPaths
+// when empty), in the host's order, then the default directories not yet
+// listed. The host's order decides which of two toolchains a check runs —
+// the Go a workflow's setup-go put first, not the image's /usr/bin/go — as
+// it does in the job's own steps. An entry the task cannot see is dropped:
+// it would only make a missing tool look present.
 func SearchPath(hostPATH string, hostPaths []string) string {
 	if len(hostPaths) == 0 {
 		hostPaths = DefaultHostPaths
 	}
-	out := filepath.SplitList(defaultPath)
+	var out []string
 	seen := map[string]bool{}
-	for _, p := range out {
-		seen[p] = true
-	}
 	for _, p := range filepath.SplitList(hostPATH) {
 		p = filepath.Clean(p)
 		if seen[p] || !filepath.IsAbs(p) {
@@ -546,6 +546,11 @@ func SearchPath(hostPATH string, hostPaths []string) string {
 				seen[p] = true
 				break
 			}
+		}
+	}
+	for _, p := range filepath.SplitList(defaultPath) {
+		if !seen[p] {
+			out = append(out, p)
 		}
 	}
 	return strings.Join(out, ":")

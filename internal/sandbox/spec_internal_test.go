@@ -199,9 +199,11 @@ func TestSearchPath(t *testing.T) {
 		binds []string
 		want  string
 	}{
-		{nil, defaultPath + ":/usr/local/go/bin"},
-		{[]string{"/usr", "/root/.cargo/"}, defaultPath + ":/usr/local/go/bin:/root/.cargo/bin"},
-		{[]string{"/opt/node"}, defaultPath + ":/opt/node/bin"},
+		// The host's order first (its /usr/local/go before /usr/bin), then
+		// the defaults it did not list.
+		{nil, "/usr/local/go/bin:/usr/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin:/bin"},
+		{[]string{"/usr", "/root/.cargo/"}, "/usr/local/go/bin:/root/.cargo/bin:/usr/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin:/bin"},
+		{[]string{"/opt/node"}, "/opt/node/bin:" + defaultPath},
 		{[]string{"/opt/no"}, defaultPath},
 	} {
 		if got := SearchPath(host, tc.binds); got != tc.want {

@@ -67,6 +67,13 @@ const (
 	// ReportBytes bounds one report file (the parsers' MaxBytes). A report
 	// is measured against it before a byte is read or stored.
 	ReportBytes int64 = 512 << 20
+	// Renames and RenameBytes bound the renames a statement records
+	// between its two commits (record.Renames: git's rename detection,
+	// issue 24), out of OtherBytes: at most this many file renames, whose
+	// paths take at most this many bytes. git's listing is read as a
+	// stream and the rest is counted, not kept.
+	Renames           = 20_000
+	RenameBytes int64 = 4 << 20
 )
 
 // IDCost is what id costs in the canonical statement: its bytes as RFC 8785

@@ -82,6 +82,24 @@ func LoadRepositoryPolicy(ctx context.Context, repo Repository, base, candidate 
 	return nil, nil
 }
 
+// LoadChangePolicy reads the candidate's .runmill/checks.yaml when the
+// governing policy was read from the base: only the declared skips it adds
+// or removes are taken from it (Input.Change), never a check, a command or
+// a requirement. nil when the governing policy is not the base's or the
+// candidate has none; a candidate policy that cannot be read or parsed is
+// returned as its error, and declares nothing.
+func LoadChangePolicy(ctx context.Context, repo Repository, governing *RepositoryPolicy, candidate string) (*RepositoryPolicy, error) {
+	if governing == nil || governing.ReadFrom != ReadFromBase || governing.Ref.Commit == candidate {
+		return nil, nil
+	}
+	p, err := readPolicyAt(ctx, repo, candidate)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	p.ReadFrom = ReadFromWorkingTree
+	return p, nil
+}
+
 func readPolicyAt(ctx context.Context, repo Repository, commit string) (*RepositoryPolicy, error) {
 	file := fmt.Sprintf("%s@%s", policy.RepoPolicyPath, objectid.Short(commit))
 	fail := func(format string, args ...any) error {

@@ -64,6 +64,17 @@ type Check struct {
 	// SymlinkMatches are the path rules that matched a changed path only
 	// through symlinks, one per such reason, in the same order.
 	SymlinkMatches []SymlinkMatch `json:"symlink_matches,omitempty"`
+
+	// ChangeDeclaredSkips are the declared_skips entries the change adds
+	// (issue 24): in the candidate's .runmill/checks.yaml under this
+	// check, by test id absent from the base's. They excuse a test only
+	// as the manifest's change_declarations allows. ChangeRemovedSkips
+	// are the base's declared test ids the candidate's policy no longer
+	// declares: a declaration the change removes excuses nothing and is
+	// never stale. Both sorted; only for a repository-defined check of a
+	// policy read from the base.
+	ChangeDeclaredSkips []policy.DeclaredSkip `json:"change_declared_skips,omitempty"`
+	ChangeRemovedSkips  []string              `json:"change_removed_skips,omitempty"`
 }
 
 // SymlinkMatch says how a path rule matched through symlinks: the changed
@@ -165,6 +176,11 @@ type Manifest struct {
 	NotTriggered       []NotTriggered    `json:"not_triggered"`
 	IgnoredProposals   []IgnoredProposal `json:"ignored_proposals"`
 	Conflicts          []Conflict        `json:"conflicts"`
+
+	// ChangeDeclarations is the operator's verification.change_declarations
+	// (default with_approval): whether the change's own declared skips
+	// count.
+	ChangeDeclarations policy.ChangeDeclarations `json:"change_declarations"`
 }
 
 // Check returns the entry with id, if any.

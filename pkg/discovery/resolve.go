@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/runmill/verify/pkg/pathglob"
 	"github.com/runmill/verify/pkg/policy"
@@ -27,8 +28,12 @@ type OperatorPolicy struct {
 type Input struct {
 	Base, Candidate string
 	Repository      *RepositoryPolicy // nil: read_from none
-	Operator        *OperatorPolicy   // nil: no operator policy given
-	ChangedPaths    []string
+	// Change is the candidate's .runmill/checks.yaml when Repository was
+	// read from the base (LoadChangePolicy): the declared skips it adds
+	// or removes are recorded, never its checks. nil: none, or unreadable.
+	Change       *RepositoryPolicy
+	Operator     *OperatorPolicy // nil: no operator policy given
+	ChangedPaths []string
 	// Links are the tracked symlinks of the two trees ChangedPaths lie
 	// between: a path rule also matches a changed path a symlink of
 	// either makes visible under its patterns (links.go). Both, so that
@@ -73,6 +78,7 @@ func Resolve(in Input) (*Manifest, error) {
 		ReadFrom:           ReadFromNone,
 		Autonomy:           policy.PROnly,
 		FailOnSkippedCheck: true,
+		ChangeDeclarations: policy.ChangeDeclarationsWithApproval,
 		ChangedPaths:       len(in.ChangedPaths),
 		GitHub: GitHub{Consulted: in.GitHub.Consulted, Contexts: append([]string{}, in.GitHub.Contexts...),
 			Unknown: slices.Clone(in.GitHub.Unknown), Excluded: slices.Clone(in.GitHub.Excluded)},
@@ -122,6 +128,7 @@ func Resolve(in Input) (*Manifest, error) {
 			m.Autonomy = policy.PROnly
 		}
 		m.FailOnSkippedCheck = in.Operator.Doc.Verification.FailOnSkipped()
+		m.ChangeDeclarations = in.Operator.Doc.Verification.ChangeDeclarationsMode()
 		for _, c := range in.Operator.Doc.Verification.Commands {
 			if err := add(c, DefinedByOperator); err != nil {
 				return nil, err
@@ -149,6 +156,9 @@ func Resolve(in Input) (*Manifest, error) {
 				e.Command, e.Report, e.DeclaredSkips = s.Run, s.Report, s.DeclaredSkips
 				e.Timeout, e.Image, e.Dependencies, e.DefinedBy = s.Timeout, s.Image, s.Dependencies, d.by
 				e.Harness = s.Harness
+				if d.by == DefinedByRepository && in.Repository != nil && in.Repository.ReadFrom == ReadFromBase {
+					e.ChangeDeclaredSkips, e.ChangeRemovedSkips = changeDeclarations(s, in.Change, id)
+				}
 			}
 			entries[id] = e
 		}
@@ -244,6 +254,45 @@ func Resolve(in Input) (*Manifest, error) {
 	sort.Slice(m.NotTriggered, func(i, j int) bool { return m.NotTriggered[i].ID < m.NotTriggered[j].ID })
 	sort.Slice(m.Conflicts, func(i, j int) bool { return m.Conflicts[i].ID < m.Conflicts[j].ID })
 	return m, nil
+}
+
+// changeDeclarations compares one check's declared skips at the base (base)
+// with the candidate's policy: the entries it adds (by test id) and the
+// base's test ids it no longer declares. A check the candidate's policy
+// drops removes all of them; without a candidate policy (none, or one
+// that does not parse) the change declares nothing and removes nothing.
+func changeDeclarations(base policy.CheckSpec, change *RepositoryPolicy, id string) (added []policy.DeclaredSkip, removed []string) {
+	if change == nil {
+		return nil, nil
+	}
+	var cand *policy.CheckSpec
+	for i := range change.Doc.Checks {
+		if change.Doc.Checks[i].ID == id {
+			cand = &change.Doc.Checks[i]
+			break
+		}
+	}
+	inBase := map[string]bool{}
+	for _, d := range base.DeclaredSkips {
+		inBase[d.TestID] = true
+	}
+	inCand := map[string]bool{}
+	if cand != nil {
+		for _, d := range cand.DeclaredSkips {
+			inCand[d.TestID] = true
+			if !inBase[d.TestID] {
+				added = append(added, d)
+			}
+		}
+	}
+	for t := range inBase {
+		if !inCand[t] {
+			removed = append(removed, t)
+		}
+	}
+	slices.SortFunc(added, func(a, b policy.DeclaredSkip) int { return strings.Compare(a.TestID, b.TestID) })
+	slices.Sort(removed)
+	return added, removed
 }
 
 // PathRules reports whether any rule depends on changed paths, that is

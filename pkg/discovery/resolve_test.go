@@ -3,6 +3,7 @@ package discovery_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/runmill/verify/pkg/discovery"
@@ -97,5 +98,79 @@ func TestUnionOnlyGrows(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestChangeDeclarations (issue 24): the declared skips the candidate's
+// policy adds or removes are recorded per repository-defined check of a
+// policy read from the base, by test id; the candidate's policy adds no
+// check and changes no command. The operator's change_declarations mode is
+// recorded (default with_approval).
+func TestChangeDeclarations(t *testing.T) {
+	skip := func(ids ...string) []policy.DeclaredSkip {
+		var out []policy.DeclaredSkip
+		for _, id := range ids {
+			out = append(out, policy.DeclaredSkip{TestID: id, Cause: "cause of " + id})
+		}
+		return out
+	}
+	base := &discovery.RepositoryPolicy{ReadFrom: discovery.ReadFromBase, Doc: policy.Repository{Checks: []policy.CheckSpec{
+		{ID: "unit", Run: "make unit", DeclaredSkips: skip("kept", "removed")},
+		{ID: "gone", Run: "make gone", DeclaredSkips: skip("x")},
+		{ID: "ops", Run: "make ops"},
+	}}}
+	change := &discovery.RepositoryPolicy{ReadFrom: discovery.ReadFromWorkingTree, Doc: policy.Repository{Checks: []policy.CheckSpec{
+		{ID: "unit", Run: "true", DeclaredSkips: append(skip("kept", "b-added"), skip("a-added")...)},
+		{ID: "ops", Run: "make ops", DeclaredSkips: skip("by-operator")},
+		{ID: "new", Run: "make new", DeclaredSkips: skip("n")},
+	}}}
+	op := &discovery.OperatorPolicy{Doc: policy.Operator{Verification: policy.Verification{
+		Commands: []policy.CheckSpec{{ID: "ops", Run: "make ops"}}, ChangeDeclarations: policy.ChangeDeclarationsNever}}}
+	for _, tc := range []struct {
+		name   string
+		in     discovery.Input
+		mode   policy.ChangeDeclarations
+		checks map[string][2]string // id → added, removed (comma-joined)
+	}{
+		{"added and removed", discovery.Input{Repository: base, Change: change}, policy.ChangeDeclarationsWithApproval,
+			map[string][2]string{"unit": {"a-added,b-added", "removed"}, "gone": {"", "x"}, "ops": {"by-operator", ""}}},
+		{"the operator's definition wins, and its mode", discovery.Input{Repository: base, Change: change, Operator: op}, policy.ChangeDeclarationsNever,
+			map[string][2]string{"unit": {"a-added,b-added", "removed"}, "ops": {"", ""}}},
+		{"no candidate policy", discovery.Input{Repository: base}, policy.ChangeDeclarationsWithApproval,
+			map[string][2]string{"unit": {"", ""}, "gone": {"", ""}}},
+		{"a policy new in the change has no base to compare", discovery.Input{Repository: &discovery.RepositoryPolicy{ReadFrom: discovery.ReadFromWorkingTree, Doc: change.Doc}, Change: change},
+			policy.ChangeDeclarationsWithApproval, map[string][2]string{"unit": {"", ""}, "new": {"", ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := discovery.Resolve(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.ChangeDeclarations != tc.mode {
+				t.Errorf("change_declarations %q, want %q", m.ChangeDeclarations, tc.mode)
+			}
+			if _, ok := m.Check("new"); ok && tc.in.Repository.ReadFrom == discovery.ReadFromBase {
+				t.Errorf("the candidate's policy added a check: %+v", m.Checks)
+			}
+			for id, want := range tc.checks {
+				c, ok := m.Check(id)
+				if !ok {
+					t.Fatalf("no check %s", id)
+				}
+				var added []string
+				for _, d := range c.ChangeDeclaredSkips {
+					added = append(added, d.TestID)
+					if d.Cause != "cause of "+d.TestID {
+						t.Errorf("%s: cause %q", id, d.Cause)
+					}
+				}
+				if got := [2]string{strings.Join(added, ","), strings.Join(c.ChangeRemovedSkips, ",")}; got != want {
+					t.Errorf("%s: added, removed = %q, want %q", id, got, want)
+				}
+				if id == "unit" && tc.in.Repository == base && c.Command != "make unit" {
+					t.Errorf("the candidate's policy changed the command: %q", c.Command)
+				}
+			}
+		})
 	}
 }

@@ -67,7 +67,7 @@ func bigFixture(tb testing.TB, checks, idsPerRun int) *fixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	exp.RequiredChecks = nil
+	exp.RequiredChecks, exp.ChangeDeclarations = nil, nil
 	for _, c := range p.Manifest.Checks {
 		exp.RequiredChecks = append(exp.RequiredChecks, c.ID)
 	}

@@ -145,6 +145,14 @@ func checkDelivery(p *Delivery) *failure {
 			return bad("predicate.reviews[%d] needs a reviewer, a state of %v and a commit id", i, reviewState)
 		}
 	}
+	switch m.ChangeDeclarations {
+	case "", policy.ChangeDeclarationsWithApproval, policy.ChangeDeclarationsNever:
+	default:
+		return bad("predicate.manifest.change_declarations %q is unknown", m.ChangeDeclarations)
+	}
+	if f := checkRenames(p.Renames); f != nil {
+		return f
+	}
 	return checkShardRefs(p.Shards)
 }
 
@@ -191,6 +199,9 @@ func checkRunGrammar(i int, r *record.CheckRun) *failure {
 	if f := checkReuseGrammar(r); f != "" {
 		return bad("%s", f)
 	}
+	if f := checkMoved(r); f != "" {
+		return bad("%s", f)
+	}
 	if rep := r.Report; rep != nil {
 		if rep.Path == "" || !slices.Contains(report.Formats, rep.Format) ||
 			(rep.Identity != report.IdentityDefault && rep.Identity != report.IdentitySuitePath) {
@@ -200,8 +211,11 @@ func checkRunGrammar(i int, r *record.CheckRun) *failure {
 			return bad("report needs a hex sha256, a size ≥ 0 and an artifact address sha256/<hex>")
 		}
 		if inv := rep.Inventory; inv != nil {
-			if f := checkInventory(inv); f != nil {
+			if f := checkInventory(inv, r.Phase == record.Baseline); f != nil {
 				return bad("report.inventory: %s", f.msg)
+			}
+			if want := repeatedIDs(inv); !slices.Equal(rep.Duplicates, want[:min(len(want), report.MaxDuplicatesListed)]) {
+				return bad("report.duplicates %q are not the first %d ids its inventory repeats", rep.Duplicates, report.MaxDuplicatesListed)
 			}
 		}
 	}
@@ -209,19 +223,24 @@ func checkRunGrammar(i int, r *record.CheckRun) *failure {
 }
 
 // checkInventory enforces the inventory's one encoding: each list sorted by
-// byte order without repeats, no empty id, no id in two lists. It runs in
-// linear time on 1 M ids.
-func checkInventory(inv *record.Inventory) *failure {
+// byte order without repeats, no empty id, no id in two lists — except that
+// a baseline's report may repeat an id (issue 24: each occurrence keeps
+// authority by count), so a baseline's lists are sorted with repeats and
+// may share an id. It runs in linear time on 1 M ids.
+func checkInventory(inv *record.Inventory, baseline bool) *failure {
 	lists := [][]report.TestID{inv.Passed, inv.Failed, inv.Skipped}
 	for li, l := range lists {
 		for i, id := range l {
 			if id == "" {
 				return fail(ReasonStatement, "an empty test id")
 			}
-			if i > 0 && l[i-1] >= id {
+			if i > 0 && (l[i-1] > id || l[i-1] == id && !baseline) {
 				return fail(ReasonStatement, "%s ids are not sorted and unique at %q", []string{"passed", "failed", "skipped"}[li], id)
 			}
 		}
+	}
+	if baseline {
+		return nil
 	}
 	// Three sorted lists are disjoint iff a three-way merge never meets
 	// the same id twice.
@@ -258,6 +277,37 @@ func checkInventory(inv *record.Inventory) *failure {
 	return nil
 }
 
+// repeatedIDs are the ids an inventory lists more than once, sorted: what
+// a baseline's report.duplicates names (a candidate's inventory repeats
+// none). Linear in the inventory: each list is sorted.
+func repeatedIDs(inv *record.Inventory) []report.TestID {
+	var out []report.TestID
+	lists := [][]report.TestID{inv.Passed, inv.Failed, inv.Skipped}
+	pos := make([]int, len(lists))
+	for {
+		var m report.TestID
+		first := true
+		for li, l := range lists {
+			if pos[li] < len(l) && (first || l[pos[li]] < m) {
+				m, first = l[pos[li]], false
+			}
+		}
+		if first {
+			return out
+		}
+		n := 0
+		for li, l := range lists {
+			for pos[li] < len(l) && l[pos[li]] == m {
+				pos[li]++
+				n++
+			}
+		}
+		if n > 1 {
+			out = append(out, m)
+		}
+	}
+}
+
 // bindDelivery enforces "exact candidate bindings": every fact the verifier
 // host observed itself must equal what the statement says it verified.
 func (v *verification) bindDelivery() *failure {
@@ -292,6 +342,9 @@ func (v *verification) bindDelivery() *failure {
 	}
 	if !slices.Equal(c.Landing.Conflicts, e.Landing.Conflicts) {
 		return bad("predicate.candidate.landing.conflicts are %q, the expectations say %q", c.Landing.Conflicts, e.Landing.Conflicts)
+	}
+	if f := v.bindChange(); f != nil {
+		return f
 	}
 	// Spec § 1: the repository policy is read from the base commit, or from
 	// the candidate when it is new in the change.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/harness"
+	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -54,6 +56,27 @@ type Expectations struct {
 	// (issue 19), derived from git: a check listed here must record exactly
 	// this; a check not listed must have run the candidate tree unaltered.
 	Harness []HarnessExpectation `json:"harness,omitempty"`
+	// Author is the pull request's author as GitHub names them ("" without
+	// a pull request observed); it must be the statement's.
+	Author string `json:"author"`
+	// Renames are git's renames between the commits the statement
+	// compares (issue 24), computed from git here: the statement's must be
+	// exactly these. Absent (an older document): the statement may record
+	// no rename.
+	Renames *record.Renames `json:"renames,omitempty"`
+	// ChangeDeclarations are, per check, the declared skips the change
+	// adds to and removes from the repository policy (the candidate's
+	// .runmill/checks.yaml against the base's), by test id, sorted by
+	// check: the manifest's must be exactly these.
+	ChangeDeclarations []ChangeDeclarationExpectation `json:"change_declarations,omitempty"`
+}
+
+// ChangeDeclarationExpectation is what one check's declared skips become in
+// the change.
+type ChangeDeclarationExpectation struct {
+	CheckID string   `json:"check_id"`
+	Added   []string `json:"added"`
+	Removed []string `json:"removed"`
 }
 
 // HarnessExpectation is the harness one check's runs must record.
@@ -87,6 +110,9 @@ type PolicyExpectation struct {
 	// OperatorDigest is "sha256:<hex>" of the operator policy, "" when the
 	// run must have had none.
 	OperatorDigest string `json:"operator_digest"`
+	// ChangeDeclarations is the operator's verification.change_declarations
+	// as the verifier host resolves it; "" (an older document): not bound.
+	ChangeDeclarations policy.ChangeDeclarations `json:"change_declarations,omitempty"`
 }
 
 // ReviewExpectation is the review state the verifier host observed.
@@ -216,6 +242,22 @@ func (e *Expectations) validate() error {
 	}
 	if e.Reviews.RequiredApprovals < 0 {
 		bad("reviews.required_approvals", "negative")
+	}
+	switch e.Policy.ChangeDeclarations {
+	case "", policy.ChangeDeclarationsWithApproval, policy.ChangeDeclarationsNever:
+	default:
+		bad("policy.change_declarations", "unknown change_declarations %q", e.Policy.ChangeDeclarations)
+	}
+	if f := checkRenames(e.Renames); f != nil {
+		bad("renames", "%s", f.msg)
+	}
+	for i, c := range e.ChangeDeclarations {
+		if c.CheckID == "" || (i > 0 && e.ChangeDeclarations[i-1].CheckID >= c.CheckID) {
+			bad(fmt.Sprintf("change_declarations[%d].check_id", i), "check ids must be non-empty, sorted and unique")
+		}
+		if !slices.IsSorted(c.Added) || !slices.IsSorted(c.Removed) {
+			bad(fmt.Sprintf("change_declarations[%d]", i), "added and removed must be sorted")
+		}
 	}
 	seen := map[Approval]bool{}
 	for i, a := range e.Reviews.Approvals {

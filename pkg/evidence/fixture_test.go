@@ -76,6 +76,15 @@ func (f *fixture) output(content []byte) record.Output {
 	return record.Output{SHA256: h, Size: int64(len(content)), Artifact: a, ArtifactSize: int64(len(content))}
 }
 
+// fixRenames are the fixture's renames between base tip and landing: the
+// JUnit classname calc/old (a path, as go-junit-report writes a package)
+// moved with its directory.
+func fixRenames() *record.Renames {
+	return &record.Renames{From: fixBase, To: fixLanding.Commit,
+		Files:      []record.FileRename{{From: "calc/old", To: "calc/mul", Similarity: 100}},
+		GoPackages: []record.PackageMove{}}
+}
+
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{artifacts: map[string][]byte{}}
@@ -95,11 +104,16 @@ func newFixture(t testing.TB) *fixture {
 			{ID: "unit", Command: "go test ./... 2>&1 | go-junit-report > reports/unit.xml", Report: unitSpec,
 				DeclaredSkips: []policy.DeclaredSkip{{TestID: "net::TestStaging", Cause: "needs staging; ENG-88"}},
 				Timeout:       policy.Duration(10 * time.Minute), Required: true, Sources: []discovery.Source{discovery.SourceRepository},
-				DefinedBy: discovery.DefinedByRepository, Reasons: []string{"declared in .runmill/checks.yaml"}},
+				DefinedBy: discovery.DefinedByRepository, Reasons: []string{"declared in .runmill/checks.yaml"},
+				// Issue 24: a declaration the change makes (alice, not the
+				// author, approved the head) and one it removes.
+				ChangeDeclaredSkips: []policy.DeclaredSkip{{TestID: "calc::TestDiv", Cause: "division moves to the rational type; ENG-90"}},
+				ChangeRemovedSkips:  []string{"net::TestLegacy"}},
 		},
+		ChangeDeclarations: policy.ChangeDeclarationsWithApproval,
 	}
-	baseReport := []byte(`<testsuite><testcase classname="calc" name="TestAdd"/><testcase classname="net" name="TestStaging"/></testsuite>`)
-	candReport := []byte(`<testsuite><testcase classname="calc" name="TestAdd"/><testcase classname="calc" name="TestSub"/><testcase classname="net" name="TestStaging"><skipped/></testcase></testsuite>`)
+	baseReport := []byte(`<testsuite><testcase classname="calc" name="TestAdd"/><testcase classname="calc" name="TestDiv"/><testcase classname="calc/old" name="TestMul"/><testcase classname="net" name="TestStaging"/></testsuite>`)
+	candReport := []byte(`<testsuite><testcase classname="calc" name="TestAdd"/><testcase classname="calc" name="TestSub"/><testcase classname="calc/mul" name="TestMul"/><testcase classname="net" name="TestStaging"><skipped/></testcase></testsuite>`)
 	rep := func(content []byte, inv *record.Inventory) *record.ReportRecord {
 		h, a := f.put(content)
 		return &record.ReportRecord{Path: unitSpec.Path, Format: report.JUnit, SHA256: h, Size: int64(len(content)), Artifact: a, Inventory: inv}
@@ -115,21 +129,23 @@ func newFixture(t testing.TB) *fixture {
 		IssuedAt:       formatTime(fixIssuedAt),
 		RunID:          "run-20260301-0001",
 		Candidate: Candidate{Repository: Repository{Name: "octo/shop", ID: 4242}, PullRequest: 17,
-			Head: fixHead, Base: fixBase, MergeBase: fixMerge, Landing: fixLanding, Tree: fixTree},
+			Head: fixHead, Base: fixBase, MergeBase: fixMerge, Landing: fixLanding, Tree: fixTree, Author: "octocat"},
 		Manifest: manifest,
+		Renames:  fixRenames(),
 		Checks: []record.CheckRun{
 			{CheckID: "unit", Phase: record.Baseline, Command: manifest.Checks[1].Command, Commit: fixBase,
 				TreeBefore: fixBaseTree, TreeAfter: fixBaseTree, Executor: record.Orchestrator, ExitCode: 0,
 				Started: true, Status: record.Passed, Coverage: record.Proven, DurationMS: 1234,
 				Stdout: f.output([]byte("ok  calc 0.01s\n")), Stderr: f.output(nil),
-				Report: rep(baseReport, &record.Inventory{Passed: []report.TestID{"calc::TestAdd", "net::TestStaging"}}),
+				Report: rep(baseReport, &record.Inventory{Passed: []report.TestID{"calc/old::TestMul", "calc::TestAdd", "calc::TestDiv", "net::TestStaging"}}),
 				Notes:  []string{"baseline"}},
 			{CheckID: "unit", Phase: record.Candidate, Command: manifest.Checks[1].Command, Commit: fixLanding.Commit,
 				TreeBefore: fixTree, TreeAfter: fixTree, Executor: record.Orchestrator, ExitCode: 0,
 				Started: true, Status: record.Passed, Coverage: record.Proven, DurationMS: 2345,
 				Stdout: record.Output{SHA256: hex.EncodeToString(fullSum[:]), Size: int64(len(fullOut)), Artifact: cutAddr, ArtifactSize: int64(len(cut))},
 				Stderr: f.output([]byte("warning: \"quoted\" \u2028 é 😀\n")),
-				Report: rep(candReport, &record.Inventory{Passed: []report.TestID{"calc::TestAdd", "calc::TestSub"}, Skipped: []report.TestID{"net::TestStaging"}})},
+				Report: rep(candReport, &record.Inventory{Passed: []report.TestID{"calc/mul::TestMul", "calc::TestAdd", "calc::TestSub"}, Skipped: []report.TestID{"net::TestStaging"}}),
+				Moved:  []record.TestMove{{From: "calc/old::TestMul", To: "calc/mul::TestMul", By: record.MovedFile}}},
 		},
 		Remote:  []record.RemoteResult{{Context: "ci / build", Conclusion: record.Success}},
 		Reviews: []Review{{Reviewer: "alice", State: "approved", Commit: fixHead}, {Reviewer: "bob", State: "commented", Commit: fixBase}},
@@ -148,9 +164,12 @@ func newFixture(t testing.TB) *fixture {
 	f.expectations, err = Expectations{
 		Repository: Repository{Name: "octo/shop", ID: 4242}, PullRequest: 17,
 		Head: fixHead, Base: fixBase, MergeBase: fixMerge, Landing: fixLanding, CandidateTree: fixTree,
-		Policy:         PolicyExpectation{ReadFrom: discovery.ReadFromBase, RepositoryDigest: fixRepoPol, OperatorDigest: fixOpPol},
-		RequiredChecks: []string{"ci / build", "unit"},
-		Reviews:        ReviewExpectation{RequiredApprovals: 1, Approvals: []Approval{{Reviewer: "alice", Commit: fixHead}}},
+		Policy:             PolicyExpectation{ReadFrom: discovery.ReadFromBase, RepositoryDigest: fixRepoPol, OperatorDigest: fixOpPol},
+		RequiredChecks:     []string{"ci / build", "unit"},
+		Reviews:            ReviewExpectation{RequiredApprovals: 1, Approvals: []Approval{{Reviewer: "alice", Commit: fixHead}}},
+		Author:             "octocat",
+		Renames:            fixRenames(),
+		ChangeDeclarations: []ChangeDeclarationExpectation{{CheckID: "unit", Added: []string{"calc::TestDiv"}, Removed: []string{"net::TestLegacy"}}},
 	}.Encode()
 	if err != nil {
 		t.Fatal(err)

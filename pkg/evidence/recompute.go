@@ -9,12 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
-	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/outcome"
-	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/verdict"
 )
@@ -83,6 +82,7 @@ func isPreservationRule(rule string) bool {
 
 func recomputeOutcome(p *Delivery) *failure {
 	specs := checkIndex(&p.Manifest)
+	approver := approverOf(p)
 	type key struct {
 		id    string
 		phase record.Phase
@@ -103,14 +103,24 @@ func recomputeOutcome(p *Delivery) *failure {
 		}
 		cand := reportInventory(r.Report.Inventory, r.Report)
 		base := runs[key{r.CheckID, record.Baseline}]
+		noMoves := func() *failure {
+			if len(r.Moved) > 0 {
+				return fail(ReasonVerdictMismatch, "predicate.checks[%d] (%s): it records moved tests without a baseline inventory to compare with", i, r.CheckID)
+			}
+			return nil
+		}
 		if len(base) != 1 || len(runs[key{r.CheckID, record.Candidate}]) != 1 {
-			return nil // the verdict judges every run; preservation pairs one with one
+			return noMoves() // the verdict judges every run; preservation pairs one with one
 		}
 		b := &p.Checks[base[0]]
 		if b.Report == nil || b.Report.Inventory == nil {
-			return nil // no baseline inventory: the verdict fails the check itself
+			return noMoves() // no baseline inventory: the verdict fails the check itself
 		}
-		want := withCheck(outcome.Compare(reportInventory(b.Report.Inventory, b.Report), cand, declaredSkips(specs[r.CheckID])), r.CheckID)
+		got := outcome.Compare(reportInventory(b.Report.Inventory, b.Report), cand, ChangeOf(&p.Manifest, specs[r.CheckID], p.Renames, approver))
+		if !slices.Equal(got.Moved, r.Moved) {
+			return fail(ReasonVerdictMismatch, "predicate.checks[%d] (%s): its moved tests differ from those recomputed from the inventories and the renames git shows", i, r.CheckID)
+		}
+		want := withCheck(got.Findings, r.CheckID)
 		var have []record.Finding
 		for _, f := range r.Observations {
 			if isPreservationRule(f.Rule) {
@@ -154,8 +164,6 @@ func recomputeOutcome(p *Delivery) *failure {
 	}
 	return first.f
 }
-
-func declaredSkips(c discovery.Check) []policy.DeclaredSkip { return c.DeclaredSkips }
 
 func withCheck(fs []record.Finding, id string) []record.Finding {
 	out := make([]record.Finding, len(fs))

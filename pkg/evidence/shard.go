@@ -48,6 +48,9 @@ type Shard struct {
 	Failures []record.Finding `json:"failures"`
 	Reviews  []Review         `json:"reviews"`
 	Sandbox  json.RawMessage  `json:"sandbox"`
+	// Renames are git's renames between the compared commits, as every
+	// shard computes them; the merge requires them equal.
+	Renames *record.Renames `json:"renames,omitempty"`
 }
 
 // ShardStatement is the statement a shard signs.
@@ -254,7 +257,7 @@ func (f *failure) err() error { return rmerr.New(f.reason.Code(), "%s: %s", f.re
 func checkShard(p *Shard) *failure {
 	bad := func(format string, args ...any) *failure { return fail(ReasonStatement, format, args...) }
 	d := Delivery{RunmillVersion: p.RunmillVersion, IssuedAt: p.IssuedAt, RunID: p.RunID, Candidate: p.Candidate,
-		Manifest: p.Manifest, Checks: p.Checks, Reviews: p.Reviews}
+		Manifest: p.Manifest, Checks: p.Checks, Reviews: p.Reviews, Renames: p.Renames}
 	if f := checkDelivery(&d); f != nil {
 		return f
 	}
@@ -343,6 +346,8 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 				p.Index, n, p.ManifestDigest, first.Index, n, first.ManifestDigest)
 		case byIndex[p.Index] != nil:
 			return nil, refuse("shard %d/%d is given twice (payload digests %s and %s)", p.Index, n, byIndex[p.Index].Digest, s.Digest)
+		case !sameRenames(p.Renames, first.Renames):
+			return nil, refuse("shard %d/%d and shard %d/%d record different renames between the compared commits", p.Index, n, first.Index, n)
 		}
 		byIndex[p.Index] = s
 		for _, id := range p.Assigned {
@@ -352,7 +357,7 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 			owner[id] = p.Index
 		}
 	}
-	d := &Delivery{RunmillVersion: o.RunmillVersion, RunID: o.RunID, Candidate: first.Candidate, Manifest: first.Manifest}
+	d := &Delivery{RunmillVersion: o.RunmillVersion, RunID: o.RunID, Candidate: first.Candidate, Manifest: first.Manifest, Renames: first.Renames}
 	d.Checks, d.Remote, d.PendingContexts, d.Failures, d.Reviews = []record.CheckRun{}, []record.RemoteResult{}, []string{}, []record.Finding{}, []Review{}
 	var unassigned []string
 	for _, c := range d.Manifest.Checks {

@@ -107,7 +107,7 @@ func shardsOf(t testing.TB, f *fixture, n int) [][]byte {
 	for k := 1; k <= n; k++ {
 		p := Shard{RunmillVersion: d.RunmillVersion, IssuedAt: d.IssuedAt, RunID: fmt.Sprintf("%s-shard%d", d.RunID, k),
 			Index: k, Count: n, ManifestDigest: ManifestDigest(&d.Manifest), Candidate: d.Candidate, Manifest: d.Manifest,
-			Reviews: d.Reviews, Sandbox: d.Sandbox}
+			Reviews: d.Reviews, Sandbox: d.Sandbox, Renames: d.Renames}
 		for id, s := range assign {
 			if s == k {
 				p.Assigned = append(p.Assigned, id)
@@ -153,6 +153,9 @@ func TestMergeShards(t *testing.T) {
 		got := Decide(d)
 		if want := f.stmt.Predicate.Verdict; !got.MergeReady || fmt.Sprint(got.Reasons()) != fmt.Sprint(want.Reasons()) {
 			t.Fatalf("merged verdict %+v, unsharded %+v", got, want)
+		}
+		if !sameRenames(d.Renames, f.stmt.Predicate.Renames) || d.Candidate.Author != "octocat" {
+			t.Fatalf("the merge lost the renames %+v or the author %q", d.Renames, d.Candidate.Author)
 		}
 		if len(d.Shards) != 2 || d.Shards[0].Index != 1 || d.Shards[1].BundleSize != int64(len(shards[1])) {
 			t.Fatalf("shard refs %+v", d.Shards)
@@ -248,6 +251,10 @@ func TestMergeShards(t *testing.T) {
 			p.Index, p.Assigned, p.Checks = 2, []string{}, []record.CheckRun{}
 			p.Candidate.Tree = "sha256:" + strings.Repeat("e", 64)
 		})}, f.trust, rmerr.EvidenceShard, "tree"},
+		{"other renames", [][]byte{shards[0], resigned(func(p *Shard) {
+			p.Index, p.Assigned, p.Checks = 2, []string{}, []record.CheckRun{}
+			p.Renames = nil
+		})}, f.trust, rmerr.EvidenceShard, "different renames"},
 		{"a run of a check not assigned", [][]byte{resigned(func(p *Shard) { p.Assigned = []string{} })}, f.trust, rmerr.EvidenceStatement, "not among the checks assigned"},
 		{"unsorted assignment", [][]byte{resigned(func(p *Shard) { p.Assigned = []string{"unit", "unit"} })}, f.trust, rmerr.EvidenceStatement, "sorted"},
 		{"index out of range", [][]byte{resigned(func(p *Shard) { p.Index = 3 })}, f.trust, rmerr.EvidenceStatement, "index"},

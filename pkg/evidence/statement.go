@@ -93,6 +93,10 @@ type Candidate struct {
 	// commit (of Head when the landing merge conflicts), "sha256:<hex>":
 	// every candidate run must have measured exactly it.
 	Tree string `json:"tree"`
+	// Author is the pull request's author as GitHub names them, "" when
+	// no pull request was observed: an approval counts for the change's
+	// own declared skips only when someone else gave it (issue 24).
+	Author string `json:"author"`
 }
 
 // Landing is the change as it would land on the base tip (issue 24,
@@ -168,6 +172,10 @@ type Delivery struct {
 	// Dependencies are the dependency diffs between the baseline commit and
 	// the candidate, one per strategy the manifest's checks declare.
 	Dependencies []DependencyDiff `json:"dependencies,omitempty"`
+	// Renames are git's renames between the baseline runs' commit and the
+	// candidate runs' (issue 24): what pkg/outcome maps a moved test's id
+	// through. Absent in older evidence (then no test moved).
+	Renames *record.Renames `json:"renames,omitempty"`
 	// Sandbox is the sandbox probe: what the runtime measurably enforced.
 	// Its shape belongs to internal/sandbox; here it is any JSON object.
 	Sandbox json.RawMessage `json:"sandbox"`

@@ -142,7 +142,8 @@ func orderMatters(path string) bool {
 var bundleRules = []rule{
 	// The mutation of the payload keeps it valid base64 when its length
 	// allows, and then only the signature can tell.
-	{"changed", `\$\.verificationMaterial\.publicKey\.hint|\$\.dsseEnvelope\.signatures\[0\]\.sig|\$\.dsseEnvelope\.payload`, ReasonSignature},
+	{"changed", `\$\.verificationMaterial\.publicKey\.hint|\$\.dsseEnvelope\.signatures\[0\]\.sig`, ReasonSignature},
+	{"changed", `\$\.dsseEnvelope\.payload`, "signature|schema"},
 	{".*", ".*", ReasonSchema},
 }
 
@@ -164,6 +165,11 @@ var expectationRules = []rule{
 	{"removed", `\$\.reviews\.approvals\[0\]`, ReasonBinding},
 	{"changed", `\$\.reviews\.approvals\[0\]\.(reviewer|commit)`, ReasonBinding},
 	{"changed", `\$\.reviews\.required_approvals`, ReasonRequiredEvidence},
+	// Issue 24: the pull request's author, git's renames, the change's own
+	// declared skips.
+	{"changed", `\$\.(author|renames\.(from|to|truncated|files\[0\]\.(from|to))|change_declarations\[0\]\.(check_id|added\[0\]|removed\[0\]))`, ReasonBinding},
+	{"removed", `\$\.(renames|renames\.files\[0\]|change_declarations|change_declarations\[0\]\.(added|removed)\[0\])`, ReasonBinding},
+	{"duplicated", `\$\.change_declarations\[0\]\.(added|removed)\[0\]`, ReasonBinding},
 	{".*", ".*", ReasonExpectations},
 }
 
@@ -192,19 +198,29 @@ var statementRules = []rule{
 
 	// Repeated list elements.
 	{"duplicated", check + `\.report\.inventory\..*|\$\.subject\[0\]|` + mchk + `\.sources\[0\]`, ReasonStatement},
-	{"duplicated", check + `|` + mchk + `|` + mchk + `\.declared_skips\[0\]`, ReasonVerdictMismatch},
+	{"duplicated", check + `|` + mchk + `\.declared_skips\[0\]`, ReasonVerdictMismatch},
+	{"duplicated", pred + `\.manifest\.checks\[0\]`, ReasonVerdictMismatch},
+	{"duplicated", mchk + `|` + mchk + `\.change_(declared|removed)_skips\[0\]`, ReasonBinding}, // the change's declarations twice
+	{"duplicated", cand + `\.moved\[0\]|` + pred + `\.renames\.files\[0\]`, ReasonStatement},
 	{"duplicated", `.*\.(notes|reasons|contexts)\[0\]|` + pred + `\.(remote|reviews)\[\d\]|` + pred + `\.sandbox\..*`, valid},
 
 	// Signer-asserted facts.
 	// oom_killed only words the exit-code finding of a failed run, and a
 	// baseline's summary claims decide nothing.
 	{"changed", check + `\.(duration_ms|notes\[0\]|oom_killed|report\.shown_failures)|` + base + `\.report\.claimed_failures|` + pred + `\.(run_id|runmill_version)|` + pred + `\.sandbox\..*`, valid},
-	{"changed", mchk + `\.(reasons\[0\]|declared_skips\[0\]\.cause|timeout)|` + pred + `\.manifest\.(changed_paths|github\..*|policies\.(operator|repository)\.path)`, valid},
+	{"changed", mchk + `\.(reasons\[0\]|(change_)?declared_skips\[0\]\.cause|timeout)|` + pred + `\.manifest\.(changed_paths|github\..*|policies\.(operator|repository)\.path)`, valid},
 	{"changed", pred + `\.reviews\[1\]\.(reviewer|commit)`, valid}, // a comment, not an approval
 	{"changed", cand + `\.stdout\.(sha256|size)`, valid},           // the stored prefix cannot prove the whole stream
-	{"changed", cand + `\.report\.inventory\.(passed\[1\]|skipped\[0\])`, valid},
-	{"removed", check + `\.notes\[0\]|` + mchk + `\.(reasons\[0\]|defined_by|timeout)|` + pred + `\.sandbox\..+|` + pred + `\.manifest\.github\.contexts\[0\]|` + pred + `\.reviews\[\d\]`, valid},
-	{"removed", base + `\.report\.inventory\.passed\[\d\]|` + cand + `\.report\.inventory\.(passed\[1\]|skipped\[0\])`, valid}, // still preserved as declared
+	{"changed", cand + `\.report\.inventory\.(passed\[2\]|skipped\[0\])`, valid},
+	{"removed", check + `\.notes\[0\]|` + mchk + `\.(reasons\[0\]|defined_by|timeout)|` + pred + `\.sandbox\..+|` + pred + `\.manifest\.github\.contexts\[0\]|` + pred + `\.reviews\[1\]`, valid},
+	{"removed", base + `\.report\.inventory\.passed\[0\]`, ReasonVerdictMismatch},                                              // the moved test: nothing moved
+	{"removed", base + `\.report\.inventory\.passed\[\d\]|` + cand + `\.report\.inventory\.(passed\[2\]|skipped\[0\])`, valid}, // still preserved as declared
+	// Issue 24: without the approval on record the change's own
+	// declaration no longer counts; without the moved tests or the
+	// renames, the moved test is missing.
+	{"removed", pred + `\.reviews\[0\]|` + cand + `\.moved`, ReasonVerdictMismatch},
+	{"removed", cand + `\.report(\.inventory)?`, ReasonStatement}, // moved tests with nothing to have moved to
+	{"removed", pred + `\.renames(\.files\[0\])?|` + mchk + `\.change_(declared|removed)_skips`, ReasonBinding},
 
 	// Form: schema, grammar and enumerations.
 	{"changed", `\$\._type|\$\.predicateType|\$\.subject\[0\]\..*|` + pred + `\.candidate\.(head|repository\.name)`, ReasonStatement},
@@ -219,9 +235,12 @@ var statementRules = []rule{
 	{"removed", `.*`, ReasonStatement}, // every other member is required
 
 	// Bindings to the expectations.
-	{"changed", pred + `\.candidate\.(base|merge_base|pull_request|repository\.id|tree)|` + pred + `\.manifest\.(base|candidate|policies\..*)`, ReasonBinding},
+	{"changed", pred + `\.candidate\.(author|base|merge_base|pull_request|repository\.id|tree)|` + pred + `\.manifest\.(base|candidate|policies\..*)`, ReasonBinding},
 	{"changed", pred + `\.candidate\.landing\.(base_ref|behind|commit|git_tree)`, ReasonBinding},
 	{"changed", pred + `\.candidate\.landing\.merged`, ReasonStatement}, // a merge exactly when behind
+	{"changed", pred + `\.renames\.(from|to|truncated|files\[0\]\.(from|to))|` + mchk + `\.(change_declared_skips\[0\]\.test_id|change_removed_skips\[0\])`, ReasonBinding},
+	{"changed", pred + `\.renames\.files\[0\]\.similarity|` + pred + `\.manifest\.change_declarations|` + cand + `\.moved\[0\]\.by`, ReasonStatement},
+	{"changed", cand + `\.moved\[0\]\.(from|to)`, ReasonVerdictMismatch},
 	{"changed", check + `\.commit|` + cand + `\.tree_before|` + mchk + `\.(id|required)|` + pred + `\.reviews\[0\]\.(reviewer|commit)`, ReasonBinding},
 	{"changed", pred + `\.issued_at`, ReasonKeyWindow},
 

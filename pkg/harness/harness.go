@@ -20,12 +20,15 @@
 package harness
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/runmill/verify/pkg/pathglob"
+	"github.com/runmill/verify/pkg/rmerr"
 )
 
 // Entry is one file of a commit's tree, as git ls-tree names it.
@@ -161,45 +164,100 @@ func Script(command string) (string, bool) {
 	return clean, true
 }
 
+// MaxFiles bounds the files one run's harness may name, base and commit
+// together (issue 23): a harness is the scripts and runner configs a check
+// runs, a handful in every repository we know, while its globs are matched
+// against trees the change controls — a change adding 200 000 files that
+// match `conftest.py` would otherwise make every run record (and the
+// evidence) list each, and the base's version of every one be laid over
+// each checkout. Each file costs about 200 bytes in each run's record of
+// the signed statement, so the cap keeps a harness under 2 MB of it; 10 000
+// is a hundred times the largest harness we know of, so no honest change
+// meets it.
+const MaxFiles = 10_000
+
+// cancelEvery is how many tree entries Resolve matches between looks at
+// its context: a few milliseconds of globbing.
+const cancelEvery = 4096
+
 // Resolve computes the harness of one run of a check whose command is
 // command and whose policy lists patterns under harness:, given the base's
 // tree and the run's commit's tree. pinned=false (the policy is new in the
-// change) records the files but takes every one from the commit.
-func Resolve(command string, patterns []string, base, commit Tree, pinned bool, baseCommit string) (*Record, error) {
-	paths := map[string]bool{}
-	if s, ok := Script(command); ok {
-		paths[s] = true
-	}
-	for _, p := range patterns {
+// change) records the files but takes every one from the commit. A harness
+// of more than MaxFiles files is refused (RM-LIMIT-001) before anything is
+// sorted or compared. The pass over the trees (as many entries as the
+// checkout limits admit: 500 000 by default) ends with ctx, so a cancelled
+// run never waits for it.
+func Resolve(ctx context.Context, command string, patterns []string, base, commit Tree, pinned bool, baseCommit string) (*Record, error) {
+	globs := make([]*pathglob.Pattern, len(patterns))
+	for i, p := range patterns {
 		g, err := pathglob.Compile(p)
 		if err != nil {
 			return nil, fmt.Errorf("harness pattern %q: %w", p, err)
 		}
-		for _, t := range []Tree{base, commit} {
-			if _, ok := t[p]; ok {
-				paths[p] = true
-			}
-			for name := range t {
-				if g.Match(name) {
-					paths[name] = true
-				}
+		globs[i] = g
+	}
+	named := func(name string) bool {
+		for i, g := range globs {
+			if name == patterns[i] || g.Match(name) {
+				return true
 			}
 		}
+		return false
 	}
-	rec := &Record{Pinned: pinned, Base: baseCommit, Files: []File{}}
+	// One pass over each tree, no set: a name in both trees matches in
+	// both or in neither, so the union is the base's matches and the
+	// commit's matches the base does not have. Past the cap, only count.
+	var paths []string
+	n := 0
+	add := func(p string) {
+		if n++; n <= MaxFiles {
+			paths = append(paths, p)
+		}
+	}
+	seen := 0
+	cancelled := func() bool {
+		seen++
+		return seen%cancelEvery == 0 && ctx.Err() != nil
+	}
+	for name := range base {
+		if cancelled() {
+			return nil, ctx.Err()
+		}
+		if named(name) {
+			add(name)
+		}
+	}
+	for name := range commit {
+		if cancelled() {
+			return nil, ctx.Err()
+		}
+		if _, ok := base[name]; !ok && named(name) {
+			add(name)
+		}
+	}
+	if s, ok := Script(command); ok && !named(s) {
+		if _, ok := base[s]; ok {
+			add(s)
+		} else if _, ok := commit[s]; ok {
+			add(s)
+		}
+	}
+	if n > MaxFiles {
+		return nil, rmerr.New(rmerr.LimitHarnessFiles, "the harness (command %q, harness: %q) names %d files at the base and the commit together, more than the %d a run may take (pkg/harness.MaxFiles)", command, patterns, n, MaxFiles).
+			WithHint("a harness is the scripts and runner configs a check runs: narrow the check's harness: globs in the base's .runmill/checks.yaml, and do not add thousands of files matching them in one change")
+	}
+	rec := &Record{Pinned: pinned, Base: baseCommit, Files: make([]File, 0, n)}
 	if !pinned {
 		rec.Reason = ReasonPolicyNew
 	}
-	for p := range paths {
+	for _, p := range paths {
 		f := File{Path: p}
 		if e, ok := base[p]; ok {
 			f.Base = &e
 		}
 		if e, ok := commit[p]; ok {
 			f.Commit = &e
-		}
-		if f.Base == nil && f.Commit == nil {
-			continue // named, but a file at neither commit
 		}
 		f.Ran = FromCommit
 		if pinned && f.Base != nil {
@@ -208,16 +266,49 @@ func Resolve(command string, patterns []string, base, commit Tree, pinned bool, 
 		rec.Files = append(rec.Files, f)
 	}
 	slices.SortFunc(rec.Files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
-	// A path that is a file at the base and a directory's prefix of
-	// another pinned path cannot both be laid down.
-	for i := 1; i < len(rec.Files); i++ {
-		for j := 0; j < i; j++ {
-			if strings.HasPrefix(rec.Files[i].Path, rec.Files[j].Path+"/") && rec.Files[j].Ran == FromBase && rec.Files[i].Ran == FromBase {
-				return nil, fmt.Errorf("harness files %s and %s: one is a file the other lies under", rec.Files[j].Path, rec.Files[i].Path)
-			}
-		}
+	if err := layable(rec.Files); err != nil {
+		return nil, err
 	}
 	return rec, nil
+}
+
+// layable refuses a harness in which a file laid from the base is also a
+// directory of another file laid from the base: both cannot be laid down.
+// Sorted by path components, every path under a file F follows F directly,
+// so comparing each laid file with the next one finds every such pair
+// (O(n log n); comparing every pair took 56 s at 40 000 files).
+func layable(files []File) error {
+	var laid []string
+	for _, f := range files {
+		if f.Ran == FromBase {
+			laid = append(laid, f.Path)
+		}
+	}
+	slices.SortFunc(laid, componentCompare)
+	for i := 1; i < len(laid); i++ {
+		if strings.HasPrefix(laid[i], laid[i-1]+"/") {
+			return fmt.Errorf("harness files %s and %s: one is a file the other lies under", laid[i-1], laid[i])
+		}
+	}
+	return nil
+}
+
+// componentCompare orders paths component by component: as bytes, with
+// '/' before every other byte, so "a" < "a/b" < "a-b".
+func componentCompare(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		x, y := a[i], b[i]
+		switch {
+		case x == y:
+			continue
+		case x == '/':
+			return -1
+		case y == '/':
+			return 1
+		}
+		return cmp.Compare(x, y)
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 // Equal reports whether two records name the same files with the same

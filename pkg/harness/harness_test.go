@@ -1,10 +1,16 @@
 package harness_test
 
 import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/runmill/verify/pkg/harness"
+	"github.com/runmill/verify/pkg/pathglob"
+	"github.com/runmill/verify/pkg/rmerr"
 )
 
 func TestScript(t *testing.T) {
@@ -54,7 +60,7 @@ func TestResolve(t *testing.T) {
 	}
 	run := func(t *testing.T, command string, patterns []string, commit harness.Tree, pinned bool, w want) {
 		t.Helper()
-		rec, err := harness.Resolve(command, patterns, base, commit, pinned, strings.Repeat("f", 40))
+		rec, err := harness.Resolve(context.Background(), command, patterns, base, commit, pinned, strings.Repeat("f", 40))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +117,7 @@ func TestResolve(t *testing.T) {
 		run(t, "sh scripts/test.sh", nil, edited, false, want{ran: map[string]harness.Source{"scripts/test.sh": harness.FromCommit}})
 	})
 	t.Run("a bad pattern is an error", func(t *testing.T) {
-		if _, err := harness.Resolve("true", []string{"["}, base, edited, true, ""); err == nil {
+		if _, err := harness.Resolve(context.Background(), "true", []string{"["}, base, edited, true, ""); err == nil {
 			t.Fatal("no error")
 		}
 	})
@@ -132,4 +138,95 @@ func FuzzScript(f *testing.F) {
 			t.Fatalf("Script(%q) = %q", command, p)
 		}
 	})
+}
+
+// TestResolveLaysNoFileUnderAFile: a harness whose base files include a
+// file and another file under it (a path the base has as a file and the
+// candidate as a directory, say) cannot be laid down and is refused — with
+// names between them that sort between a file and its descendants as plain
+// strings ("a-b" between "a" and "a/b"). Random sets are held to the pair
+// rule the neighbour comparison replaces.
+func TestResolveLaysNoFileUnderAFile(t *testing.T) {
+	resolve := func(paths []string) error {
+		base, cand := harness.Tree{}, harness.Tree{}
+		for _, p := range paths {
+			base[p], cand[p] = entry("a"), entry("b")
+		}
+		_, err := harness.Resolve(context.Background(), "true", paths, base, cand, true, strings.Repeat("f", 40))
+		return err
+	}
+	for _, c := range []struct {
+		paths []string
+		bad   bool
+	}{
+		{[]string{"a", "a-b", "a.b", "a/b"}, true},
+		{[]string{"a", "a-b/c", "a0", "a/b/c/d"}, true},
+		{[]string{"a/b", "a-b", "a.b/c", "ab"}, false},
+		{[]string{"x/y", "x/y.z", "x/yz/w"}, false},
+	} {
+		if err := resolve(c.paths); (err != nil) != c.bad {
+			t.Errorf("%q: error %v, want an error %v", c.paths, err, c.bad)
+		}
+	}
+	rng := rand.New(rand.NewPCG(23, 1))
+	for range 2000 {
+		seen := map[string]bool{}
+		var paths []string
+		for range 1 + rng.IntN(6) {
+			var b strings.Builder
+			for range 1 + rng.IntN(5) {
+				b.WriteByte("ab-./"[rng.IntN(5)])
+			}
+			p := b.String()
+			if _, err := pathglob.Compile(p); err != nil || strings.Trim(p, "/") != p || strings.Contains(p, "//") || seen[p] {
+				continue
+			}
+			seen[p] = true
+			paths = append(paths, p)
+		}
+		want := false
+		for _, x := range paths {
+			for _, y := range paths {
+				want = want || strings.HasPrefix(y, x+"/")
+			}
+		}
+		if err := resolve(paths); (err != nil) != want {
+			t.Fatalf("%q: error %v, want an error %v", paths, err, want)
+		}
+	}
+}
+
+// TestResolveCapsTheHarness (issue 23): a glob matching 200 000 files is
+// refused, naming the limit and the count, before anything is sorted; a
+// harness at the cap resolves.
+func TestResolveCapsTheHarness(t *testing.T) {
+	base, cand := wideTrees(200_000)
+	_, err := harness.Resolve(context.Background(), "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+	if rmerr.CodeOf(err) != rmerr.LimitHarnessFiles || !strings.Contains(err.Error(), "names 200000 files") || !strings.Contains(err.Error(), "10000") {
+		t.Fatalf("200 000 matched files: %v", err)
+	}
+	base, cand = wideTrees(harness.MaxFiles)
+	rec, err := harness.Resolve(context.Background(), "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Files) != harness.MaxFiles || len(rec.Overlay()) != harness.MaxFiles {
+		t.Fatalf("%d files, %d laid; want %d of each", len(rec.Files), len(rec.Overlay()), harness.MaxFiles)
+	}
+	if !slices.IsSortedFunc(rec.Files, func(a, b harness.File) int { return strings.Compare(a.Path, b.Path) }) {
+		t.Fatal("files not sorted by path")
+	}
+}
+
+// TestResolveCancelled (issue 23): the pass over a tree of 200 000
+// matching files ends with its context (SIGTERM obeyed however wide the
+// trees), not with the cap's answer.
+func TestResolveCancelled(t *testing.T) {
+	base, cand := wideTrees(200_000)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec, err := harness.Resolve(ctx, "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+	if !errors.Is(err, context.Canceled) || rec != nil {
+		t.Fatalf("cancelled: %v, %v", rec, err)
+	}
 }

@@ -5,11 +5,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/runmill/verify/pkg/outcome"
+	"github.com/runmill/verify/pkg/policy"
+	"github.com/runmill/verify/pkg/record"
+	"github.com/runmill/verify/pkg/report"
 )
 
 // FuzzOutputChunking: feeding the same bytes in any split gives the same
@@ -153,4 +157,74 @@ func byteOfColumn(line []byte, col int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// FuzzCompare: ids and renames from arbitrary bytes (lines "b id status",
+// "c id status", "r from to"); Compare never panics, a moved test passed at
+// the base under its old id and is at the candidate under its new one, no
+// candidate occurrence serves two base occurrences, and every exception
+// names an id that passed at the base.
+func FuzzCompare(f *testing.F) {
+	f.Add([]byte("b tests/a.py::t p\nc pkg/tests/a.py::t p\nr tests/a.py pkg/tests/a.py\n"))
+	f.Add([]byte("b a.py::f[1] p\nb a.py::f[2] p\nc a.py::f[1] p\nc a.py::f[3] s\n"))
+	f.Add([]byte("b x p\nb x p\nc x p\nb m.mod::T p\nr m/a_test.go n/a_test.go\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		base, cand := &report.Inventory{Format: report.JUnit}, &report.Inventory{Format: report.JUnit}
+		rn := &record.Renames{}
+		passed := map[report.TestID]int{}
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 3 {
+				continue
+			}
+			st := map[string]report.Status{"p": report.Passed, "f": report.Failed, "s": report.Skipped}[f[2]]
+			switch f[0] {
+			case "b":
+				if st != "" {
+					base.Tests = append(base.Tests, report.Test{ID: report.TestID(f[1]), Status: st})
+					if st == report.Passed {
+						passed[report.TestID(f[1])]++
+					}
+				}
+			case "c":
+				if st != "" {
+					cand.Tests = append(cand.Tests, report.Test{ID: report.TestID(f[1]), Status: st})
+				}
+			case "r":
+				rn.Files = append(rn.Files, record.FileRename{From: f[1], To: f[2], Similarity: 100})
+				rn.GoPackages = append(rn.GoPackages, record.PackageMove{From: f[1], To: f[2]})
+			}
+		}
+		res := outcome.Compare(base, cand, outcome.Change{Renames: rn, Added: []policy.DeclaredSkip{{TestID: "x", Cause: "c"}}})
+		inCand := map[report.TestID]int{}
+		for _, c := range cand.Tests {
+			if c.Status != report.Skipped {
+				inCand[c.ID]++
+			}
+		}
+		used := map[report.TestID]int{}
+		for _, m := range res.Moved {
+			if passed[m.From] == 0 || inCand[m.To] == 0 {
+				t.Fatalf("move %+v: from no passing base test or to no candidate test", m)
+			}
+			used[m.To]++
+		}
+		for id, n := range used {
+			if n > inCand[id] {
+				t.Fatalf("candidate %q serves %d moves but occurs %d times", id, n, inCand[id])
+			}
+		}
+		for _, f := range res.Findings {
+			if !slices.IsSorted(f.IDs) {
+				t.Fatalf("ids not sorted: %+v", f)
+			}
+			if f.Rule == outcome.RuleMissing || f.Rule == outcome.RuleSkipped {
+				for _, id := range f.IDs {
+					if passed[id] == 0 {
+						t.Fatalf("%s names %q, which did not pass at the base", f.Rule, id)
+					}
+				}
+			}
+		}
+	})
 }

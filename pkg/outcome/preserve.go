@@ -19,58 +19,157 @@ const (
 	RuleIncomparable       = "outcome.preservation.incomparable"
 	RuleStaleDeclaration   = "outcome.declared-skip.stale"
 	RuleInvalidDeclaration = "outcome.declared-skip.invalid"
+	// RuleUnapprovedDeclaration: an exception only a declaration the change
+	// itself adds would excuse, without the approval that lets it count;
+	// RuleChangeDeclarationOff: the same where the operator policy lets no
+	// change declare its own skips (verification.change_declarations: never).
+	RuleUnapprovedDeclaration = "outcome.declared-skip.unapproved"
+	RuleChangeDeclarationOff  = "outcome.declared-skip.not-allowed"
 )
 
-// Compare enforces spec § 4 on exact identities, never counts: every test
-// that passed at the base must be present and not skipped at the candidate,
-// and the set of such exceptions must equal the set of declared skips —
-// declaring A cannot authorise B, and a declaration that matches no observed
-// exception (the test passes or fails again, it did not pass at the base, or
-// no report knows it) is stale. Tests that failed or were skipped at the base
-// establish no preservation authority.
+// Change is what Compare weighs besides the two inventories: the check's
+// declarations and what git and the pull request say about the change
+// (issue 24). The zero value is a change that declares nothing itself and
+// moves nothing.
+type Change struct {
+	// Declared are the check's declared skips as the governing policy has
+	// them (the base's, or the operator's).
+	Declared []policy.DeclaredSkip
+	// Added are the declared skips the change adds to the repository
+	// policy, and Removed the base's declared test ids it removes
+	// (discovery.Check.ChangeDeclaredSkips, ChangeRemovedSkips).
+	Added   []policy.DeclaredSkip
+	Removed []string
+	// Mode is the operator's change_declarations ("" is with_approval),
+	// and Approver the reviewer other than the pull request's author whose
+	// approval on its head lets Added count ("" for none).
+	Mode     policy.ChangeDeclarations
+	Approver string
+	// Renames are git's renames between the two commits compared; nil:
+	// none are known, and no test moves.
+	Renames *record.Renames
+}
+
+// Comparison is what Compare found: the preservation findings, and the
+// tests found under the id a move maps them to.
+type Comparison struct {
+	Findings []record.Finding
+	Moved    []record.TestMove
+}
+
+// Compare enforces spec § 4 on exact identities: every test that passed at
+// the base must be present and not skipped at the candidate, and the set of
+// such exceptions must equal the set of declared skips — declaring A cannot
+// authorise B, and a declaration that matches no observed exception while
+// its test passes at the candidate is stale. Tests that failed or were
+// skipped at the base establish no preservation authority.
+//
+// Identities are counted, not only compared (issue 24): an id a baseline
+// report repeats keeps authority once per occurrence that passed, so a
+// base that passed X twice and a candidate that has X once is one X
+// missing. Every occurrence at the candidate that is not skipped (a failed
+// one fails the run by itself) satisfies one occurrence at the base.
+//
+// A passing test absent under its own id is looked for under the ids the
+// change's moves give it, in this order: git's renames mapping its
+// location (a file path, a dotted module path, a Go import path:
+// locator), then, for a parametrized case whose function and case count
+// stayed, the function's new case ids. A test found so is preserved and
+// listed in Comparison.Moved; one missing under every id is missing under
+// its base id. A candidate occurrence serves the base's tests of its own
+// id before any moved one.
+//
+// Declarations: the governing policy's, less those the change removes (a
+// removed declaration excuses nothing and is never stale, so un-skipping a
+// test and removing its declaration together lands), plus those the
+// change adds when Mode and Approver let them count. An exception only an
+// uncounted addition would excuse is its own finding, saying how to
+// proceed.
 //
 // Every finding is RM-VERIFY-003 and lists every offending id, sorted, in
 // IDs. Check is left empty for the caller (verdict.Evaluate fills it from the
 // result that carries the finding). A nil inventory cannot be compared and
 // fails closed, as does a baseline that executed no test.
-func Compare(base, candidate *report.Inventory, declared []policy.DeclaredSkip) []record.Finding {
+func Compare(base, candidate *report.Inventory, ch Change) Comparison {
 	var out []record.Finding
 	add := func(rule, msg, hint string, ids []report.TestID) {
 		slices.Sort(ids)
 		out = append(out, record.Finding{Code: rmerr.VerifySkipped, Rule: rule, Message: msg, IDs: ids, Hint: hint})
 	}
 
-	decl, invalid := declarations(declared)
+	decl, invalid := declarations(append(slices.Clone(ch.Declared), ch.Added...))
 	out = append(out, invalid...)
+	removed := map[report.TestID]bool{}
+	for _, id := range ch.Removed {
+		removed[report.TestID(id)] = true
+	}
+	added := map[report.TestID]bool{}
+	for _, d := range ch.Added {
+		added[report.TestID(d.TestID)] = true
+	}
+	counts := ch.Mode != policy.ChangeDeclarationsNever && ch.Approver != ""
 
 	if bad := incomparable(base, candidate); bad != nil {
-		return record.Normalize(append(out, bad...))
+		return Comparison{Findings: record.Normalize(append(out, bad...)), Moved: []record.TestMove{}}
 	}
 	// A baseline that executed no test gives no test authority; whether
 	// that fails the check is the baseline's own judgement (verdict.Judge:
 	// it fails closed unless the check is new in the change).
 
-	candStatus := statuses(candidate)
+	m := match(base, candidate, newLocator(ch.Renames))
 
-	missing, skipped := exceptions(base, candStatus, decl)
+	// Each exception is excused by a declaration in force, or stands: as
+	// an uncounted addition when only the change declares it, else as
+	// itself.
+	used := map[report.TestID]bool{}
+	var missing, skipped, pendingIDs []report.TestID
+	nMissing, nSkipped := 0, 0
+	for _, e := range m.exceptions {
+		switch id := e.id; {
+		case decl[id] && !removed[id] && (!added[id] || counts):
+			used[id] = true
+		case added[id]:
+			used[id] = true
+			pendingIDs = append(pendingIDs, id)
+		case e.skipped:
+			skipped, nSkipped = append(skipped, id), nSkipped+e.n
+		default:
+			missing, nMissing = append(missing, id), nMissing+e.n
+		}
+	}
+	moveHint := "; a moved test is found under its new id only where git detects the rename (git diff -M: at least 50% similar)"
+	declHint := declarationHint(ch.Mode)
 	if len(missing) > 0 {
-		add(RuleMissing, fmt.Sprintf("%s that passed at the base %s missing at the candidate and not declared", printable.Plural(len(missing), "test", "tests"), isAre(len(missing))),
-			"restore the tests; if removing them is intended, declare each exact id under declared_skips with its cause", missing)
+		add(RuleMissing, fmt.Sprintf("%s that passed at the base %s missing at the candidate and not declared%s", printable.Plural(nMissing, "test", "tests"), isAre(nMissing), m.repeatNote(missing)),
+			"restore the tests"+moveHint+"; if removing them is intended, "+declHint, missing)
 	}
 	if len(skipped) > 0 {
-		add(RuleSkipped, fmt.Sprintf("%s that passed at the base %s skipped at the candidate and not declared", printable.Plural(len(skipped), "test", "tests"), isAre(len(skipped))),
-			"make the tests run again; if skipping is intended, declare each exact id under declared_skips with its cause", skipped)
+		add(RuleSkipped, fmt.Sprintf("%s that passed at the base %s skipped at the candidate and not declared%s", printable.Plural(nSkipped, "test", "tests"), isAre(nSkipped), m.repeatNote(skipped)),
+			"make the tests run again; if skipping is intended, "+declHint, skipped)
+	}
+	if len(pendingIDs) > 0 {
+		slices.Sort(pendingIDs)
+		pendingIDs = slices.Compact(pendingIDs)
+		n := len(pendingIDs)
+		if ch.Mode == policy.ChangeDeclarationsNever {
+			add(RuleChangeDeclarationOff, fmt.Sprintf("%s that passed at the base %s missing or skipped at the candidate, declared only by this change, and the operator policy lets no change declare its own skips (verification.change_declarations: never)", printable.Plural(n, "test", "tests"), isAre(n)),
+				"land the declarations in a change of their own first (declarations are read from the base), then this change; or restore the tests", pendingIDs)
+		} else {
+			add(RuleUnapprovedDeclaration, fmt.Sprintf("%s that passed at the base %s missing or skipped at the candidate and declared only by this change, which has no approving review from someone other than its author on its head", printable.Plural(n, "test", "tests"), isAre(n)),
+				"a declaration the change itself adds counts once a reviewer other than the pull request's author approves its head commit: get that approval and verify again, or land the declarations in a change of their own first", pendingIDs)
+		}
 	}
 
-	// A declaration is in use while its test is skipped or absent at the
-	// candidate, whatever the base did: a test declared and skipped at the
-	// base stays excused, and the change that removes the declaration
-	// (read from the base) can land. It is stale only once its test passes
-	// at the candidate. Exactness is kept by the other direction: every
-	// exception above must be declared, so declaring A cannot authorize B.
+	// A declaration is in use while it excuses an exception, whatever the
+	// base did: a test declared and skipped at the base stays excused. It
+	// is stale only when it excuses nothing and its test passes at the
+	// candidate; one the change removes is never stale. Exactness is kept
+	// by the other direction: every exception above must be declared, so
+	// declaring A cannot authorize B.
 	var stale []report.TestID
+	passing := m.passing(decl)
 	for id := range decl {
-		if candStatus[id] == report.Passed {
+		if !used[id] && !removed[id] && passing[id] {
 			stale = append(stale, id)
 		}
 	}
@@ -78,7 +177,16 @@ func Compare(base, candidate *report.Inventory, declared []policy.DeclaredSkip) 
 		add(RuleStaleDeclaration, fmt.Sprintf("%s %s stale: the test passes at the candidate", printable.Plural(len(stale), "declared skip", "declared skips"), isAre(len(stale))),
 			"remove the declarations: the observed exception set must equal the declaration set", stale)
 	}
-	return record.Normalize(out)
+	return Comparison{Findings: record.Normalize(out), Moved: m.moved}
+}
+
+// declarationHint says how to declare an intended exception under mode,
+// and where declarations are read.
+func declarationHint(mode policy.ChangeDeclarations) string {
+	if mode == policy.ChangeDeclarationsNever {
+		return "declare each exact id under the check's declared_skips with its cause and land that first: declarations are read from the base, and this operator lets no change declare its own (verification.change_declarations: never)"
+	}
+	return "declare each exact id under the check's declared_skips with its cause: a declaration this change adds counts with an approving review from someone other than the pull request's author, otherwise land it first (declarations are read from the base)"
 }
 
 // declarations returns the set of declared ids and findings for invalid
@@ -119,32 +227,6 @@ func declarations(declared []policy.DeclaredSkip) (map[report.TestID]bool, []rec
 	return set, out
 }
 
-func statuses(inv *report.Inventory) map[report.TestID]report.Status {
-	m := make(map[report.TestID]report.Status, len(inv.Tests))
-	for _, t := range inv.Tests {
-		m[t.ID] = t.Status
-	}
-	return m
-}
-
-func hasID(m map[report.TestID]report.Status, id report.TestID) bool {
-	_, ok := m[id]
-	return ok
-}
-
-func duplicates(inv *report.Inventory) []report.TestID {
-	seen := make(map[report.TestID]int, len(inv.Tests))
-	var dups []report.TestID
-	for _, t := range inv.Tests {
-		seen[t.ID]++
-		if seen[t.ID] == 2 {
-			dups = append(dups, t.ID)
-		}
-	}
-	slices.Sort(dups)
-	return dups
-}
-
 func identityName(id report.Identity) string {
 	if id == report.IdentityDefault {
 		return "default"
@@ -160,8 +242,8 @@ func isAre(n int) string {
 }
 
 // incomparable returns the findings that make two inventories impossible to
-// compare (one missing, different formats or identities, a repeated id),
-// or nil when they can be compared.
+// compare (one missing, different formats or identities), or nil when they
+// can be compared. A repeated id is not one of them: ids are counted.
 func incomparable(base, candidate *report.Inventory) []record.Finding {
 	switch {
 	case base == nil || candidate == nil:
@@ -176,23 +258,6 @@ func incomparable(base, candidate *report.Inventory) []record.Finding {
 			base.Format, identityName(base.Identity), candidate.Format, identityName(candidate.Identity)),
 			"both runs must use the report format and identity rule of the base policy")}
 	}
-	var out []record.Finding
-	dupBase, dupCand := duplicates(base), duplicates(candidate)
-	if len(dupBase) > 0 || len(dupCand) > 0 {
-		// Spec § 4: every id must be unique within the report; with duplicates
-		// an identity no longer names one test, so nothing can be compared.
-		for _, d := range []struct {
-			which string
-			ids   []report.TestID
-		}{{"baseline", dupBase}, {"candidate", dupCand}} {
-			if len(d.ids) > 0 {
-				out = append(out, record.Finding{Code: rmerr.ReportIdentity, Rule: RuleIncomparable,
-					Message: fmt.Sprintf("the %s inventory repeats %s: an id that is not unique identifies no test", d.which, printable.Plural(len(d.ids), "test id", "test ids")),
-					IDs:     d.ids, Hint: "make test names unique, or declare report.identity: suite-path"})
-			}
-		}
-		return out
-	}
 	return nil
 }
 
@@ -200,25 +265,4 @@ func incomparable(base, candidate *report.Inventory) []record.Finding {
 // without ids.
 func incomparableFinding(msg, hint string) record.Finding {
 	return record.Finding{Code: rmerr.VerifySkipped, Rule: RuleIncomparable, Message: msg, Hint: hint}
-}
-
-// exceptions lists the tests that passed at the base and are absent
-// (missing) or skipped at the candidate without a declaration.
-func exceptions(base *report.Inventory, candStatus map[report.TestID]report.Status, decl map[report.TestID]bool) (missing, skipped []report.TestID) {
-	for _, t := range base.Tests {
-		if t.Status != report.Passed {
-			continue
-		}
-		switch st, present := candStatus[t.ID]; {
-		case !present:
-			if !decl[t.ID] {
-				missing = append(missing, t.ID)
-			}
-		case st == report.Skipped:
-			if !decl[t.ID] {
-				skipped = append(skipped, t.ID)
-			}
-		}
-	}
-	return missing, skipped
 }

@@ -70,6 +70,28 @@ type Verification struct {
 	// merge-readiness. Only pr-only autonomy may set it false.
 	FailOnSkippedCheck *bool      `yaml:"fail_on_skipped_check,omitempty" json:"fail_on_skipped_check,omitempty"`
 	PathRules          []PathRule `yaml:"path_rules" json:"path_rules"`
+	// ChangeDeclarations says whether a declared_skips entry the change
+	// itself adds to .runmill/checks.yaml can excuse a test (issue 24):
+	// with_approval (the default) when the pull request has an approving
+	// review from someone other than its author, never when it must land
+	// in a change of its own first.
+	ChangeDeclarations ChangeDeclarations `yaml:"change_declarations,omitempty" json:"change_declarations,omitempty"`
+}
+
+// ChangeDeclarations is verification.change_declarations.
+type ChangeDeclarations string
+
+const (
+	ChangeDeclarationsWithApproval ChangeDeclarations = "with_approval"
+	ChangeDeclarationsNever        ChangeDeclarations = "never"
+)
+
+// ChangeDeclarationsMode applies the default (with_approval).
+func (v Verification) ChangeDeclarationsMode() ChangeDeclarations {
+	if v.ChangeDeclarations == "" {
+		return ChangeDeclarationsWithApproval
+	}
+	return v.ChangeDeclarations
 }
 
 // FailOnSkipped applies the default (true).
@@ -94,7 +116,22 @@ type Budgets struct {
 	MaxOutputBytes int64 `yaml:"max_output_bytes,omitempty" json:"max_output_bytes,omitempty"`
 	// Parallel bounds concurrent check runs (0: number of CPUs).
 	Parallel int `yaml:"parallel,omitempty" json:"parallel,omitempty"`
+	// CheckoutEntries and CheckoutBytes bound one commit's tree — its
+	// entries (files, directories, symlinks, submodules) and its files'
+	// bytes — checked from git's objects before any checkout is written
+	// (issue 23; RM-LIMIT-002, RM-LIMIT-003). 0 means runmill's defaults
+	// (500 000 entries, 2 GiB: internal/git), which a monorepo larger than
+	// that raises here.
+	CheckoutEntries int64 `yaml:"checkout_entries,omitempty" json:"checkout_entries,omitempty"`
+	CheckoutBytes   int64 `yaml:"checkout_bytes,omitempty" json:"checkout_bytes,omitempty"`
 }
+
+// Upper bounds of the checkout limits an operator may set: beyond them a
+// checkout is no longer something one runner writes per check run.
+const (
+	MaxCheckoutEntries int64 = 100_000_000
+	MaxCheckoutBytes   int64 = 1 << 40
+)
 
 // Risk declares paths whose change deserves a person's eye; recorded in the
 // evidence so a reviewer of the bundle sees which risky paths a change touched.

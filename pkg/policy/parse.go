@@ -100,6 +100,12 @@ func ParseOperator(data []byte, file string) (Document[Operator], error) {
 			"set fail_on_skipped_check: true (declare reports so coverage is proven) before moving past pr-only",
 			"autonomy %s requires fail_on_skipped_check: true; an unproven result must not merge without a person", op.Autonomy)
 	}
+	switch op.Verification.ChangeDeclarations {
+	case "", ChangeDeclarationsWithApproval, ChangeDeclarationsNever:
+	default:
+		bad("verification.change_declarations", "use with_approval (the default) or never",
+			"unknown change_declarations %q", op.Verification.ChangeDeclarations)
+	}
 	errs = append(errs, validateChecks(op.Verification.Commands, root, "verification.commands", file, rmerr.PolicyInvalid)...)
 	for i, r := range op.Verification.PathRules {
 		f := fmt.Sprintf("verification.path_rules[%d]", i)
@@ -141,6 +147,12 @@ func ParseOperator(data []byte, file string) (Document[Operator], error) {
 	}
 	if op.Budgets.Parallel < 0 || op.Budgets.Parallel > 256 {
 		bad("budgets.parallel", "use 0 (number of CPUs) up to 256", "out of range: %d", op.Budgets.Parallel)
+	}
+	if n := op.Budgets.CheckoutEntries; n < 0 || n > MaxCheckoutEntries {
+		bad("budgets.checkout_entries", fmt.Sprintf("use 0 (the default, 500 000) up to %d", MaxCheckoutEntries), "out of range: %d", n)
+	}
+	if n := op.Budgets.CheckoutBytes; n < 0 || n > MaxCheckoutBytes {
+		bad("budgets.checkout_bytes", fmt.Sprintf("use 0 (the default, 2 GiB) up to %d (1 TiB)", MaxCheckoutBytes), "out of range: %d", n)
 	}
 	doc.Digest = Digest(data)
 	return doc, errs.Err()
@@ -366,7 +378,7 @@ func cleanYAML(s string) string {
 		"in type policy.Repository", "at the top level (allowed: checks)",
 		"in type policy.Operator", "at the top level (allowed: autonomy, verification, budgets, risk, sandbox, github, dependencies)",
 		"in type policy.GitHub", "in github (allowed: required)",
-		"in type policy.Verification", "in verification (allowed: commands, fail_on_skipped_check, path_rules)",
+		"in type policy.Verification", "in verification (allowed: commands, fail_on_skipped_check, path_rules, change_declarations)",
 		"in type policy.PathRule", "in a path rule (allowed: paths, checks)",
 		"in type policy.Budgets", "in budgets (allowed: run_timeout, check_timeout, max_output_bytes, parallel)",
 		"in type policy.Risk", "in risk (allowed: high_risk_paths)",

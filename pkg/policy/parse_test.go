@@ -223,7 +223,7 @@ verification:
   path_rules:
     - paths: ["migrations/**"]
       checks: [migration]
-budgets: {run_timeout: 30m, check_timeout: 10m, max_output_bytes: 1048576, parallel: 2}
+budgets: {run_timeout: 30m, check_timeout: 10m, max_output_bytes: 1048576, parallel: 2, checkout_entries: 2000000, checkout_bytes: 8589934592}
 risk: {high_risk_paths: ["infra/**"]}
 `, nil},
 		{"pr-only may relax", "autonomy: pr-only\nverification: {fail_on_skipped_check: false}\n", nil},
@@ -240,6 +240,9 @@ risk: {high_risk_paths: ["infra/**"]}
 		{"duplicate command", "verification:\n  commands:\n    - {id: a, run: x}\n    - {id: a, run: y}\n",
 			[]finding{{4, "verification.commands[1].id", "duplicate"}}},
 		{"bad parallel", "budgets: {parallel: -1}\n", []finding{{1, "budgets.parallel", "out of range"}}},
+		{"bad checkout limits", "budgets:\n  checkout_entries: -1\n  checkout_bytes: 1099511627777\n",
+			[]finding{{2, "budgets.checkout_entries", "out of range: -1"}, {3, "budgets.checkout_bytes", "out of range: 1099511627777"}}},
+		{"checkout limits not numbers", "budgets: {checkout_bytes: 2GiB}\n", []finding{{1, "", "cannot unmarshal"}}},
 		{"host paths", "sandbox: {host_paths: [/opt/node, /usr/local/go]}\n", nil},
 		{"github required", "github: {required: true}\n", nil},
 		{"github unknown key", "github:\n  requried: true\n", []finding{{2, "", "field requried not found in github (allowed: required)"}}},
@@ -249,6 +252,11 @@ risk: {high_risk_paths: ["infra/**"]}
 		{"relative module cache", "dependencies:\n  go_modules:\n    module_cache: gomod\n    build_cache: /a/../b\n",
 			[]finding{{3, "dependencies.go_modules.module_cache", "must be absolute"}, {4, "dependencies.go_modules.build_cache", "must be absolute"}}},
 		{"unknown go modules key", "dependencies:\n  go_modules: {proxy: x}\n", []finding{{2, "", "field proxy not found in dependencies.go_modules"}}},
+		{"change declarations never", "verification: {change_declarations: never}\n", nil},
+		{"change declarations with approval", "verification:\n  change_declarations: with_approval\n", nil},
+		{"unknown change declarations", "verification:\n  change_declarations: always\n",
+			[]finding{{2, "verification.change_declarations", "unknown change_declarations \"always\""}}},
+		{"change declarations wrong type", "verification: {change_declarations: [never]}\n", []finding{{1, "", "cannot unmarshal"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { run(t, tc.src, tc.want) })
 	}
@@ -266,6 +274,21 @@ func TestValidReportPath(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestOperatorChangeDeclarations: verification.change_declarations
+// defaults to with_approval and is read when set.
+func TestOperatorChangeDeclarations(t *testing.T) {
+	for src, want := range map[string]policy.ChangeDeclarations{
+		"autonomy: pr-only\n":                                  policy.ChangeDeclarationsWithApproval,
+		"verification: {change_declarations: never}\n":         policy.ChangeDeclarationsNever,
+		"verification: {change_declarations: with_approval}\n": policy.ChangeDeclarationsWithApproval,
+	} {
+		doc, err := policy.ParseOperator([]byte(src), "policy.yaml")
+		if got := doc.Value.Verification.ChangeDeclarationsMode(); err != nil || got != want {
+			t.Errorf("%q: change_declarations = %q, %v; want %q", src, got, err, want)
+		}
+	}
+}
 
 // TestOperatorGitHubRequired: github.required defaults to false and is read
 // when set.

@@ -16,6 +16,7 @@ package printable
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -89,4 +90,27 @@ func Plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// Bytes says n bytes in binary units for a message: "512 B", "1.5 GiB".
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// Days says a retention period for a message: whole days ("14 days"), or
+// hours below a day ("1 hour", "6 hours").
+func Days(d time.Duration) string {
+	if d < 24*time.Hour {
+		return Plural(int(d.Hours()), "hour", "hours")
+	}
+	return Plural(int(d.Hours()/24), "day", "days")
 }

@@ -3,6 +3,7 @@ package printable_test
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/runmill/verify/pkg/printable"
@@ -75,6 +76,25 @@ func TestPlural(t *testing.T) {
 	}{{0, "0 entries"}, {1, "1 entry"}, {2, "2 entries"}, {-1, "-1 entries"}} {
 		if got := printable.Plural(c.n, "entry", "entries"); got != c.want {
 			t.Errorf("Plural(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+func TestBytesAndDays(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{{0, "0 B"}, {1023, "1023 B"}, {1024, "1.0 KiB"}, {1536, "1.5 KiB"}, {10 << 30, "10.0 GiB"}, {3 << 40, "3.0 TiB"}} {
+		if got := printable.Bytes(c.n); got != c.want {
+			t.Errorf("Bytes(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{{time.Hour, "1 hour"}, {6 * time.Hour, "6 hours"}, {24 * time.Hour, "1 day"}, {14 * 24 * time.Hour, "14 days"}} {
+		if got := printable.Days(c.d); got != c.want {
+			t.Errorf("Days(%v) = %q, want %q", c.d, got, c.want)
 		}
 	}
 }

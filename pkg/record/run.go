@@ -83,6 +83,13 @@ type CheckRun struct {
 	// above (report and dependency refusals, output phrases, preservation
 	// findings), as pkg/verdict.Judge consumes them.
 	Observations []Finding `json:"observations"`
+
+	// Moved are the tests of a candidate run that passed at the baseline
+	// and were found under the id git's renames (or a parametrized case's
+	// renamed ids) map them to (pkg/outcome.Compare, issue 24): preserved,
+	// not missing. Sorted; absent when none moved.
+	Moved []TestMove `json:"moved,omitempty"`
+
 	// Status, Coverage and Findings are what verdict.Judge decided from the
 	// facts above (Judge); a verifier recomputes them and requires
 	// equality, so a recorded status can never disagree with its facts.
@@ -159,8 +166,10 @@ type ReportRecord struct {
 	// error and rerun elements; a test may carry several), which the claim
 	// is held to.
 	ShownFailures int64 `json:"shown_failures"`
-	// Duplicates are the ids a baseline report repeats; they carry no
-	// preservation authority and are not in Inventory.
+	// Duplicates are the first report.MaxDuplicatesListed ids a baseline
+	// report repeats, sorted. Every occurrence is in Inventory, where a
+	// baseline's lists may repeat an id, and keeps preservation authority
+	// by count (issue 24).
 	Duplicates []report.TestID `json:"duplicates,omitempty"`
 	// Files are the files node:test loaded that defined no test, sorted
 	// (at most report.MaxFilesListed): node shows each as a passing test
@@ -179,6 +188,9 @@ type FailedTest struct {
 // order with no repeats and no id appears in two lists, so the encoding is
 // one array of strings per status: 1 M ids cost about as many bytes as the
 // ids themselves, and order carries no information a signer could vary.
+// A baseline's report may repeat an id (ReportRecord.Duplicates): each
+// occurrence is listed under its status, so its lists may repeat an id and
+// one id may appear in two of them.
 type Inventory struct {
 	Passed  []report.TestID `json:"passed"`
 	Failed  []report.TestID `json:"failed"`

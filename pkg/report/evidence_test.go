@@ -281,8 +281,9 @@ func TestRecordedGoBuildFailAndPanic(t *testing.T) {
 }
 
 // Issue #12, "broken baselines keep authority": a baseline that bailed out
-// keeps the tests it reported; duplicated ids are dropped and listed only
-// when the caller allows it (a baseline), and a candidate still fails.
+// keeps the tests it reported; when the caller allows it (a baseline) a
+// repeated id is kept once per occurrence, in report order, and listed
+// (issue 24: repeats keep authority by count), and a candidate still fails.
 func TestBaselineDuplicates(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -292,17 +293,17 @@ func TestBaselineDuplicates(t *testing.T) {
 		dups   []report.TestID
 	}{
 		{"junit", report.JUnit, `<testsuite><testcase name="b"/><testcase name="a"><failure/></testcase><testcase name="u"/><testcase name="a"/><testcase name="b"/><testcase name="b"/></testsuite>`,
-			[]string{"u=passed"}, []report.TestID{"a", "b"}},
-		{"tap", report.TAP, "1..4\nok 1 - z\nok 2 - u\nnot ok 3 - z\nok 4 - y\n", []string{"u=passed", "y=passed"}, []report.TestID{"z"}},
+			[]string{"b=passed", "a=failed", "u=passed", "a=passed", "b=passed", "b=passed"}, []report.TestID{"a", "b"}},
+		{"tap", report.TAP, "1..4\nok 1 - z\nok 2 - u\nnot ok 3 - z\nok 4 - y\n", []string{"z=passed", "u=passed", "z=failed", "y=passed"}, []report.TestID{"z"}},
 		{"go-json", report.GoJSON, `{"Action":"pass","Package":"p","Test":"T"}` + "\n" + `{"Action":"fail","Package":"p","Test":"T"}` + "\n" + `{"Action":"pass","Package":"p","Test":"U"}` + "\n" + `{"Action":"fail","Package":"p"}` + "\n",
-			[]string{"p::U=passed"}, []report.TestID{"p::T"}},
+			[]string{"p::T=passed", "p::T=failed", "p::U=passed"}, []report.TestID{"p::T"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := report.Parse(strings.NewReader(tc.doc), tc.format, report.Options{})
 			if rmerr.CodeOf(err) != rmerr.ReportIdentity {
 				t.Fatalf("candidate: want RM-REPORT-002, got %v", err)
 			}
-			inv := checkParse(t, tc.doc, tc.format, report.Options{AllowDuplicateIDs: true}, parseWant{tests: tc.kept, notes: []string{"carries no authority"}})
+			inv := checkParse(t, tc.doc, tc.format, report.Options{AllowDuplicateIDs: true}, parseWant{tests: tc.kept, notes: []string{"each occurrence is kept and counts"}})
 			if strings.Join(idStrings(inv.Duplicates), ",") != strings.Join(idStrings(tc.dups), ",") || inv.DuplicateCount != len(tc.dups) {
 				t.Errorf("duplicates %q (%d), want %q", inv.Duplicates, inv.DuplicateCount, tc.dups)
 			}
@@ -319,7 +320,7 @@ func TestBaselineDuplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(inv.Duplicates) != report.MaxDuplicatesListed || inv.DuplicateCount != n || len(inv.Tests) != 0 || inv.Duplicates[0] != "t1000" {
+	if len(inv.Duplicates) != report.MaxDuplicatesListed || inv.DuplicateCount != n || len(inv.Tests) != 2*n || inv.Duplicates[0] != "t1000" {
 		t.Errorf("%d listed of %d, %d tests kept, first %q", len(inv.Duplicates), inv.DuplicateCount, len(inv.Tests), inv.Duplicates[0])
 	}
 }

@@ -58,7 +58,7 @@ func (p *goParser) end(inv *Inventory) error {
 	p.notes(inv, counted)
 	p.keep.finish(inv)
 	if dups != nil {
-		removeDuplicates(inv)
+		listDuplicates(inv)
 	}
 	return nil
 }

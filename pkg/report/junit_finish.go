@@ -147,7 +147,7 @@ func (b *junitBuilder) finish() (*Inventory, error) {
 	}
 	inv.Notes = append(inv.Notes, b.notes...)
 	if len(b.dupExtra) > 0 {
-		removeDuplicates(inv)
+		listDuplicates(inv)
 	}
 	return inv, nil
 }

@@ -284,27 +284,22 @@ func invalidID(b []byte) *rmerr.Error {
 		WithHint("make the test runner write its report as UTF-8 (test names in another encoding, such as Latin-1, must be converted)")
 }
 
-// removeDuplicates applies Options.AllowDuplicateIDs to a finished
-// inventory: every occurrence of a repeated id leaves Tests, since none of
-// them can say which test ran, and the ids are listed, sorted and bounded.
-func removeDuplicates(inv *Inventory) {
+// listDuplicates applies Options.AllowDuplicateIDs to a finished
+// inventory: every occurrence of a repeated id stays in Tests, where it
+// keeps preservation authority by count (issue 24: a baseline that passed
+// X twice needs X twice at the candidate), and the repeated ids are
+// listed, sorted and bounded.
+func listDuplicates(inv *Inventory) {
 	seen := make(map[TestID]int, len(inv.Tests))
 	for i := range inv.Tests {
 		seen[inv.Tests[i].ID]++
 	}
 	var dups []TestID
-	kept := inv.Tests[:0]
-	for _, t := range inv.Tests {
-		switch n := seen[t.ID]; {
-		case n == 1:
-			kept = append(kept, t)
-		case n > 1:
-			dups = append(dups, t.ID)
-			seen[t.ID] = -1 // listed once
+	for id, n := range seen {
+		if n > 1 {
+			dups = append(dups, id)
 		}
 	}
-	clear(inv.Tests[len(kept):])
-	inv.Tests = kept
 	if len(dups) == 0 {
 		return
 	}
@@ -314,8 +309,7 @@ func removeDuplicates(inv *Inventory) {
 		dups = dups[:MaxDuplicatesListed]
 	}
 	inv.Duplicates = slices.Clip(dups)
-	inv.Counts = countStatuses(inv.Tests)
-	inv.Notes = append(inv.Notes, fmt.Sprintf("%d test id(s) occur more than once (first: %s); every occurrence was removed and carries no authority (Options.AllowDuplicateIDs, for a baseline)",
+	inv.Notes = append(inv.Notes, fmt.Sprintf("%d test id(s) occur more than once (first: %s); each occurrence is kept and counts (Options.AllowDuplicateIDs, for a baseline)",
 		inv.DuplicateCount, quote.String(string(inv.Duplicates[0]))))
 }
 

@@ -92,8 +92,8 @@ type Inventory struct {
 	// evidence, never the inventory: Counts come from the elements.
 	Claims *Claims `json:"claims,omitempty"`
 	// Duplicates lists, sorted, the ids that occur more than once, when
-	// Options.AllowDuplicateIDs let the report through (a baseline): those
-	// ids are absent from Tests and carry no authority. At most
+	// Options.AllowDuplicateIDs let the report through (a baseline): each
+	// occurrence is in Tests and keeps authority by count. At most
 	// MaxDuplicatesListed are listed; DuplicateCount is how many there are.
 	Duplicates     []TestID `json:"duplicates,omitempty"`
 	DuplicateCount int      `json:"duplicate_count,omitempty"`
@@ -198,10 +198,11 @@ type Options struct {
 	Identity Identity
 	Limits   Limits // zero value means DefaultLimits
 	// AllowDuplicateIDs is for baseline reports only (spec § 3, "broken
-	// baselines keep authority"): an id that occurs more than once is removed
-	// from Tests and listed in Inventory.Duplicates instead of failing the
-	// report, so the change that makes the names unique can land. A candidate
-	// report must still have unique ids: leave it false there.
+	// baselines keep authority"): an id that occurs more than once is kept
+	// in Tests once per occurrence and listed in Inventory.Duplicates
+	// instead of failing the report, so preservation counts it (a base
+	// that passed X twice keeps two X). A candidate report must still have
+	// unique ids (spec § 4): leave it false there.
 	AllowDuplicateIDs bool
 	// Root is the directory the test command saw its checkout at (the
 	// sandbox's fixed /runmill/checkout; the current directory for a local

@@ -595,7 +595,7 @@ func (p *tapParser) end(inv *Inventory) error {
 	inv.Notes = p.notes
 	p.keep.finish(inv)
 	if n > 0 {
-		removeDuplicates(inv)
+		listDuplicates(inv)
 	}
 	return nil
 }

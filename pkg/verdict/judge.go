@@ -93,9 +93,9 @@ type ReportFacts struct {
 	// one each), which the claim is held to.
 	ClaimedFailures int64 `json:"claimed_failures"`
 	ShownFailures   int64 `json:"shown_failures"`
-	// Duplicates are ids a baseline report repeats: they carry no
-	// preservation authority (a candidate report with repeats does not
-	// parse).
+	// Duplicates are ids a baseline report repeats: each occurrence keeps
+	// preservation authority, by count (pkg/outcome.Compare; a candidate
+	// report with repeats does not parse).
 	Duplicates int `json:"duplicates,omitempty"`
 }
 
@@ -356,7 +356,7 @@ func (j *judging) baseline() {
 			j.note("the baseline report records a failure outside any test (%s); the tests it shows passed keep preservation authority", f)
 		}
 		if rep.Duplicates > 0 {
-			j.note("the baseline report repeats %d test ids; the repeated ones carry no preservation authority", rep.Duplicates)
+			j.note("the baseline report repeats %d test ids; each occurrence that passed keeps preservation authority, by count", rep.Duplicates)
 		}
 	}
 }
