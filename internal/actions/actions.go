@@ -5,9 +5,10 @@
 //
 // What a pull request controls (check ids, test names, file paths, messages
 // quoting them) reaches the summary only escaped for Markdown and HTML, and
-// the annotations only through go-githubactions' command escaping; it never
-// reaches GITHUB_OUTPUT or GITHUB_ENV, whose values go-githubactions writes
-// with a fixed heredoc delimiter. Every runtime file is optional: a local run
+// the annotations only escaped by pkg/printable (no control character, no
+// line starting with "::") and then encoded for the workflow command by
+// go-githubactions; it never reaches GITHUB_OUTPUT or GITHUB_ENV, whose
+// values go-githubactions writes with a fixed heredoc delimiter. Every runtime file is optional: a local run
 // without GITHUB_OUTPUT or GITHUB_STEP_SUMMARY skips that part and says so.
 package actions
 
@@ -108,7 +109,7 @@ func (rt *Runtime) PublishNoVerdict(cause error) error {
 	var errs []error
 	errs = append(errs, rt.setOutputs([]Output{{"verdict", NotMergeReady}}))
 	errs = append(errs, rt.addSummary(func(budget int) string { return noVerdictSummary(msg, budget) }))
-	errs = append(errs, rt.annotate(Annotation{Level: "error", Title: "runmill: no verdict", Message: clip(msg, maxAnnotationRunes)}))
+	errs = append(errs, rt.annotate(Annotation{Level: "error", Title: "runmill: no verdict", Message: msg}))
 	return errors.Join(errs...)
 }
 
@@ -186,9 +187,10 @@ func (rt *Runtime) addSummary(render func(budget int) string) error {
 	return rt.fileCommand(func() { rt.gha.AddStepSummary(md) }, "GITHUB_STEP_SUMMARY")
 }
 
-// annotate issues one annotation as a workflow command (go-githubactions
-// escapes the message and the properties).
+// annotate issues one annotation as a workflow command: escaped (title
+// and message by pkg/printable), then encoded by go-githubactions.
 func (rt *Runtime) annotate(a Annotation) error {
+	a = escaped(a)
 	props := githubactions.CommandProperties{"title": a.Title}
 	if a.File != "" {
 		props["file"] = a.File

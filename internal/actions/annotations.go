@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/runmill/verify/internal/explain"
+	"github.com/runmill/verify/pkg/printable"
 	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
 )
@@ -29,8 +30,33 @@ const (
 	MaxWarnings = 10
 )
 
-// maxAnnotationRunes bounds one annotation's message.
+// maxAnnotationRunes bounds one annotation's message, escaped.
 const maxAnnotationRunes = 2000
+
+// escaped is the annotation as annotate issues it. Its title and every
+// line of its message pass through the one escaping rule (pkg/printable:
+// control characters — ESC, CR, C1, DEL, the Unicode line separators —
+// become visible escapes, and a line cannot start with "::"); the line
+// breaks left are runmill's own, between a message's parts and the lines
+// of a test's failure output, and go-githubactions then encodes the
+// command itself (%, CR and LF; ":" and "," too in the properties). A
+// file name that is not printable as it is names no location: escaping
+// it would name a file that does not exist.
+func escaped(a Annotation) Annotation {
+	a.Title = oneLine(a.Title)
+	lines := strings.Split(strings.ReplaceAll(a.Message, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = oneLine(l)
+	}
+	a.Message = clip(strings.Join(lines, "\n"), maxAnnotationRunes)
+	if a.File != "" && oneLine(a.File) != a.File {
+		a.File, a.Line = "", 0
+	}
+	return a
+}
+
+// oneLine is text from a report or a finding as one escaped line.
+func oneLine(s string) string { return printable.Text(s, 0) }
 
 // maxFailingPerCheck bounds the failing tests kept per check for
 // annotations; the summary counts all of them from the inventory.
@@ -183,7 +209,7 @@ func annotations(run *Run, failing []failingTest, files *fileIndex) []Annotation
 			msg += c
 			delete(causes, f.Check)
 		}
-		a := Annotation{Level: "error", Title: "runmill: " + findingTitle(f), Message: clip(msg, maxAnnotationRunes)}
+		a := Annotation{Level: "error", Title: "runmill: " + findingTitle(f), Message: msg}
 		if f.File != "" {
 			if p := files.resolveFinding(f.File); p != "" {
 				a.File, a.Line = p, max(f.Line, 0)
@@ -197,11 +223,13 @@ func annotations(run *Run, failing []failingTest, files *fileIndex) []Annotation
 	}
 	var testsUnlocated []Annotation
 	for _, t := range failing {
-		msg := string(t.ID) + " failed at the candidate"
+		// A test id is one line: a line break in it is escaped, never a
+		// line of the annotation (annotate escapes each line it is given).
+		msg := oneLine(string(t.ID)) + " failed at the candidate"
 		if t.Message != "" {
 			msg += ":\n" + t.Message
 		}
-		a := Annotation{Level: "error", File: t.File, Line: t.Line, Title: "runmill: test failed in check " + t.Check, Message: clip(msg, maxAnnotationRunes)}
+		a := Annotation{Level: "error", File: t.File, Line: t.Line, Title: "runmill: test failed in check " + t.Check, Message: msg}
 		if a.File != "" {
 			located = append(located, a)
 		} else {
@@ -219,10 +247,10 @@ func annotations(run *Run, failing []failingTest, files *fileIndex) []Annotation
 	}
 	for _, p := range d.Manifest.IgnoredProposals {
 		warnings = append(warnings, Annotation{Level: "warning", Title: "runmill: agent proposal ignored",
-			Message: clip(fmt.Sprintf("proposed check %q: %s", p.ID, p.Reason), maxAnnotationRunes)})
+			Message: fmt.Sprintf("proposed check %q: %s", p.ID, p.Reason)})
 	}
 	for _, n := range d.Verdict.Notes {
-		warnings = append(warnings, Annotation{Level: "warning", Title: "runmill: note", Message: clip(n, maxAnnotationRunes)})
+		warnings = append(warnings, Annotation{Level: "warning", Title: "runmill: note", Message: n})
 	}
 	return slices.Concat(located, unlocated, testsUnlocated, warnings)
 }
@@ -283,7 +311,7 @@ func findingText(f record.Finding) string {
 				break
 			}
 			b.WriteString("\n  ")
-			b.WriteString(string(id))
+			b.WriteString(oneLine(string(id)))
 		}
 	}
 	if f.Hint != "" {
@@ -296,7 +324,8 @@ func findingText(f record.Finding) string {
 // causeText is what an annotation adds of an explanation: the recognised
 // causes and, without failing tests (they have annotations of their own),
 // the last lines the run printed. The lines are already escaped
-// (printable); go-githubactions escapes the message for the command.
+// (printable); annotate escapes the message again, which leaves them as
+// they are.
 func causeText(x explain.Explanation) string {
 	var b strings.Builder
 	phase := ""

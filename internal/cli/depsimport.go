@@ -30,9 +30,24 @@ func newDepsImportCmd(runF func(context.Context, IO, *depsImportOptions) error) 
 		long: `Imports, outside verification, an install an operator prepared for one commit so that
 verify can run that commit's checks on it (docs/dependencies.md):
 
-  npm         --from is a checkout of REV where 'npm ci --ignore-scripts' ran; its
-              package.json and package-lock.json must equal REV's, and its installed
-              inventory, platform, architecture and Node ABI must match the lockfile.
+  npm         --from is a directory holding REV's package.json and package-lock.json,
+              copied from git, where npm ci ran confined: no project .npmrc, its user
+              and global configs empty files, git fixed, scripts off. Never run npm in a checkout
+              of a commit you do not trust: its .npmrc (git=...) runs the pull
+              request's code, which --ignore-scripts does not stop. Its package.json
+              and package-lock.json must equal REV's, and its installed inventory,
+              platform, architecture and Node ABI must match the lockfile:
+
+                mkdir DIR && for f in package.json package-lock.json; do
+                  git -C REPO show REV:$f >DIR/$f; done
+                (cd DIR && : >DIR/.user-npmrc && : >DIR/.global-npmrc && \
+                  npm_config_userconfig=DIR/.user-npmrc npm_config_globalconfig=DIR/.global-npmrc \
+                  npm_config_git="$(command -v git)" \
+                  npm_config_ignore_scripts=true npm ci)
+                runmill deps import --repo REPO --commit REV --from DIR
+
+              The GitHub Action does this for every commit of the run
+              (prepare-dependencies; docs/action.md).
   go-modules  --from is a module cache (GOMODCACHE) holding every go.sum module of REV,
               each checked against its go.sum hash.
 
@@ -48,7 +63,7 @@ reason) · 2 usage.`,
 		fs := newFlags(c, s)
 		fs.StringVar(&o.repo, "repo", "", "repository `DIR`")
 		fs.StringVar(&o.commit, "commit", "", "the commit `REV` the install was made for")
-		fs.StringVar(&o.from, "from", "", "the install `DIR` (npm: a checkout of REV after npm ci; go-modules: a module cache)")
+		fs.StringVar(&o.from, "from", "", "the install `DIR` (npm: REV's package.json and package-lock.json after a confined npm ci; go-modules: a module cache)")
 		fs.StringVar(&o.strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm or go-modules)")
 		fs.StringVar(&o.out, "out", "", "state `DIR` (as for verify; default RUNMILL_STATE_DIR, else the user's state directory)")
 		if err := fs.parseStrict(args, "repo", "commit", "from"); err != nil {

@@ -2,10 +2,12 @@ package cli_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/deps/depstest"
 	"github.com/runmill/verify/internal/gittest"
 )
@@ -40,9 +42,17 @@ func TestDepsImport(t *testing.T) {
 			}
 		})
 	}
+	// The install is made by the very command an RM-VERIFY-005 refusal
+	// gives (deps.ImportCommand): the manifests copied from git, npm
+	// confined; its runmill step is the in-process CLI here.
 	t.Run("imported", func(t *testing.T) {
-		depstest.Run(t, wt, nil, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-		code, stdout, stderr := run(t, "deps", "import", "--repo", r.Dir, "--commit", commit, "--from", wt, "--out", state)
+		from := filepath.Join(t.TempDir(), "cand")
+		prepare, runmill, ok := strings.Cut(strings.ReplaceAll(deps.ImportCommand(r.Dir, commit), "DIR", from), " && runmill ")
+		if !ok || runmill != "deps import --repo "+r.Dir+" --commit "+commit+" --from "+from {
+			t.Fatalf("ImportCommand = %q: want the install, then runmill deps import of it", deps.ImportCommand(r.Dir, commit))
+		}
+		depstest.Run(t, "/", nil, "sh", "-c", prepare)
+		code, stdout, stderr := run(t, "deps", "import", "--repo", r.Dir, "--commit", commit, "--from", from, "--out", state)
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, stderr)
 		}
@@ -60,5 +70,40 @@ func TestDepsImport(t *testing.T) {
 		if b := depstest.Run(t, "/", nil, "cat", idx); strings.TrimSpace(b) != got.Receipt.Key {
 			t.Errorf("index %s holds %q, the receipt's key is %s", idx, b, got.Receipt.Key)
 		}
+
+		// The same install with something planted in node_modules (each
+		// into a fresh state dir): links judged where the kernel resolves
+		// them, b -> . with a -> b/b/…/../../etc climbing above node_modules,
+		// and a hard link to a root-owned 0600 file, which is refused
+		// rather than imported readable by all (the tests run as root).
+		nm := filepath.Join(from, "node_modules")
+		refused := func(want ...string) {
+			t.Helper()
+			code, stdout, stderr := run(t, "deps", "import", "--repo", r.Dir, "--commit", commit, "--from", from, "--out", t.TempDir())
+			if code != 1 || stdout != "" || !strings.Contains(stderr, "RM-VERIFY-005") {
+				t.Fatalf("exit %d, want 1 with RM-VERIFY-005; stdout %q, stderr:\n%s", code, stdout, stderr)
+			}
+			for _, w := range want {
+				if !strings.Contains(stderr, w) {
+					t.Fatalf("stderr does not say %q:\n%s", w, stderr)
+				}
+			}
+		}
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(os.Symlink(".", filepath.Join(nm, "b")))
+		must(os.Symlink(strings.Repeat("b/", 8)+strings.Repeat("../", 8)+"etc", filepath.Join(nm, "a")))
+		refused(filepath.Join(nm, "a")+` links to "b/b/`, "climbs above "+nm)
+		must(os.Remove(filepath.Join(nm, "a")))
+		must(os.Remove(filepath.Join(nm, "b")))
+		secret := filepath.Join(t.TempDir(), "secret")
+		must(os.WriteFile(secret, []byte("token"), 0o600))
+		planted := filepath.Join(nm, "semver", "secret.txt")
+		must(os.Link(secret, planted))
+		refused("the file " + planted + " is mode 0600 (owner uid 0, gid 0), not readable by every user")
 	})
 }

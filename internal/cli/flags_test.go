@@ -14,6 +14,7 @@ import (
 	"github.com/runmill/verify/internal/download"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/github"
+	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/report"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -76,7 +77,7 @@ func TestVerifyFlags(t *testing.T) {
 		return githubFlags{verify: true, wait: github.DefaultMaxWait, checkRunName: DefaultCheckRunName, given: set(given...)}
 	}
 	full := gh("repo", "base", "candidate", "policy", "agent-proposals", "out", "signing-key", "json", "github-actions",
-		"containerd-address", "parallel", "shard", "shard-durations", "reuse", "trust", "no-reuse", "github-repo", "pr",
+		"containerd-address", "parallel", "shard", "verification-id", "shard-durations", "reuse", "trust", "no-reuse", "github-repo", "pr",
 		"github-job", "check-run", "check-run-name", "no-github", "github-wait", "github-token", "github-branch", "keep-runs", "keep-days")
 	full.repo, full.pr, full.job, full.checkRun, full.checkRunName, full.off = "acme/widget", 7, "verify", true, "ev", true
 	full.wait, full.token, full.branch = 20*time.Minute, "tok", "main"
@@ -85,14 +86,14 @@ func TestVerifyFlags(t *testing.T) {
 			change: engine.DiscoverOptions{RepoDir: "r", Base: "b", Candidate: "c"}, github: gh("repo", "base", "candidate"), retention: retentionFlags{runs: 200, days: 14}}},
 		{name: "every flag", args: append(append([]string{}, change...), "--policy", "p.yaml", "--agent-proposals", "-", "--out", "o",
 			"--signing-key", "k.pem", "--json", "--github-actions", "--containerd-address", "/run/c.sock", "--parallel", "3",
-			"--shard", "2/4", "--shard-durations", "d.json", "--reuse", "r1", "--reuse", "r2", "--trust", "t.json", "--no-reuse",
+			"--shard", "2/4", "--verification-id", "p-7", "--shard-durations", "d.json", "--reuse", "r1", "--reuse", "r2", "--trust", "t.json", "--no-reuse",
 			"--github-repo", "acme/widget", "--pr", "7", "--github-job", "verify", "--check-run", "--check-run-name", "ev",
 			"--no-github", "--github-wait", "20m", "--github-token", "tok", "--github-branch", "main", "--keep-runs", "30", "--keep-days", "3"),
 			want: &verifyOptions{
 				change:            engine.DiscoverOptions{RepoDir: "r", Base: "b", Candidate: "c", PolicyFile: "p.yaml", ProposalsFile: "-"},
 				output:            outputFlags{out: "o", signingKey: "k.pem", json: true, githubActions: true},
 				containerdAddress: "/run/c.sock", parallel: 3, github: full,
-				shard: shardFlags{spec: "2/4", durations: "d.json"}, reuse: reuseFlags{dirs: []string{"r1", "r2"}, trust: "t.json", off: true},
+				shard: shardFlags{spec: "2/4", verification: "p-7", durations: "d.json"}, reuse: reuseFlags{dirs: []string{"r1", "r2"}, trust: "t.json", off: true},
 				retention: retentionFlags{runs: 30, days: 3},
 			}},
 		{name: "missing flags", args: []string{"--repo", "r"}, err: "missing required flag(s) --base, --candidate"},
@@ -274,5 +275,40 @@ func TestExitPolicies(t *testing.T) {
 		if got := exitCode(c.exit, tc.err); got != tc.want {
 			t.Errorf("%s: %v → exit %d, want %d", tc.cmd, tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestShardVerificationID: --verification-id wins; on GitHub Actions the
+// default is the workflow run (every job and re-run job of it shares it,
+// whatever the attempt); elsewhere there is none, and --shard is refused.
+func TestShardVerificationID(t *testing.T) {
+	gha := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "octo-org/shop", "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "2"}
+	for _, tc := range []struct {
+		name  string
+		flag  string
+		env   map[string]string
+		want  string
+		error string
+	}{
+		{"the flag", "pipeline-99", gha, "pipeline-99", ""},
+		{"the workflow run on GitHub Actions", "", gha, "octo-org/shop/actions/runs/4242", ""},
+		{"another attempt of the same run", "", map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "octo-org/shop", "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "3"}, "octo-org/shop/actions/runs/4242", ""},
+		{"a run id outside GitHub Actions", "", map[string]string{"GITHUB_REPOSITORY": "octo-org/shop", "GITHUB_RUN_ID": "4242"}, "", "needs --verification-id"},
+		{"nothing", "", nil, "", "needs --verification-id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := shardFlags{spec: "2/3", verification: tc.flag}
+			var o engine.VerifyOptions
+			err := f.apply(&o, func(k string) string { return tc.env[k] })
+			if tc.error != "" {
+				if err == nil || rmerr.CodeOf(err) != rmerr.Usage || !strings.Contains(err.Error(), tc.error) {
+					t.Fatalf("apply = %v, want a usage error %q", err, tc.error)
+				}
+				return
+			}
+			if err != nil || o.Shard == nil || *o.Shard != (evidence.ShardSpec{Index: 2, Count: 3, VerificationID: tc.want}) {
+				t.Fatalf("apply = %v, shard %+v; want 2/3 of %q", err, o.Shard, tc.want)
+			}
+		})
 	}
 }

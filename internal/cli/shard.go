@@ -16,29 +16,56 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-// shardFlags are verify's --shard and --shard-durations (docs/scale.md).
+// shardFlags are verify's --shard, --verification-id and --shard-durations
+// (docs/scale.md).
 type shardFlags struct {
-	spec, durations string
+	spec, verification, durations string
 }
 
 func (f *shardFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.spec, "shard", "", "run only shard `K/N` of the runnable checks and sign a shard statement (merge with 'evidence merge')")
+	fs.StringVar(&f.verification, "verification-id", "", "with --shard, the `ID` every shard of this one verification shares (default on GitHub Actions: REPOSITORY/actions/runs/RUN_ID)")
 	fs.StringVar(&f.durations, "shard-durations", "", "an earlier run's statement or bundle `FILE`: balance the shards by its recorded durations")
+}
+
+// verificationID is --verification-id, else on GitHub Actions the workflow
+// run's: every job of one workflow run — a matrix of shards, a shard job
+// re-run on its own ("Re-run failed jobs") — shares it, and no other run
+// does. The attempt is not part of it, so a re-run shard still merges with
+// the shards of the attempt it completes, as GitHub's own needs do.
+func (f *shardFlags) verificationID(getenv func(string) string) string {
+	if f.verification != "" {
+		return f.verification
+	}
+	if getenv("GITHUB_ACTIONS") == "true" && getenv("GITHUB_REPOSITORY") != "" && getenv("GITHUB_RUN_ID") != "" {
+		return getenv("GITHUB_REPOSITORY") + "/actions/runs/" + getenv("GITHUB_RUN_ID")
+	}
+	return ""
 }
 
 // apply sets o.Shard and o.ShardDurations. The durations file is read
 // without verifying its signature on purpose: it only balances the shares
 // (every shard must be given the same file), and the merge verifies that
 // every check ran in exactly one shard whatever the file said.
-func (f *shardFlags) apply(o *engine.VerifyOptions) error {
+func (f *shardFlags) apply(o *engine.VerifyOptions, getenv func(string) string) error {
 	if f.spec == "" {
-		if f.durations != "" {
-			return rmerr.New(rmerr.Usage, "--shard-durations needs --shard").InField("--shard-durations")
+		for _, fl := range []struct{ name, value string }{{"shard-durations", f.durations}, {"verification-id", f.verification}} {
+			if fl.value != "" {
+				return rmerr.New(rmerr.Usage, "--%s needs --shard", fl.name).InField("--" + fl.name)
+			}
 		}
 		return nil
 	}
 	sp, err := evidence.ParseShardSpec(f.spec)
 	if err != nil {
+		return err
+	}
+	if sp.VerificationID = f.verificationID(getenv); sp.VerificationID == "" {
+		return rmerr.New(rmerr.Usage, "--shard %s needs --verification-id: the id every shard of this verification shares", f.spec).
+			InField("--verification-id").
+			WithHint("pass the CI's id of this run to every shard (GitLab $CI_PIPELINE_ID, Buildkite $BUILDKITE_BUILD_ID, a Kubernetes Job's uid); on GitHub Actions it defaults to the workflow run")
+	}
+	if err := evidence.CheckVerificationID(sp.VerificationID); err != nil {
 		return err
 	}
 	o.Shard = &sp
@@ -142,15 +169,19 @@ func newEvidenceMergeCmd(runF func(context.Context, IO, *mergeOptions) error) *c
 
 const mergeLong = `
 Verifies every SHARD_BUNDLE (the shard.json of 'runmill verify --shard K/N') against
---trust: signature, key window, schema. Refuses (RM-EVIDENCE-019) shards of another
-repository, base, candidate or manifest digest, a shard given twice and a check in two
-shards. Then takes the union of their check runs, names every missing shard and every
-check no shard ran (RM-VERIFY-001), reconciles the remote GitHub checks once (with a
-token, as verify does), recomputes the verdict through the same decision function as
-verify, and writes one signed delivery bundle under --out: runs/<id>/evidence.json,
-with the shard bundles — and every stdout, stderr and report artifact found in the
-artifacts/ directory beside each bundle or in an --artifacts-dir — stored in
-runs/<id>/artifacts, so 'runmill evidence verify --artifacts-dir' re-hashes them.
+--trust: signature, key window, schema. Refuses (RM-EVIDENCE-019), naming both shards
+and what differs, shards of another verification id (another run, even of the same
+candidate: every shard of one verification is given the same --verification-id, on
+GitHub Actions the workflow run's), repository, base, candidate or manifest digest, a
+shard given twice and a check in two shards. Then takes the union of their check runs,
+names every missing shard and every check no shard ran (RM-VERIFY-001), reconciles the
+remote GitHub checks once (with a token, as verify does), recomputes the verdict
+through the same decision function as verify, and writes one signed delivery bundle
+under --out: runs/<id>/evidence.json, with the shard bundles — and every artifact the
+merged statement references (stdout, stderr, reports, a reused baseline's source
+bundle) found in the artifacts/ directory beside each bundle or in an --artifacts-dir —
+stored in runs/<id>/artifacts, so 'runmill evidence verify --artifacts-dir' re-hashes
+them. An artifact no store holds is named on the log.
 
 --job-result NAME=RESULT records what the CI said of a shard job (GitHub's
 needs.<job>.result); anything but success makes the merge not merge-ready.

@@ -34,7 +34,7 @@ func shardOf(t *testing.T, bundle, keyPath string) string {
 		t.Fatal(err)
 	}
 	sb, _, err := evidence.Sign(evidence.NewShardStatement(evidence.Shard{RunmillVersion: d.RunmillVersion, IssuedAt: d.IssuedAt,
-		RunID: d.RunID, Index: 1, Count: 1, ManifestDigest: evidence.ManifestDigest(&d.Manifest), Candidate: d.Candidate,
+		RunID: d.RunID, Index: 1, Count: 1, VerificationID: "local-1", ManifestDigest: evidence.ManifestDigest(&d.Manifest), Candidate: d.Candidate,
 		Manifest: d.Manifest, Assigned: []string{"unit"}, Checks: d.Checks, Sandbox: json.RawMessage(`{}`)}), key)
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +98,7 @@ func TestShardUsage(t *testing.T) {
 	f := filepath.Join(dir, "f.json")
 	os.WriteFile(f, []byte("{}"), 0o644)
 	t.Setenv("RUNMILL_SIGNING_KEY", "")
+	t.Setenv("GITHUB_ACTIONS", "") // no workflow run to default the verification id to
 	for _, tc := range []struct {
 		args []string
 		err  string
@@ -109,7 +110,10 @@ func TestShardUsage(t *testing.T) {
 		{[]string{"evidence", "merge", filepath.Join(dir, "nope"), "--trust", f}, "opening"},
 		{[]string{"verify", "--repo", dir, "--base", "a", "--candidate", "b", "--no-github", "--shard", "4/3"}, "not K/N"},
 		{[]string{"verify", "--repo", dir, "--base", "a", "--candidate", "b", "--no-github", "--shard-durations", f}, "needs --shard"},
-		{[]string{"verify", "--repo", dir, "--base", "a", "--candidate", "b", "--no-github", "--shard", "1/2", "--shard-durations", filepath.Join(dir, "nope")}, "reading --shard-durations"},
+		{[]string{"verify", "--repo", dir, "--base", "a", "--candidate", "b", "--no-github", "--shard", "1/2", "--verification-id", "p-1", "--shard-durations", filepath.Join(dir, "nope")}, "reading --shard-durations"},
+		{[]string{"verify", "--repo", dir, "--base", "a", "--candidate", "b", "--no-github", "--shard", "1/2"}, "--shard 1/2 needs --verification-id"},
+		{[]string{"verify", "--repo", dir, "--base", "a", "--candidate", "b", "--no-github", "--shard", "1/2", "--verification-id", "two words"}, `verification id "two words"`},
+		{[]string{"verify", "--repo", dir, "--base", "a", "--candidate", "b", "--no-github", "--verification-id", "p-1"}, "--verification-id needs --shard"},
 	} {
 		code, out, errOut := run(t, tc.args...)
 		if code != 2 || out != "" || !strings.Contains(errOut, tc.err) {

@@ -54,7 +54,7 @@ func newVerifyCmd(runF func(context.Context, IO, *verifyOptions) error) *command
 	c := &command{
 		name:    "verify",
 		exit:    exitVerify,
-		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--shard K/N [--shard-durations FILE]] [--reuse DIR]... [--trust FILE] [--no-reuse] [--keep-runs N] [--keep-days D] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions]",
+		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--shard K/N [--verification-id ID] [--shard-durations FILE]] [--reuse DIR]... [--trust FILE] [--no-reuse] [--keep-runs N] [--keep-days D] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions]",
 		summary: "run the whole pipeline and write the run's evidence",
 		long:    verifyLong,
 	}
@@ -134,7 +134,7 @@ func (o *verifyOptions) engineOptions(s IO) (engine.VerifyOptions, error) {
 	if e.GitHub, err = o.github.options(os.Getenv, s.Err); err != nil {
 		return e, err
 	}
-	if err := o.shard.apply(&e); err != nil {
+	if err := o.shard.apply(&e, os.Getenv); err != nil {
 		return e, err
 	}
 	e.Repository, e.PullRequest = o.github.repo, o.github.pr

@@ -399,3 +399,83 @@ func TestScratchDir(t *testing.T) {
 		t.Errorf("view %+v is not in the scratch directory %s", v.Mounts, scratch)
 	}
 }
+
+// TestNPMImportLinksAndModes: through Prepare, on a real npm install, a
+// symlink is judged where the kernel resolves it — the issue's `b -> .`
+// with `a -> b/b/…/../../etc` is refused, a benign chain of links inside
+// node_modules is imported and recreated in the view — and a file or
+// directory not every user may read is refused, never imported readable
+// by all: the checks run as nobody, and a hard link to a root-owned 0600
+// file became 0444 in the view.
+func TestNPMImportLinksAndModes(t *testing.T) {
+	r, base := npmRepo(t)
+	nm := filepath.Join(r.Dir, "node_modules")
+	link := func(target, name string) {
+		t.Helper()
+		if err := os.Symlink(target, filepath.Join(nm, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A benign chain: an alias of a package, a link through the alias,
+	// and a .bin entry climbing out of .bin through both.
+	link("he", "he-alias")
+	link("he-alias/package.json", "he-manifest")
+	link("../he-manifest", ".bin/he-chain")
+	p, err := prepare(t, r, t.TempDir(), base, base, deps.NPM, deps.GoOptions{})
+	if err != nil {
+		t.Fatalf("a benign link chain was refused: %v", err)
+	}
+	v, err := p.Attach(context.Background(), deps.NPM, checkout(t, r, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(v.Mounts[0].Source, ".bin", "he-chain")); err != nil || !strings.Contains(string(b), `"name": "he"`) {
+		t.Fatalf("the view does not resolve the chain to he's package.json: %v %.80q", err, b)
+	}
+	v.Close()
+
+	// The issue's example: lexically node_modules/etc, for the kernel
+	// /etc (eight links to "." then eight "..", deeper than the temp dir).
+	link(".", "b")
+	link(strings.Repeat("b/", 8)+strings.Repeat("../", 8)+"etc", "a")
+	_, err = prepare(t, r, t.TempDir(), base, base, deps.NPM, deps.GoOptions{})
+	wantRefusal(t, err, filepath.Join(nm, "a")+` links to "b/b/`)
+	wantRefusal(t, err, "climbs above "+nm)
+	for _, n := range []string{"a", "b"} {
+		if err := os.Remove(filepath.Join(nm, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A hard link to a root-owned 0600 file (the tests run as root), then
+	// a private directory: each refused by name, mode and owner.
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(nm, "he", "secret.txt")
+	if err := os.Link(secret, planted); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	_, err = prepare(t, r, state, base, base, deps.NPM, deps.GoOptions{})
+	wantRefusal(t, err, "the file "+planted+" is mode 0600 (owner uid 0, gid 0), not readable by every user")
+	if ms, _ := filepath.Glob(filepath.Join(state, "deps", "objects", "*", "*")); len(ms) > 0 {
+		// Whatever was stored before the refusal, the secret is not.
+		for _, m := range ms {
+			if b, _ := os.ReadFile(m); string(b) == "token" {
+				t.Fatalf("the private file was stored in the object store as %s", m)
+			}
+		}
+	}
+	if err := os.Remove(planted); err != nil {
+		t.Fatal(err)
+	}
+	private := filepath.Join(nm, "he", "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err = prepare(t, r, t.TempDir(), base, base, deps.NPM, deps.GoOptions{})
+	wantRefusal(t, err, "the directory "+private+" is mode 0700")
+	wantRefusal(t, err, "chmod o+rx")
+}

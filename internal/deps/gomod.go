@@ -371,6 +371,9 @@ func importModules(ctx context.Context, modcache, dst string, lines []goSumLine,
 		}
 	}
 	var findings []string
+	importing := func(l goSumLine, err error) error {
+		return refuse(GoModules, "importing %s@%s from %s: %v", l.Module, l.Version, modcache, err)
+	}
 	for _, l := range lines {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -395,11 +398,11 @@ func importModules(ctx context.Context, modcache, dst string, lines []goSumLine,
 				continue
 			}
 			if err := copyInto(modcache, dst, rel, file); err != nil {
-				return err
+				return importing(l, err)
 			}
 			// .info is metadata the go command reads for version queries.
 			if err := copyInto(modcache, dst, filepath.Join(dl, ver+".info"), file); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
+				return importing(l, err)
 			}
 			continue
 		}
@@ -428,10 +431,10 @@ func importModules(ctx context.Context, modcache, dst string, lines []goSumLine,
 			return err
 		}
 		if err := mirror(ctx, filepath.Join(modcache, rel), filepath.Join(dst, rel), file); err != nil {
-			return err
+			return importing(l, err)
 		}
 		if err := copyInto(modcache, dst, zh, file); err != nil {
-			return err
+			return importing(l, err)
 		}
 	}
 	if len(findings) > 0 {
@@ -455,6 +458,9 @@ func copyInto(from, to, rel string, file func(src, dst string, mode fs.FileMode)
 	}
 	if !st.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", src)
+	}
+	if err := readableByAll(src, st); err != nil {
+		return err
 	}
 	dst := filepath.Join(to, rel)
 	if _, err := os.Lstat(dst); err == nil {

@@ -192,6 +192,11 @@ func validateNPMAt(ctx context.Context, repo *git.Repo, commit, srcDir string) (
 	case !st.IsDir():
 		return nil, refuse(NPM, "%s is a %s, not the directory npm ci makes", nm, st.Mode().Type())
 	}
+	// Before anything is read through node_modules: a link that leaves it
+	// would have this (root) process read a host file as a package's.
+	if err := checkLinks(NPM, nm, nm); err != nil {
+		return nil, err
+	}
 	hiddenBytes, err := readFileCapped(filepath.Join(o.SourceDir, hiddenLockfile))
 	if err != nil {
 		return nil, refuse(NPM, "no installed package inventory (%s): %v", hiddenLockfile, err)
@@ -208,9 +213,6 @@ func validateNPMAt(ctx context.Context, repo *git.Repo, commit, srcDir string) (
 		return nil, err
 	}
 
-	if err := checkLinks(nm); err != nil {
-		return nil, err
-	}
 	inputs := map[string]string{
 		packageJSON: digest.Of(basePkg), packageLock: digest.Of(baseLock), hiddenLockfile: digest.Of(hiddenBytes),
 		"platform": rt.Platform, "arch": rt.Arch, "node_abi": rt.ABI,
@@ -442,32 +444,6 @@ func hasField(pkg []byte, field string) bool {
 	_ = json.Unmarshal(pkg, &m)
 	_, ok := m[field]
 	return ok
-}
-
-// checkLinks refuses a symlink in node_modules that leaves it: npm's
-// workspace and `file:` links point into the repository or elsewhere on
-// the host, which a cached view cannot carry.
-func checkLinks(nm string) error {
-	return filepath.WalkDir(nm, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type()&fs.ModeSymlink == 0 {
-			return nil
-		}
-		target, err := os.Readlink(p)
-		if err != nil {
-			return err
-		}
-		abs := target
-		if !filepath.IsAbs(abs) {
-			abs = filepath.Join(filepath.Dir(p), target)
-		}
-		if rel, err := filepath.Rel(nm, abs); err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(target) {
-			return refuse(NPM, "%s links to %s outside node_modules (an npm workspace or file: link); these are not supported", p, target)
-		}
-		return nil
-	})
 }
 
 func readAt(ctx context.Context, repo *git.Repo, commit, name string) ([]byte, error) {

@@ -66,9 +66,17 @@ func (r roles) name(commit string) string {
 	return "the " + strings.Join(as, " and ") + " " + commit
 }
 
-// ImportCommand is the command that prepares an npm install for commit.
+// ImportCommand is the command that prepares an npm install for commit in
+// a new directory DIR, as docs/dependencies.md says: npm runs on the
+// commit's package.json and package-lock.json alone, copied from git into
+// DIR (so there is no project .npmrc), with its user and global configs
+// empty files, git fixed and scripts off. Never in a checkout of the commit: its .npmrc (git=…) would
+// run the pull request's code, which --ignore-scripts does not stop.
 func ImportCommand(repoDir, commit string) string {
-	return fmt.Sprintf("git -C %s worktree add --detach DIR %s && (cd DIR && npm ci --ignore-scripts) && runmill deps import --repo %s --commit %s --from DIR", repoDir, commit, repoDir, commit)
+	return fmt.Sprintf("mkdir DIR && for f in package.json package-lock.json; do git -C %s show %s:$f >DIR/$f; done && "+
+		"(cd DIR && : >DIR/.user-npmrc && : >DIR/.global-npmrc && npm_config_userconfig=DIR/.user-npmrc npm_config_globalconfig=DIR/.global-npmrc "+
+		`npm_config_git="$(command -v git)" npm_config_ignore_scripts=true npm ci) && `+
+		"runmill deps import --repo %s --commit %s --from DIR", repoDir, commit, repoDir, commit)
 }
 
 // missing is the refusal of a checkout at commit no npm install serves.

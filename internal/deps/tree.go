@@ -9,14 +9,17 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 
 	"github.com/runmill/verify/internal/rmtree"
 )
 
 // importTree mirrors src into dst (file imports each regular file) and
 // refuses an import whose source changed meanwhile: src is hashed before
-// and the copy after, so what the cache holds is what was verified. what
-// names src in the refusal.
+// and the copy after, so what the cache holds is what was verified. It
+// refuses a copy with a link that leaves it (checkLinks: checked on the
+// copy, which nothing but runmill writes, so a link swapped in the source
+// after a check cannot pass). what names src in the refusal.
 func importTree(ctx context.Context, strategy, what, src, dst string, file func(src, dst string, mode fs.FileMode) error) error {
 	before, _, err := hashTree(ctx, src)
 	if err != nil {
@@ -24,6 +27,9 @@ func importTree(ctx context.Context, strategy, what, src, dst string, file func(
 	}
 	if err := mirror(ctx, src, dst, file); err != nil {
 		return refuse(strategy, "importing %s: %v", what, err)
+	}
+	if err := checkLinks(strategy, dst, src); err != nil {
+		return err
 	}
 	after, _, err := hashTree(ctx, dst)
 	if err != nil {
@@ -38,10 +44,19 @@ func importTree(ctx context.Context, strategy, what, src, dst string, file func(
 // mirror recreates the tree at src under dst (which must not exist):
 // directories are made, symlinks recreated with the same target, and each
 // regular file handed to file(srcPath, dstPath, mode). Anything else (FIFO,
-// socket, device) is an error. Directories are processed by a bounded pool
-// of goroutines: creating 40 000 links is metadata work the kernel does in
-// parallel on separate directories.
+// socket, device) is an error, and so is a file or directory not every
+// user may read (readableByAll): the copy never widens what src allowed.
+// Directories are processed by a bounded pool of goroutines: creating
+// 40 000 links is metadata work the kernel does in parallel on separate
+// directories.
 func mirror(ctx context.Context, src, dst string, file func(src, dst string, mode fs.FileMode) error) error {
+	st, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if err := readableByAll(src, st); err != nil {
+		return err
+	}
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		return err
 	}
@@ -98,7 +113,14 @@ func (m *mirrorer) dir(ctx context.Context, src, dst string) {
 		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
 		switch t := e.Type(); {
 		case t.IsDir():
-			if err := os.Mkdir(d, 0o755); err != nil {
+			info, err := e.Info()
+			if err == nil {
+				err = readableByAll(s, info)
+			}
+			if err == nil {
+				err = os.Mkdir(d, 0o755)
+			}
+			if err != nil {
 				m.fail(err)
 				return
 			}
@@ -124,6 +146,9 @@ func (m *mirrorer) dir(ctx context.Context, src, dst string) {
 		case t.IsRegular():
 			info, err := e.Info()
 			if err == nil {
+				err = readableByAll(s, info)
+			}
+			if err == nil {
 				err = m.file(s, d, info.Mode())
 			}
 			if err != nil {
@@ -135,6 +160,35 @@ func (m *mirrorer) dir(ctx context.Context, src, dst string) {
 			return
 		}
 	}
+}
+
+// readableByAll refuses a source file every user may not read, or a
+// directory every user may not list and enter. Whatever is imported
+// becomes root's and readable by all (files 0444/0555, directories 0755:
+// the checks run as nobody, who owns none of it and is in none of its
+// groups, so "others" is what it needs), so copying a private file would
+// widen it: to the checks of every later pull request and to every user of
+// the host. Refusing keeps modes honest without keeping them: a refusal
+// names the file and the fix, where a copy kept private would fail a check
+// with a bare EACCES.
+func readableByAll(p string, info fs.FileInfo) error {
+	need := fs.FileMode(0o004)
+	if info.IsDir() {
+		need = 0o005
+	}
+	if info.Mode().Perm()&need == need {
+		return nil
+	}
+	owner := ""
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		owner = fmt.Sprintf(" (owner uid %d, gid %d)", st.Uid, st.Gid)
+	}
+	what, fix := "file", "chmod o+r"
+	if info.IsDir() {
+		what, fix = "directory", "chmod o+rx"
+	}
+	return fmt.Errorf("the %s %s is mode %04o%s, not readable by every user: runmill does not widen its permissions to import it (the checks run as nobody, and the cached copy would be readable by all); %s it if the checks need it, or remove it from the install",
+		what, p, info.Mode().Perm(), owner, fix)
 }
 
 // copyFile copies one file into the cache, read-only (the exec bit kept):

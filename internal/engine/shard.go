@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
@@ -54,7 +56,7 @@ func writeShardEvidence(run *Run, o *VerifyOptions, set shardSet) (string, error
 	d := &run.Delivery
 	st := evidence.NewShardStatement(evidence.Shard{
 		RunmillVersion: d.RunmillVersion, IssuedAt: d.IssuedAt, RunID: d.RunID,
-		Index: o.Shard.Index, Count: o.Shard.Count, ManifestDigest: evidence.ManifestDigest(&d.Manifest),
+		Index: o.Shard.Index, Count: o.Shard.Count, VerificationID: o.Shard.VerificationID, ManifestDigest: evidence.ManifestDigest(&d.Manifest),
 		Candidate: d.Candidate, Manifest: d.Manifest, Assigned: set.ids(), Checks: d.Checks,
 		Failures: d.Failures, Reviews: d.Reviews, Sandbox: d.Sandbox, Renames: d.Renames,
 	})
@@ -132,7 +134,7 @@ func Merge(ctx context.Context, o MergeOptions) (*Run, error) {
 		return nil, err
 	}
 	run.Dir = filepath.Join(absolute(o.StateDir), "runs", run.ID)
-	if err := storeShards(store{dir: filepath.Join(run.Dir, "artifacts")}, shards, d, o.ArtifactDirs); err != nil {
+	if err := storeShards(store{dir: filepath.Join(run.Dir, "artifacts")}, shards, d, o.ArtifactDirs, logf); err != nil {
 		return nil, err
 	}
 	if o.GitHub != nil {
@@ -186,6 +188,7 @@ func verifyShards(o MergeOptions, now time.Time, logf func(string, ...any)) ([]*
 		if err != nil {
 			return nil, fmt.Errorf("verifying shard bundle %s: %w", b.Name, err)
 		}
+		s.Name = b.Name // the merge's refusals name the shards' files
 		p := &s.Statement.Predicate
 		logf("shard %d/%d (%s): signed by %s, %d checks, %d runs", p.Index, p.Count, b.Name, s.KeyID, len(p.Assigned), len(p.Checks))
 		shards = append(shards, s)
@@ -194,48 +197,66 @@ func verifyShards(o MergeOptions, now time.Time, logf func(string, ...any)) ([]*
 }
 
 // storeShards stores the shard bundles as artifacts of the merged run, and
-// the artifacts their check runs reference (copyArtifacts).
-func storeShards(st store, shards []*evidence.VerifiedShard, d *evidence.Delivery, dirs []string) error {
+// every other artifact the merged statement references (copyArtifacts).
+func storeShards(st store, shards []*evidence.VerifiedShard, d *evidence.Delivery, dirs []string, logf func(string, ...any)) error {
 	for _, s := range shards {
 		if _, err := st.put(s.Bundle); err != nil {
 			return err
 		}
 	}
-	return copyArtifacts(st, d, dirs)
+	return copyArtifacts(st, d, dirs, logf)
 }
 
-// copyArtifacts copies each artifact the check runs of d reference from the
-// first of dirs that holds it. One that none holds is left out: the merged
+// copyArtifacts copies into st every artifact d references that st lacks
+// (evidence.ReferencedArtifacts: the check runs' stdout, stderr and
+// reports, and a reused baseline's source bundle, which `evidence verify
+// --artifacts-dir` re-verifies the record against), each from the first
+// of dirs holding exactly its recorded bytes. Nothing a source bundle
+// references is needed besides: the source's run a reused record names
+// has the record's own outputs and report (evidence.CheckReuse holds
+// them equal), which are the record's artifacts already. An artifact
+// that no dir holds is left out and named on the progress log: the merged
 // bundle then verifies without --artifacts-dir, and with it names the gap.
-func copyArtifacts(st store, d *evidence.Delivery, dirs []string) error {
-	var addrs []string
-	for _, r := range d.Checks {
-		addrs = append(addrs, r.Stdout.Artifact, r.Stderr.Artifact)
-		if r.Report != nil {
-			addrs = append(addrs, r.Report.Artifact)
+func copyArtifacts(st store, d *evidence.Delivery, dirs []string, logf func(string, ...any)) error {
+	refs, err := evidence.ReferencedArtifacts(d)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, r := range refs {
+		if fi, err := os.Lstat(st.path(r.Address)); err == nil && fi.Mode().IsRegular() && fi.Size() == r.Size {
+			continue // a shard bundle, stored above
+		}
+		found, err := copyArtifact(st, r, dirs)
+		if err != nil {
+			return err
+		}
+		if !found {
+			missing = append(missing, r.Address)
 		}
 	}
-	slices.Sort(addrs)
-	for _, a := range slices.Compact(addrs) {
-		for _, dir := range dirs {
-			p, ok := evidence.ArtifactPath(dir, a)
-			if !ok {
-				continue
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				continue
-			}
-			// A store holding other bytes under this name is skipped:
-			// nothing is copied under a name it does not deserve.
-			if evidence.ArtifactAddress(digest.Hex(b)) != a {
-				continue
-			}
-			if _, err := st.put(b); err != nil {
-				return err
-			}
-			break
-		}
+	if len(missing) > 0 {
+		logf("merge: %d referenced artifacts are in none of the shards' stores (%s); `evidence verify --artifacts-dir` will name them: pass each shard's artifacts directory (--artifacts-dir)",
+			len(missing), strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// copyArtifact stores r from the first of dirs holding exactly its bytes;
+// false when none does. A store holding other bytes under r's name is
+// skipped: nothing is copied under a name it does not deserve.
+func copyArtifact(st store, r evidence.ArtifactRef, dirs []string) (bool, error) {
+	for _, dir := range dirs {
+		p, ok := evidence.ArtifactPath(dir, r.Address)
+		if !ok {
+			return false, nil // not an address: the statement's grammar refused it already
+		}
+		b, err := bounded.ReadFile(p, r.Size)
+		if err != nil || int64(len(b)) != r.Size || evidence.ArtifactAddress(digest.Hex(b)) != r.Address {
+			continue
+		}
+		_, err = st.put(b)
+		return err == nil, err
+	}
+	return false, nil
 }

@@ -78,7 +78,7 @@ func BenchmarkSharded(b *testing.B) {
 		}
 		shards := func() {
 			for k := 1; k <= 3; k++ {
-				res, d := run(b, &evidence.ShardSpec{Index: k, Count: 3})
+				res, d := run(b, &evidence.ShardSpec{Index: k, Count: 3, VerificationID: "bench"})
 				slowest = max(slowest, d)
 				body, err := os.ReadFile(res.BundlePath)
 				if err != nil {

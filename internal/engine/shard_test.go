@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,11 +62,13 @@ func newShardKeys(t *testing.T) shardKeys {
 
 // runShard runs `runmill verify --shard K/N` as its own process (the real
 // binary, runmillCLI) and returns the shard bundle's path.
-func runShard(t *testing.T, out string, r *gittest.Repo, base, cand string, k, n int, keyFile string) string {
+// id is the verification id every shard of one verification shares.
+func runShard(t *testing.T, out string, r *gittest.Repo, base, cand string, k, n int, id, keyFile string) string {
 	t.Helper()
 	cmd := exec.Command(runmillCLI(t), "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--out", out,
 		"--signing-key", keyFile, "--containerd-address", containerdAddress, "--no-github", "--json",
-		"--shard", strconv.Itoa(k)+"/"+strconv.Itoa(n))
+		"--shard", strconv.Itoa(k)+"/"+strconv.Itoa(n), "--verification-id", id)
+	cmd.Env = append(os.Environ(), "GITHUB_ACTIONS=") // the id is the flag's, not a workflow run's
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -135,17 +139,21 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 	broken := r.Commit("deletes a test")
 
 	shardsOf := map[string][]string{}
-	parent := t // shard evidence outlives the subtests: the refusals below reuse it
+	var wholeReady *engine.Run // its state dir holds baselines a later verification may reuse
+	parent := t                // shard evidence outlives the subtests: the refusals below reuse it
 	for _, tc := range []struct {
 		name  string
 		cand  string
 		ready bool
 	}{{"merge-ready", ready, true}, {"not merge-ready", broken, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			whole := verify(t, r, base, tc.cand, func(o *engine.VerifyOptions) { o.SigningKey = keys.key })
+			whole := verify(t, r, base, tc.cand, func(o *engine.VerifyOptions) { o.SigningKey, o.StateDir = keys.key, parent.TempDir() })
+			if tc.ready {
+				wholeReady = whole
+			}
 			var paths []string
 			for k := 1; k <= 3; k++ {
-				paths = append(paths, runShard(t, parent.TempDir(), r, base, tc.cand, k, 3, keys.keyFile))
+				paths = append(paths, runShard(t, parent.TempDir(), r, base, tc.cand, k, 3, "run-of-"+tc.cand[:12], keys.keyFile))
 			}
 			shardsOf[tc.cand] = paths
 			merged, err := merge(t, keys, paths, nil)
@@ -227,8 +235,8 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 		}
 		return p
 	}
-	// resign re-signs shard p's statement after mod, with key.
-	resign := func(p string, key *evidence.SigningKey, mod func(*evidence.ShardStatement)) string {
+	// statementOf decodes shard bundle p's statement, unverified.
+	statementOf := func(p string) evidence.ShardStatement {
 		payload, err := evidence.PayloadUnverifiedUnsafe(read(p))
 		if err != nil {
 			t.Fatal(err)
@@ -237,6 +245,11 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 		if err := json.Unmarshal(payload, &st); err != nil {
 			t.Fatal(err)
 		}
+		return st
+	}
+	// resign re-signs shard p's statement after mod, with key.
+	resign := func(p string, key *evidence.SigningKey, mod func(*evidence.ShardStatement)) string {
+		st := statementOf(p)
 		mod(&st)
 		b, _, err := evidence.Sign(&st, key)
 		if err != nil {
@@ -244,6 +257,126 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 		}
 		return writeTemp(b)
 	}
+	// Another verification of the ready candidate, sharded in the state
+	// dir of the unsharded one: every shard reuses its baselines, and the
+	// merge copies each reused record's source bundle, so the merged
+	// bundle re-verifies offline with --artifacts-dir.
+	var reused []string
+	t.Run("baselines reused", func(t *testing.T) {
+		if wholeReady == nil {
+			t.Fatal("the merge-ready run did not complete")
+		}
+		state := filepath.Dir(filepath.Dir(wholeReady.Dir)) // STATE/runs/<id>
+		for k := 1; k <= 3; k++ {
+			run := verify(t, r, base, ready, func(o *engine.VerifyOptions) {
+				o.SigningKey, o.StateDir = keys.key, state
+				o.Shard = &evidence.ShardSpec{Index: k, Count: 3, VerificationID: "rerun-of-" + ready[:12]}
+			})
+			for _, c := range run.Delivery.Checks {
+				if c.Phase == record.Baseline && c.ReusedFrom == nil {
+					t.Fatalf("shard %d/3 executed the baseline of %s again: nothing to prove", k, c.CheckID)
+				}
+			}
+			reused = append(reused, run.BundlePath)
+		}
+		merged, err := merge(t, keys, reused, nil)
+		if err != nil {
+			t.Fatalf("merge: %v", err)
+		}
+		if !merged.MergeReady() {
+			t.Fatalf("not merge-ready:\n%s", strings.Join(rules(merged), "\n"))
+		}
+		if got, want := factsOf(&merged.Delivery), factsOf(&wholeReady.Delivery); !reflect.DeepEqual(got, want) {
+			t.Errorf("merged check runs differ from the unsharded run's:\n got %+v\nwant %+v", got, want)
+		}
+		bundle, err := os.ReadFile(merged.BundlePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := verifyOffline(t, r, base, ready, bundle, keys.trust, filepath.Join(merged.Dir, "artifacts")); !res.Valid {
+			t.Fatalf("the merged bundle of reused baselines does not verify with --artifacts-dir: %s %s", res.Reason, res.Message)
+		}
+	})
+
+	if len(reused) != 3 {
+		t.Fatal("the sharded runs reusing baselines did not all complete")
+	}
+	// The same through the CLI, as a workflow's merge job runs it (the real
+	// binary): evidence merge of the shards that reused baselines, then
+	// evidence verify --artifacts-dir of its bundle, which re-verifies each
+	// reused record against its source bundle — and fails once one is
+	// gone. A merge mixing in a shard of another run of the same candidate
+	// is refused, naming both shards' files and ids, and the fix.
+	t.Run("through the CLI", func(t *testing.T) {
+		dir := t.TempDir()
+		trust, exp := filepath.Join(dir, "trust.json"), filepath.Join(dir, "expectations.json")
+		if err := os.WriteFile(trust, keys.trust, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(exp, expectations(t, r, base, ready), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cli := func(args ...string) (int, string, string) {
+			t.Helper()
+			cmd := exec.Command(runmillCLI(t), args...)
+			cmd.Env = append(os.Environ(), "GITHUB_ACTIONS=", "RUNMILL_SIGNING_KEY=")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				t.Fatalf("runmill %s: %v", strings.Join(args, " "), err)
+			}
+			return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+		}
+		mergeArgs := func(shards ...string) []string {
+			return append(append([]string{"evidence", "merge"}, shards...), "--trust", trust, "--signing-key", keys.keyFile,
+				"--out", t.TempDir(), "--no-github", "--json")
+		}
+		code, stdout, stderr := cli(mergeArgs(reused...)...)
+		var rec struct {
+			Bundle string `json:"bundle"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &rec); code != 0 || err != nil || rec.Bundle == "" {
+			t.Fatalf("evidence merge: exit %d, %v; stdout %s\nstderr:\n%s", code, err, stdout, stderr)
+		}
+		store := filepath.Join(filepath.Dir(rec.Bundle), "artifacts")
+		verifyArgs := []string{"evidence", "verify", rec.Bundle, "--trust", trust, "--expectations", exp, "--artifacts-dir", store}
+		if code, stdout, stderr := cli(verifyArgs...); code != 0 {
+			t.Fatalf("evidence verify --artifacts-dir of the merged bundle: exit %d\n%s%s", code, stdout, stderr)
+		}
+		var sources []string
+		for _, p := range reused {
+			for _, c := range statementOf(p).Predicate.Checks {
+				if c.ReusedFrom != nil && !slices.Contains(sources, c.ReusedFrom.Bundle) {
+					sources = append(sources, c.ReusedFrom.Bundle)
+				}
+			}
+		}
+		if len(sources) == 0 {
+			t.Fatal("no shard reused a baseline")
+		}
+		src, ok := evidence.ArtifactPath(store, sources[0])
+		if !ok {
+			t.Fatalf("source bundle address %q", sources[0])
+		}
+		if err := os.Remove(src); err != nil {
+			t.Fatalf("the merge did not store the reused baselines' source bundle %s: %v", sources[0], err)
+		}
+		if code, stdout, stderr := cli(verifyArgs...); code == 0 || !strings.Contains(stdout+stderr, sources[0]) {
+			t.Fatalf("evidence verify --artifacts-dir without the source bundle: exit %d, want a refusal naming %s\n%s%s", code, sources[0], stdout, stderr)
+		}
+
+		code, stdout, stderr = cli(mergeArgs(paths[0], paths[1], reused[2])...)
+		for _, want := range []string{string(rmerr.EvidenceShard),
+			`shard 3/3 (` + reused[2] + `) is of verification "rerun-of-` + ready[:12] + `"`,
+			`shard 1/3 (` + paths[0] + `) of verification "run-of-` + ready[:12] + `"`,
+			"every shard job of a verification is given the same --verification-id"} {
+			if code != 1 || stdout != "" || !strings.Contains(stderr, want) {
+				t.Fatalf("merging shards of two runs: exit %d, want 1 naming %q; stdout %q\nstderr:\n%s", code, want, stdout, stderr)
+			}
+		}
+	})
 	tampered := read(paths[1])
 	i := bytes.Index(tampered, []byte(`"payload": "`)) + len(`"payload": "`) + 40
 	if tampered[i] == 'A' {
@@ -263,6 +396,8 @@ func TestShardedEqualsUnsharded(t *testing.T) {
 		{name: "missing shard", paths: paths[:2], rule: evidence.RuleShardMissing, substr: "shard 3 of 3"},
 		{name: "duplicated shard", paths: []string{paths[0], paths[1], paths[1], paths[2]}, code: rmerr.EvidenceShard, substr: "given twice"},
 		{name: "shard of another candidate", paths: []string{paths[0], paths[1], shardsOf[broken][2]}, code: rmerr.EvidenceShard, substr: broken},
+		{name: "shard of another run of the same candidate", paths: []string{paths[0], paths[1], reused[2]}, code: rmerr.EvidenceShard,
+			substr: `shard 3/3 (` + reused[2] + `) is of verification "rerun-of-` + ready[:12] + `", shard 1/3 (` + paths[0] + `) of verification "run-of-` + ready[:12] + `"`},
 		{name: "shard with another manifest digest", paths: []string{paths[0], paths[1], resign(paths[2], keys.key, func(st *evidence.ShardStatement) {
 			st.Predicate.Manifest.FailOnSkippedCheck = !st.Predicate.Manifest.FailOnSkippedCheck
 			st.Predicate.ManifestDigest = evidence.ManifestDigest(&st.Predicate.Manifest)

@@ -44,8 +44,9 @@ type VerifyOptions struct {
 	// one reuse its caches.
 	GoToolCacheDir string
 	// Shard, when set, runs only shard K of N (evidence.AssignShards,
-	// balanced by ShardDurations when given) and signs a shard statement
-	// instead of a delivery statement (shard.go; docs/scale.md).
+	// balanced by ShardDurations when given) of the verification its
+	// VerificationID names (required) and signs a shard statement instead
+	// of a delivery statement (shard.go; docs/scale.md).
 	Shard          *evidence.ShardSpec
 	ShardDurations map[string]int64
 	// Reuse are directories of earlier runs (a run dir, a runs/ dir or a
@@ -94,6 +95,11 @@ var _ runner = (*sandbox.Sandbox)(nil)
 // statement. Where a stage's work may overlap the next one's, the stage
 // starts it and a later stage waits for it (pending).
 func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
+	if o.Shard != nil {
+		if err := evidence.CheckVerificationID(o.Shard.VerificationID); err != nil {
+			return nil, err
+		}
+	}
 	v := startVerification(ctx, o)
 	defer func() { v.end(err) }()
 	if err = v.discover(ctx); err != nil {

@@ -59,6 +59,30 @@ func artifactRefs(p *Delivery) ([]artifactRef, *failure) {
 	return out, nil
 }
 
+// ArtifactRef is one content address a delivery statement references and
+// the size the statement claims for it.
+type ArtifactRef struct {
+	Address string
+	Size    int64
+}
+
+// ReferencedArtifacts lists every distinct artifact p references, exactly
+// the set `evidence verify --artifacts-dir` re-hashes: each check run's
+// stdout, stderr and report, a reused run's source bundle, each merged
+// shard's bundle. A store holding all of them re-verifies p offline. One
+// address claimed with two sizes is an error (RM-EVIDENCE, artifact).
+func ReferencedArtifacts(p *Delivery) ([]ArtifactRef, error) {
+	refs, f := artifactRefs(p)
+	if f != nil {
+		return nil, f.err()
+	}
+	out := make([]ArtifactRef, len(refs))
+	for i, r := range refs {
+		out[i] = ArtifactRef{Address: r.addr, Size: r.size}
+	}
+	return out, nil
+}
+
 // errSkipped marks a step that does not apply.
 var errSkipped = &failure{}
 

@@ -28,6 +28,7 @@ var documentedTypes = map[string]reflect.Type{
 	"bundle":                reflect.TypeFor[Bundle](),
 	"delivery statement":    reflect.TypeFor[DeliveryStatement](),
 	"terminal statement":    reflect.TypeFor[TerminalStatement](),
+	"shard statement":       reflect.TypeFor[ShardStatement](),
 	"trust document":        reflect.TypeFor[TrustDocument](),
 	"expectations":          reflect.TypeFor[Expectations](),
 	"terminal expectations": reflect.TypeFor[TerminalExpectations](),

@@ -33,6 +33,11 @@ type Shard struct {
 	// Index is K (1-based) and Count is N of "--shard K/N".
 	Index int `json:"index"`
 	Count int `json:"count"`
+	// VerificationID names the one sharded verification this shard is
+	// part of (CheckVerificationID's grammar): every shard of it is given
+	// the same, and no other run is, so the merge refuses shards of two
+	// runs of one candidate — a re-run's shard filling another run's gap.
+	VerificationID string `json:"verification_id"`
 	// ManifestDigest is ManifestDigest(&Manifest): the merge requires
 	// every shard to have run under the same resolved required set.
 	ManifestDigest string             `json:"manifest_digest"`
@@ -90,9 +95,39 @@ func ManifestDigest(m *discovery.Manifest) string {
 	return Digest(b)
 }
 
-// ShardSpec is "--shard K/N".
+// ShardSpec is "--shard K/N" of the verification VerificationID.
 type ShardSpec struct {
-	Index, Count int
+	Index, Count   int
+	VerificationID string
+}
+
+// MaxVerificationID bounds a verification id's length in bytes.
+const MaxVerificationID = 200
+
+// CheckVerificationID is the grammar of a sharded verification's id: 1 to
+// MaxVerificationID visible ASCII characters (no space, no control
+// character), so it reads the same in every message that quotes it. The
+// CI gives each run its own (GitHub's run id, GitLab's pipeline id, a
+// Kubernetes Job's uid).
+func CheckVerificationID(id string) error {
+	if verificationIDOK(id) {
+		return nil
+	}
+	return rmerr.New(rmerr.Usage, "verification id %q: want 1 to %d visible ASCII characters, no space", id, MaxVerificationID).
+		InField("--verification-id").
+		WithHint("give every shard of one verification the same id, unique to that run: the CI's run or pipeline id")
+}
+
+func verificationIDOK(id string) bool {
+	if id == "" || len(id) > MaxVerificationID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // ParseShardSpec parses "K/N" with 1 ≤ K ≤ N ≤ MaxShards.
@@ -181,6 +216,18 @@ type VerifiedShard struct {
 	KeyID  string
 	// Bundle are the bundle's bytes, stored as an artifact of the merge.
 	Bundle []byte
+	// Name is what the caller calls the bundle (its file), so that a
+	// refusal names the shards it is about; VerifyShard leaves it empty.
+	Name string
+}
+
+// label is "shard K/N", with the bundle's name when the caller gave one.
+func (s *VerifiedShard) label() string {
+	p := &s.Statement.Predicate
+	if s.Name == "" {
+		return fmt.Sprintf("shard %d/%d", p.Index, p.Count)
+	}
+	return fmt.Sprintf("shard %d/%d (%s)", p.Index, p.Count, s.Name)
 }
 
 // VerifyShard authenticates one shard bundle against the trust document as
@@ -264,6 +311,9 @@ func checkShard(p *Shard) *failure {
 	if p.Count < 1 || p.Count > MaxShards || p.Index < 1 || p.Index > p.Count {
 		return bad("predicate.index %d / count %d: want 1 ≤ index ≤ count ≤ %d", p.Index, p.Count, MaxShards)
 	}
+	if !verificationIDOK(p.VerificationID) {
+		return bad("predicate.verification_id %q: want 1 to %d visible ASCII characters, no space", p.VerificationID, MaxVerificationID)
+	}
 	if want := ManifestDigest(&p.Manifest); p.ManifestDigest != want {
 		return bad("predicate.manifest_digest %q is not the digest of the manifest it carries (%s)", p.ManifestDigest, want)
 	}
@@ -313,8 +363,9 @@ type MergeOptions struct {
 // MergeShards combines verified shards of one verification into one
 // delivery predicate (without its verdict or remote results: the caller
 // reconciles and calls Decide). It refuses, with RM-EVIDENCE-019, shards
-// that are not of one verification (repository, pull request, base,
-// candidate, tree, manifest digest or N differ), a shard index given twice
+// that are not of one verification (verification id, repository, pull
+// request, base, candidate, tree, manifest digest or N differ), a shard
+// index given twice
 // and a check assigned to two shards. A missing shard is not a refusal
 // but a finding (RM-VERIFY-001) naming it, and its checks then have no
 // result, so the coverage pass fails them too: a missing shard is never
@@ -328,31 +379,37 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 	n := first.Count
 	byIndex := make([]*VerifiedShard, n+1)
 	owner := map[string]int{}
-	refuse := func(format string, args ...any) error {
-		return rmerr.New(rmerr.EvidenceShard, format, args...).
-			WithHint("merge only the shard bundles of one verification: the same repository, base, candidate and manifest, each shard once")
+	const oneVerification = "merge only the shard bundles of one verification: the same verification id, repository, base, candidate and manifest, each shard once"
+	refuse := func(hint, format string, args ...any) error {
+		return rmerr.New(rmerr.EvidenceShard, format, args...).WithHint("%s", hint)
 	}
 	for _, s := range shards {
 		p := &s.Statement.Predicate
+		this, other := s.label(), shards[0].label()
 		switch {
 		case p.Count != n:
-			return nil, refuse("shard %d/%d is of a %d-shard verification, shard %d/%d of a %d-shard one", p.Index, p.Count, p.Count, first.Index, n, n)
+			return nil, refuse(oneVerification, "%s is of a %d-shard verification, %s of a %d-shard one", this, p.Count, other, n)
 		case !p.Candidate.Equal(first.Candidate):
-			return nil, refuse("shard %d/%d is about %s@%s (base %s, tree %s), shard %d/%d about %s@%s (base %s, tree %s)",
-				p.Index, n, p.Candidate.Repository.Name, p.Candidate.Head, p.Candidate.Base, p.Candidate.Tree,
-				first.Index, n, first.Candidate.Repository.Name, first.Candidate.Head, first.Candidate.Base, first.Candidate.Tree)
+			return nil, refuse(oneVerification, "%s is about %s@%s (base %s, tree %s), %s about %s@%s (base %s, tree %s)",
+				this, p.Candidate.Repository.Name, p.Candidate.Head, p.Candidate.Base, p.Candidate.Tree,
+				other, first.Candidate.Repository.Name, first.Candidate.Head, first.Candidate.Base, first.Candidate.Tree)
 		case p.ManifestDigest != first.ManifestDigest:
-			return nil, refuse("shard %d/%d ran under manifest %s, shard %d/%d under %s: Discovery differed between the shards",
-				p.Index, n, p.ManifestDigest, first.Index, n, first.ManifestDigest)
+			return nil, refuse(oneVerification, "%s ran under manifest %s, %s under %s: Discovery differed between the shards",
+				this, p.ManifestDigest, other, first.ManifestDigest)
+		case p.VerificationID != first.VerificationID:
+			return nil, refuse("merge the shard bundles of one run only: every shard job of a verification is given the same --verification-id "+
+				"(on GitHub Actions, by default, the workflow run's), and a missing or failed shard is re-run inside that run, never taken from another",
+				"%s is of verification %q, %s of verification %q: shards of two runs are never merged, even of one candidate",
+				this, p.VerificationID, other, first.VerificationID)
 		case byIndex[p.Index] != nil:
-			return nil, refuse("shard %d/%d is given twice (payload digests %s and %s)", p.Index, n, byIndex[p.Index].Digest, s.Digest)
+			return nil, refuse(oneVerification, "%s is given twice (payload digests %s and %s), first as %s", this, byIndex[p.Index].Digest, s.Digest, byIndex[p.Index].label())
 		case !sameRenames(p.Renames, first.Renames):
-			return nil, refuse("shard %d/%d and shard %d/%d record different renames between the compared commits", p.Index, n, first.Index, n)
+			return nil, refuse(oneVerification, "%s and %s record different renames between the compared commits", this, other)
 		}
 		byIndex[p.Index] = s
 		for _, id := range p.Assigned {
 			if k, dup := owner[id]; dup {
-				return nil, refuse("check %q is assigned to shard %d/%d and to shard %d/%d", id, k, n, p.Index, n)
+				return nil, refuse(oneVerification, "check %q is assigned to %s and to %s", id, byIndex[k].label(), s.label())
 			}
 			owner[id] = p.Index
 		}

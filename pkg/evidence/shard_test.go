@@ -66,8 +66,8 @@ func TestParseShardSpec(t *testing.T) {
 		want ShardSpec
 		ok   bool
 	}{
-		{"1/3", ShardSpec{1, 3}, true}, {"3/3", ShardSpec{3, 3}, true}, {"1/1", ShardSpec{1, 1}, true},
-		{"256/256", ShardSpec{256, 256}, true},
+		{"1/3", ShardSpec{Index: 1, Count: 3}, true}, {"3/3", ShardSpec{Index: 3, Count: 3}, true}, {"1/1", ShardSpec{Index: 1, Count: 1}, true},
+		{"256/256", ShardSpec{Index: 256, Count: 256}, true},
 		{"0/3", ShardSpec{}, false}, {"4/3", ShardSpec{}, false}, {"1/0", ShardSpec{}, false}, {"1/257", ShardSpec{}, false},
 		{"01/3", ShardSpec{}, false}, {"+1/3", ShardSpec{}, false}, {"1/3 ", ShardSpec{}, false}, {"1/3/3", ShardSpec{}, false},
 		{"a/b", ShardSpec{}, false}, {"", ShardSpec{}, false}, {"-1/3", ShardSpec{}, false}, {"3", ShardSpec{}, false},
@@ -106,7 +106,7 @@ func shardsOf(t testing.TB, f *fixture, n int) [][]byte {
 	var out [][]byte
 	for k := 1; k <= n; k++ {
 		p := Shard{RunmillVersion: d.RunmillVersion, IssuedAt: d.IssuedAt, RunID: fmt.Sprintf("%s-shard%d", d.RunID, k),
-			Index: k, Count: n, ManifestDigest: ManifestDigest(&d.Manifest), Candidate: d.Candidate, Manifest: d.Manifest,
+			Index: k, Count: n, VerificationID: "octo-org/shop/actions/runs/4242", ManifestDigest: ManifestDigest(&d.Manifest), Candidate: d.Candidate, Manifest: d.Manifest,
 			Reviews: d.Reviews, Sandbox: d.Sandbox, Renames: d.Renames}
 		for id, s := range assign {
 			if s == k {
@@ -255,6 +255,12 @@ func TestMergeShards(t *testing.T) {
 			p.Index, p.Assigned, p.Checks = 2, []string{}, []record.CheckRun{}
 			p.Renames = nil
 		})}, f.trust, rmerr.EvidenceShard, "different renames"},
+		{"a shard of another run of the same candidate", [][]byte{shards[0], resigned(func(p *Shard) {
+			p.Index, p.Assigned, p.Checks = 2, []string{}, []record.CheckRun{}
+			p.VerificationID = "octo-org/shop/actions/runs/4243"
+		})}, f.trust, rmerr.EvidenceShard, `shard 2/2 is of verification "octo-org/shop/actions/runs/4243", shard 1/2 of verification "octo-org/shop/actions/runs/4242"`},
+		{"no verification id", [][]byte{resigned(func(p *Shard) { p.VerificationID = "" })}, f.trust, rmerr.EvidenceStatement, "predicate.verification_id"},
+		{"a verification id with a control character", [][]byte{resigned(func(p *Shard) { p.VerificationID = "run\x1b[2J" })}, f.trust, rmerr.EvidenceStatement, "predicate.verification_id"},
 		{"a run of a check not assigned", [][]byte{resigned(func(p *Shard) { p.Assigned = []string{} })}, f.trust, rmerr.EvidenceStatement, "not among the checks assigned"},
 		{"unsorted assignment", [][]byte{resigned(func(p *Shard) { p.Assigned = []string{"unit", "unit"} })}, f.trust, rmerr.EvidenceStatement, "sorted"},
 		{"index out of range", [][]byte{resigned(func(p *Shard) { p.Index = 3 })}, f.trust, rmerr.EvidenceStatement, "index"},
