@@ -325,7 +325,7 @@ func TestActionOnPullRequests(t *testing.T) {
 				}
 			}
 			if tc.verdict == "not-merge-ready" {
-				want := "error runmill: RM-VERIFY-003 in check unit: 2 tests that passed at the base are missing at the candidate and not declared:\n  ::warning title=fake::from a test name\n  zero_qty"
+				want := "error runmill: RM-VERIFY-003 in check unit: 2 tests that passed at the base are missing at the candidate and not declared:\n  \\x3a:warning title=fake::from a test name\n  zero_qty"
 				if !slices.ContainsFunc(j.ran[stepVerify].Annotations, func(a string) bool { return strings.HasPrefix(a, want) }) {
 					t.Errorf("annotations %q lack %q", j.ran[stepVerify].Annotations, want)
 				}

@@ -589,3 +589,20 @@ func TestSummaryListsMovedTests(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryLanding: a candidate behind its base was tested as the merge,
+// and the summary says so under the candidate line, as the console does
+// (explain.LandingLine); the base's name is PR text, escaped.
+func TestSummaryLanding(t *testing.T) {
+	run, _ := loadRun(t, "shop-good")
+	run.Delivery.Candidate.Landing = evidence.Landing{BaseRef: "main", Commit: strings.Repeat("d", 40), GitTree: strings.Repeat("e", 40),
+		Merged: true, Behind: 3, Conflicts: []string{}}
+	s := newStep(t)
+	if err := s.runtime().Publish(run); err != nil {
+		t.Fatal(err)
+	}
+	want := `tested the merge with main at 656e49e95d15\: the branch is 3 commits behind`
+	if sum := s.read(t, "GITHUB_STEP_SUMMARY"); !strings.Contains(sum, want) {
+		t.Errorf("the summary does not say %q:\n%s", want, sum)
+	}
+}

@@ -88,6 +88,9 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 	}
 	line += fmt.Sprintf(" · run %s · runmill %s", code(d.RunID), code(d.RunmillVersion))
 	head = append(head, line, "")
+	if l := explain.LandingLine(d.Candidate); l != "" {
+		head = append(head, text(l), "")
+	}
 	if len(reasons) > 0 {
 		head = append(head, fmt.Sprintf("%s kept this change from being merge-ready; each is listed under **Findings** with its fix.", printable.Plural(len(reasons), "reason", "reasons")), "")
 	}

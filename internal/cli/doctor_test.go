@@ -335,7 +335,8 @@ func TestDoctorState(t *testing.T) {
 	}
 	code, out, _ := runCLI(t, "", "doctor", "--check", "state", "--out", state)
 	if code != 0 || !strings.HasPrefix(out, "PASS  state") || !strings.Contains(out, state+" uses ") ||
-		!strings.Contains(out, ": 1 runs (") || !strings.Contains(out, "KiB), the rest") || !strings.Contains(out, "last 50 and older than 14 days") {
+		!strings.Contains(out, ": 1 run (") || !strings.Contains(out, "KiB; each verify") ||
+		!strings.Contains(out, "keeps at most the newest 200 runs, none older than 14 days") {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 }

@@ -54,10 +54,12 @@ func signedDelivery(t *testing.T, keyPath string, issued time.Time) (bundle, exp
 			Inventory: &record.Inventory{Passed: []report.TestID{"adds"}}}
 	}
 	tap := []byte("1..1\nok 1 - adds\n")
+	// head contains base: it lands as itself.
+	landing := evidence.Landing{Commit: head, GitTree: strings.Repeat("d", 40), Conflicts: []string{}}
 	p := evidence.Delivery{
 		RunmillVersion: "test", IssuedAt: issued.UTC().Format(time.RFC3339Nano), RunID: "r1",
 		Candidate: evidence.Candidate{Repository: evidence.Repository{Name: "o/n", ID: 1}, PullRequest: 2, Head: head, Base: base,
-			MergeBase: base, Tree: tree},
+			MergeBase: base, Landing: landing, Tree: tree},
 		Manifest: discovery.Manifest{Schema: discovery.Schema, Base: base, Candidate: head, ReadFrom: discovery.ReadFromNone,
 			Autonomy: policy.PROnly, FailOnSkippedCheck: true,
 			Checks: []discovery.Check{{ID: "unit", Command: cmd, Report: spec, Required: true,
@@ -83,7 +85,7 @@ func signedDelivery(t *testing.T, keyPath string, issued time.Time) (bundle, exp
 		t.Fatal(err)
 	}
 	e, err := evidence.Expectations{Repository: evidence.Repository{Name: "o/n", ID: 1}, PullRequest: 2, Head: head, Base: base,
-		MergeBase: base, CandidateTree: tree, Policy: evidence.PolicyExpectation{ReadFrom: discovery.ReadFromNone},
+		MergeBase: base, Landing: landing, CandidateTree: tree, Policy: evidence.PolicyExpectation{ReadFrom: discovery.ReadFromNone},
 		RequiredChecks: []string{"unit"}}.Encode()
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,8 @@ func TestInspect(t *testing.T) {
 	d := evidence.Delivery{
 		RunmillVersion: "test", RunID: "run-1", IssuedAt: time.Now().UTC().Format(time.RFC3339Nano),
 		Candidate: evidence.Candidate{Repository: evidence.Repository{Name: "o/r"}, Head: head, Base: strings.Repeat("b", 40),
-			MergeBase: strings.Repeat("b", 40), Tree: "sha256:" + strings.Repeat("c", 64)},
+			MergeBase: strings.Repeat("b", 40), Landing: evidence.Landing{Commit: head, GitTree: strings.Repeat("d", 40), Conflicts: []string{}},
+			Tree: "sha256:" + strings.Repeat("c", 64)},
 		Manifest: discovery.Manifest{Schema: discovery.Schema, Base: strings.Repeat("b", 40), Candidate: head, ReadFrom: discovery.ReadFromNone, Autonomy: "pr-only", FailOnSkippedCheck: true},
 		Sandbox:  []byte(`{}`),
 	}

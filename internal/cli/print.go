@@ -41,7 +41,11 @@ func printRun(w io.Writer, r *engine.Run) {
 	if d.Verdict.MergeReady {
 		verdictWord = "MERGE-READY"
 	}
-	fmt.Fprintf(w, "%s  %s  (candidate %s, base %s)\n\n", verdictWord, r.ID, objectid.Short(d.Candidate.Head), objectid.Short(d.Candidate.Base))
+	fmt.Fprintf(w, "%s  %s  (candidate %s, base %s)\n", verdictWord, r.ID, objectid.Short(d.Candidate.Head), objectid.Short(d.Candidate.Base))
+	if l := explain.LandingLine(d.Candidate); l != "" {
+		fmt.Fprintln(w, printable.Text(l, 0))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tPHASE\tSTATUS\tCOVERAGE\tEXIT\tTESTS p/f/s\tTREE\tDURATION")
 	for _, c := range d.Checks {

@@ -9,7 +9,8 @@
 //	// sandbox: bind v.ReadOnly read-only at the same paths, add v.Env,
 //	// use v.GoCache as the read-only GOCACHE, hash the tree without v.Exclude
 //
-// Prepare finds, for each commit of the run (base, merge base, candidate),
+// Prepare finds, for each commit of the run (the base, where baselines
+// run, and the candidate's landing commit, docs/outcome.md § The landing tree),
 // an install validated against that commit's own lockfile (issue 15): one
 // imported for it earlier (Import, `runmill deps import`), the operator's
 // source checkout for the base, or for go-modules the declared module
@@ -65,7 +66,8 @@ type Options struct {
 	// StateDir/deps/views, and nothing sweeps a crash's leftovers.
 	ScratchDir string
 	// Base is the trusted base commit (full id); Candidate the commit
-	// under verification.
+	// candidate runs check out: the change's landing commit (the change
+	// itself, or its merge with the base tip).
 	Base, Candidate string
 	// Go configures go-modules.
 	Go GoOptions
@@ -147,11 +149,6 @@ func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string
 		p.views = filepath.Join(o.StateDir, "deps", "views")
 	}
 	rl := roles{base: o.Base, candidate: o.Candidate, repoDir: o.SourceDir}
-	if o.Base != "" && o.Candidate != "" && o.Base != o.Candidate {
-		if mb, err := repo.MergeBase(ctx, o.Base, o.Candidate); err == nil {
-			rl.mergeBase = mb
-		}
-	}
 	objs := newObjects(o.StateDir)
 	var errs []error
 	for _, s := range uniq(strategies) {

@@ -296,7 +296,7 @@ func importGo(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, mo
 	return &goSide{commit: commit, sum: inputs["go.sum"], receipt: r, tree: tree}, nil
 }
 
-// prepareGo gives each commit of the run (base, merge base, candidate) a
+// prepareGo gives each commit of the run (base, landing commit) a
 // module cache verified against its own go.sum: an import recorded for
 // that commit (runmill deps import), else the declared module cache.
 func prepareGo(ctx context.Context, repo *git.Repo, o Options, rl roles, objs *objects) (*goPrepared, error) {

@@ -24,8 +24,8 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-// Each commit a run checks out (the base, the merge base where baselines
-// run, the candidate) runs on an install validated against that commit's
+// Each commit a run checks out (the base tip, where baselines run, and the
+// candidate's landing commit, where candidate runs run) runs on an install validated against that commit's
 // own lockfile (issue 15). An install serves every checkout whose lockfile
 // equals the one it was validated against, so a change that leaves the
 // lockfile alone needs only the base's; a change that bumps a dependency
@@ -35,14 +35,14 @@ import (
 
 // roles names the commits of a run in refusals.
 type roles struct {
-	base, mergeBase, candidate string
-	repoDir                    string
+	base, candidate string
+	repoDir         string
 }
 
 // commits are the distinct commits of the run, base first.
 func (r roles) commits() []string {
 	var out []string
-	for _, c := range []string{r.base, r.mergeBase, r.candidate} {
+	for _, c := range []string{r.base, r.candidate} {
 		if c != "" && !slices.Contains(out, c) {
 			out = append(out, c)
 		}
@@ -59,9 +59,6 @@ func (r roles) name(commit string) string {
 	}
 	if commit == r.base {
 		as = append(as, "base")
-	}
-	if commit == r.mergeBase && commit != r.base {
-		as = append(as, "merge base (where the baselines run)")
 	}
 	if len(as) == 0 {
 		return "commit " + commit

@@ -58,6 +58,9 @@ type executor struct {
 	// the preservation comparison weighs besides the inventories.
 	renames  *pending[renamesResult]
 	approver string
+	// conflicts are the paths the landing merge conflicted in: every run
+	// is refused and records them (nil: the change merges).
+	conflicts []string
 }
 
 // sameTree holds a checkout's "before" hash to the first one of its commit
@@ -86,12 +89,12 @@ func (e *executor) sameTree(rec *record.CheckRun, commit string, finding func(ru
 // candidate, and adds the inventory-preservation findings to the candidate
 // record.
 //
-// The baseline commit is the merge base of the base and the candidate — the
-// commit the change started from, the spec's workspace.baseCommit — which is
-// the base itself whenever the candidate contains it. A base branch that
-// moved on since the change forked would otherwise count the tests it gained
-// as removed by the change. The policy is still read from the base.
-func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Check, m *discovery.Manifest, baseline string) ([]record.CheckRun, error) {
+// The two commits are the comparison's (compared.go, issue 24): baselines
+// at the base tip, candidate runs at the landing commit — the tree that
+// would land — so a test the base gained since the change forked is run
+// against the change, and one the base fixed since keeps its authority.
+func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Check, m *discovery.Manifest, cmp comparison) ([]record.CheckRun, error) {
+	baseline := cmp.baseline
 	var recs []record.CheckRun
 	var baseInv *report.Inventory
 	// Both sides at once when --parallel allows (issue 16): the baseline
@@ -99,7 +102,7 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 	// compare inventories.
 	baseC := e.baselineAsync(ctx, sem, c, baseline)
 	sem <- struct{}{}
-	rec, inv, err := e.runKeyed(ctx, c, record.Candidate, m.Candidate)
+	rec, inv, err := e.runKeyed(ctx, c, record.Candidate, cmp.candidate())
 	<-sem
 	if c.Report != nil {
 		b := <-baseC

@@ -13,10 +13,10 @@ import (
 
 // dependencyDiffs are the delivery statement's dependency diffs (issue
 // 15): per strategy the manifest's runnable checks declare, what the
-// change does to its lockfile between the baseline (merge base) and the
-// candidate. A lockfile that cannot be read is left out with a log line:
+// change does to its lockfile between the baseline (the base tip) and the
+// landing commit. A lockfile that cannot be read is left out with a log line:
 // the diff informs a reader, the checks' own refusals decide.
-func dependencyDiffs(ctx context.Context, repo *git.Repo, m *discovery.Manifest, mergeBase string, logf func(string, ...any)) []evidence.DependencyDiff {
+func dependencyDiffs(ctx context.Context, repo *git.Repo, m *discovery.Manifest, cmp comparison, logf func(string, ...any)) []evidence.DependencyDiff {
 	var strategies []string
 	for _, c := range m.Checks {
 		if c.Runnable() && c.Dependencies != "" && !slices.Contains(strategies, c.Dependencies) {
@@ -26,7 +26,7 @@ func dependencyDiffs(ctx context.Context, repo *git.Repo, m *discovery.Manifest,
 	slices.Sort(strategies)
 	var out []evidence.DependencyDiff
 	for _, s := range strategies {
-		d, err := deps.Diff(ctx, repo, s, mergeBase, m.Candidate)
+		d, err := deps.Diff(ctx, repo, s, cmp.baseline, cmp.candidate())
 		if err != nil {
 			logf("dependency diff %s: %v", s, err)
 			continue

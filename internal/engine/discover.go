@@ -47,37 +47,38 @@ func discover(ctx context.Context, o DiscoverOptions) (*discovery.Manifest, *dis
 	if err != nil {
 		return nil, nil, err
 	}
-	return discoverIn(ctx, repo, o)
+	m, op, _, err := discoverIn(ctx, repo, o)
+	return m, op, err
 }
 
 // discoverIn is discover in a repository already open: a run opens it once
 // and passes it down.
-func discoverIn(ctx context.Context, repo *git.Repo, o DiscoverOptions) (_ *discovery.Manifest, _ *discovery.OperatorPolicy, err error) {
+func discoverIn(ctx context.Context, repo *git.Repo, o DiscoverOptions) (_ *discovery.Manifest, _ *discovery.OperatorPolicy, cmp comparison, err error) {
 	in := discovery.Input{GitHub: discovery.GitHub{Consulted: o.GitHubConsulted, Contexts: o.GitHubContexts,
 		Unknown: o.GitHubUnknown, Excluded: o.GitHubExcluded}}
 	if in.Base, err = repo.ResolveCommit(ctx, o.Base, "--base"); err != nil {
-		return nil, nil, err
+		return nil, nil, cmp, err
 	}
 	if in.Candidate, err = repo.ResolveCommit(ctx, o.Candidate, "--candidate"); err != nil {
-		return nil, nil, err
+		return nil, nil, cmp, err
 	}
 	// Operator inputs are checked before anything is read from the change,
 	// so a bad flag never costs a git walk.
 	if o.PolicyFile != "" {
 		if in.Operator, err = LoadOperatorPolicy(o.PolicyFile, repo.Dir); err != nil {
-			return nil, nil, err
+			return nil, nil, cmp, err
 		}
 	}
 	if o.ProposalsFile != "" {
 		if in.Proposals, err = readProposals(o.ProposalsFile, o.Stdin); err != nil {
-			return nil, nil, err
+			return nil, nil, cmp, err
 		}
 	}
 	if err := admitTrees(ctx, repo, in.Operator, in.Candidate, in.Base); err != nil {
-		return nil, nil, err
+		return nil, nil, cmp, err
 	}
 	if in.Repository, err = discovery.LoadRepositoryPolicy(ctx, repo, in.Base, in.Candidate); err != nil {
-		return nil, nil, err
+		return nil, nil, cmp, err
 	}
 	// The candidate's policy only says which declared skips the change
 	// makes or removes (issue 24); one that does not parse makes none, and
@@ -85,18 +86,18 @@ func discoverIn(ctx context.Context, repo *git.Repo, o DiscoverOptions) (_ *disc
 	if in.Change, err = discovery.LoadChangePolicy(ctx, repo, in.Repository, in.Candidate); err != nil {
 		in.Change = nil
 	}
-	// The change is what lies between two trees: the merge base's and
-	// the candidate's (git diff BASE...CANDIDATE).
-	from, err := repo.MergeBase(ctx, in.Base, in.Candidate)
-	if err != nil {
-		return nil, nil, err
+	// The change is what lies between two trees: the base tip's and the
+	// landing tree's (comparison.changeSides).
+	if cmp, err = compareCommits(ctx, repo, in.Base, in.Candidate); err != nil {
+		return nil, nil, cmp, err
 	}
-	if in.ChangedPaths, in.Links, err = changeBetween(ctx, repo, from, in.Candidate, in.PathRules()); err != nil {
-		return nil, nil, err
+	from, to := cmp.changeSides()
+	if in.ChangedPaths, in.Links, err = changeBetween(ctx, repo, from, to, in.PathRules()); err != nil {
+		return nil, nil, cmp, err
 	}
 	in.CheckoutRoot = sandbox.CheckoutPath
 	m, err := discovery.Resolve(in)
-	return m, in.Operator, err
+	return m, in.Operator, cmp, err
 }
 
 // admitTrees holds the repository to the operator's checkout limits (git's

@@ -80,7 +80,7 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	if err != nil {
 		return nil, err
 	}
-	m, op, err := discoverIn(ctx, repo, DiscoverOptions{RepoDir: o.RepoDir, Base: o.Base, Candidate: o.Base, PolicyFile: o.PolicyFile})
+	m, op, _, err := discoverIn(ctx, repo, DiscoverOptions{RepoDir: o.RepoDir, Base: o.Base, Candidate: o.Base, PolicyFile: o.PolicyFile})
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	if shared, _ := sb.SeesHostMounts(); shared {
 		_ = checkouts.EnableLayers() // a full checkout per run otherwise
 	}
-	e.prepareDepsAsync(ctx, repo, m, op, o.StateDir)
+	e.prepareDepsAsync(ctx, repo, m, m.Base, op, o.StateDir)
 	e.gate = make(chan struct{})
 	if _, err := e.probe(ctx, o.StateDir, hostPaths, imagesOf(m)); err != nil {
 		<-e.depsReady

@@ -71,11 +71,7 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 	if err != nil {
 		return nil, err
 	}
-	m, _, err := discoverIn(ctx, repo, o.Discover)
-	if err != nil {
-		return nil, err
-	}
-	mergeBase, err := repo.MergeBase(ctx, m.Base, m.Candidate)
+	m, _, cmp, err := discoverIn(ctx, repo, o.Discover)
 	if err != nil {
 		return nil, err
 	}
@@ -86,10 +82,10 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 	checkouts.MeasureWith(repo)
 	defer checkouts.Close(context.Background())
 	h := newHarnesses(repo, checkouts, m)
-	if err := admitHarnesses(ctx, h, m, mergeBase, nil); err != nil {
+	if err := admitHarnesses(ctx, h, m, cmp.baseline, nil); err != nil {
 		return nil, err
 	}
-	co, err := checkouts.Create(ctx, m.Candidate)
+	co, err := checkouts.Create(ctx, cmp.candidate())
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +100,8 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 		PullRequest:    o.PullRequest,
 		Head:           m.Candidate,
 		Base:           m.Base,
-		MergeBase:      mergeBase,
+		MergeBase:      cmp.mergeBase,
+		Landing:        cmp.record(baseRefName(gh.pullRequest(), o.Discover.Base)),
 		CandidateTree:  tree.String(),
 		Policy:         evidence.PolicyExpectation{ReadFrom: m.ReadFrom},
 		RequiredChecks: []string{},
@@ -115,14 +112,14 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 		ChangeDeclarations: evidence.ChangeDeclarations(m),
 	}
 	e.Policy.ChangeDeclarations = m.ChangeDeclarations
-	baseline, candidate := comparedCommits(m, mergeBase)
+	baseline, candidate := cmp.changeSides()
 	if e.Renames, err = changeRenames(ctx, repo, baseline, candidate); err != nil {
 		return nil, err
 	}
 	if gh != nil {
 		e.Repository = gh.repo
 	}
-	if e.Harness, err = expectHarness(ctx, h, m, mergeBase, e.CandidateTree); err != nil {
+	if e.Harness, err = expectHarness(ctx, h, m, cmp, e.CandidateTree); err != nil {
 		return nil, err
 	}
 	if m.Policies.Repository != nil {
@@ -136,7 +133,7 @@ func Expect(ctx context.Context, o ExpectOptions) (*evidence.Expectations, error
 			e.RequiredChecks = append(e.RequiredChecks, c.ID)
 		}
 	}
-	if e.Lockfiles, err = expectLockfiles(ctx, repo, m.Candidate, m.Base, mergeBase); err != nil {
+	if e.Lockfiles, err = expectLockfiles(ctx, repo, cmp.candidate(), cmp.baseline); err != nil {
 		return nil, err
 	}
 	return e, nil

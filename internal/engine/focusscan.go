@@ -31,16 +31,16 @@ type focusScans struct {
 // startScans starts the run's focus scans.
 func (v *verification) startScans(ctx context.Context) focusScans {
 	m, e := v.m, v.e
-	s := focusScans{candidate: async(func() scan { return e.focusScan(ctx, v.repo, m.Candidate, true) })}
+	s := focusScans{candidate: async(func() scan { return e.focusScan(ctx, v.repo, v.cmp.candidate(), true) })}
 	// Spec § 3: a focused baseline fails closed (it ran part of the suite,
 	// so its inventory under-states what passed), wherever a baseline
 	// runs under a contract.
 	if needsBaselineScan(m) {
 		s.baseline = async(func() scan {
-			sc := e.focusScan(ctx, v.repo, v.mergeBase, false)
+			sc := e.focusScan(ctx, v.repo, v.cmp.baseline, false)
 			for i := range sc.findings {
 				f := &sc.findings[i]
-				f.Message = "at the baseline commit " + objectid.Short(v.mergeBase) + ": " + f.Message
+				f.Message = "at the baseline commit " + objectid.Short(v.cmp.baseline) + ": " + f.Message
 				f.Hint = "the baseline is focused, so its inventory does not say what passed; remove the marker at the base first (a change that only removes it still fails closed)"
 			}
 			return sc

@@ -160,23 +160,24 @@ func pinKey(commit string, pins []harness.Pin) string {
 // runs must record (evidence.HarnessExpectation): the same derivation as the
 // engine's, and the candidate tree with the base's harness measured in a
 // pinned checkout of its own.
-func expectHarness(ctx context.Context, h *harnesses, m *discovery.Manifest, mergeBase, candidateTree string) ([]evidence.HarnessExpectation, error) {
+func expectHarness(ctx context.Context, h *harnesses, m *discovery.Manifest, cmp comparison, candidateTree string) ([]evidence.HarnessExpectation, error) {
+	candidate := cmp.candidate()
 	out := []evidence.HarnessExpectation{}
 	pinned := map[string]string{}
 	for _, c := range m.Checks {
 		if !c.Runnable() || slices.ContainsFunc(out, func(x evidence.HarnessExpectation) bool { return x.CheckID == c.ID }) {
 			continue
 		}
-		cand, err := h.record(ctx, c, m.Candidate)
+		cand, err := h.record(ctx, c, candidate)
 		if err != nil {
 			return nil, err
 		}
 		cand.CommitTree = candidateTree
 		x := evidence.HarnessExpectation{CheckID: c.ID, Candidate: *cand, Tree: candidateTree}
 		if pins := cand.Overlay(); len(pins) > 0 {
-			key := pinKey(m.Candidate, pins)
+			key := pinKey(candidate, pins)
 			if x.Tree = pinned[key]; x.Tree == "" {
-				co, err := h.checkouts.CreatePinned(ctx, m.Candidate, pins)
+				co, err := h.checkouts.CreatePinned(ctx, candidate, pins)
 				if err != nil {
 					return nil, err
 				}
@@ -191,7 +192,7 @@ func expectHarness(ctx context.Context, h *harnesses, m *discovery.Manifest, mer
 			}
 		}
 		if c.Report != nil {
-			if x.Baseline, err = h.record(ctx, c, mergeBase); err != nil {
+			if x.Baseline, err = h.record(ctx, c, cmp.baseline); err != nil {
 				return nil, err
 			}
 		}

@@ -10,22 +10,9 @@ import (
 
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/budget"
-	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/record"
 )
-
-// comparedCommits are the two commits a verification compares: the one its
-// baseline runs measure and the one its candidate runs measure. Everything
-// computed between the two — git's renames, through which a moved test
-// keeps its authority (issue 24) — takes them from here, in Verify and in
-// Expect alike, so that both compute the same pair. Today that is the
-// merge base and the candidate (spec § 3: workspace.baseCommit); a landing
-// tree (the base tip and the merge of base and candidate) is this one
-// line.
-func comparedCommits(m *discovery.Manifest, mergeBase string) (baseline, candidate string) {
-	return mergeBase, m.Candidate
-}
 
 // renamesResult is changeRenames' answer, computed while the run goes on.
 type renamesResult struct {

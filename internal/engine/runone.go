@@ -35,6 +35,9 @@ func (e *executor) runOne(ctx context.Context, c discovery.Check, phase record.P
 		return r.rec, nil, err
 	}
 	defer r.co.Remove()
+	// A change that does not merge with the base has no landing tree:
+	// its runs are refused, and record why (verdict.RuleMergeConflict).
+	r.rec.LandingConflicts = e.conflicts
 	if err := r.attachDeps(ctx); err != nil {
 		return r.rec, nil, err
 	}
@@ -93,7 +96,9 @@ func (r *checkRun) finding(rule, code, format string, args ...any) {
 
 // ran: the command runs (it has a usable report when it declares one, and
 // its dependencies were not refused).
-func (r *checkRun) ran() bool { return (r.c.Report == nil || r.reportPath != "") && r.depsOK }
+func (r *checkRun) ran() bool {
+	return (r.c.Report == nil || r.reportPath != "") && r.depsOK && r.rec.LandingConflicts == nil
+}
 
 // checkout makes the run's fresh checkout of commit, the base's harness
 // laid over it (harness.go).
@@ -117,7 +122,7 @@ func (r *checkRun) checkout(ctx context.Context, commit string) error {
 // excluded from the tree hash; a refusal fails the check without running it.
 func (r *checkRun) attachDeps(ctx context.Context) error {
 	r.view, r.depsOK = &deps.View{}, true
-	if r.c.Dependencies != "" {
+	if r.c.Dependencies != "" && r.rec.LandingConflicts == nil {
 		view, ok, err := r.e.attachDeps(ctx, r.c, r.co.Dir, r.finding)
 		if err != nil {
 			r.view = nil
@@ -134,7 +139,7 @@ func (r *checkRun) attachDeps(ctx context.Context) error {
 // prepareReport pre-creates the declared report file (spec § 3); a path
 // that cannot be used is a finding, and the command then does not run.
 func (r *checkRun) prepareReport() {
-	if r.c.Report == nil || !r.depsOK {
+	if r.c.Report == nil || !r.depsOK || r.rec.LandingConflicts != nil {
 		return
 	}
 	path, created, err := prepareReport(r.co.Dir, r.c.Report.Path)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -13,7 +14,8 @@ import (
 
 // discover is the first stage (spec § 1, Discovery): GitHub's required
 // contexts and pull request facts when consulted, then the manifest from the
-// base's policy, the operator's and the change, and the baseline commit.
+// base's policy, the operator's and the change, and the two commits the
+// run compares (comparison: the base tip and the landing commit).
 // The repository is opened here, once for the whole run. A run whose
 // Discovery fails still ends with a terminal statement.
 func (v *verification) discover(ctx context.Context) error {
@@ -30,21 +32,24 @@ func (v *verification) discover(ctx context.Context) error {
 	if err != nil {
 		return v.discoveryFailed(ctx, nil, err)
 	}
-	if v.m, v.op, err = discoverIn(ctx, repo, o.Discover); err != nil {
+	if v.m, v.op, v.cmp, err = discoverIn(ctx, repo, o.Discover); err != nil {
 		return v.discoveryFailed(ctx, repo, err)
 	}
 	v.repo = repo
 	for _, u := range v.m.GitHub.Unknown {
 		v.logf("GitHub %s: required contexts UNKNOWN (%s)", u.Name, u.Reason)
 	}
-	if v.mergeBase, err = repo.MergeBase(ctx, v.m.Base, v.m.Candidate); err != nil {
-		return err
+	// The baseline's and the landing commit's trees are checked out too:
+	// held to the same limits.
+	for _, c := range []string{v.cmp.baseline, v.cmp.candidate()} {
+		if _, err := repo.TreeSize(ctx, c); err != nil {
+			return v.discoveryFailed(ctx, repo, err)
+		}
 	}
-	// The baseline's commit is checked out too: held to the same limits.
-	if _, err := repo.TreeSize(ctx, v.mergeBase); err != nil {
-		return v.discoveryFailed(ctx, repo, err)
+	if line := explain.LandingLine(evidence.Candidate{Base: v.m.Base, Landing: v.cmp.record(v.baseRef())}); line != "" {
+		v.logf("%s", line)
 	}
-	baseline, candidate := comparedCommits(v.m, v.mergeBase)
+	baseline, candidate := v.cmp.changeSides()
 	v.renames = async(func() renamesResult {
 		r, err := changeRenames(ctx, repo, baseline, candidate)
 		return renamesResult{r, err}

@@ -22,10 +22,10 @@ import (
 // go, while the later stages work.
 func (v *verification) execute(ctx context.Context) error {
 	v.share = v.o.assignment(v.m)
-	if err := admitHarnesses(ctx, v.e.harness, v.m, v.mergeBase, v.share); err != nil {
+	if err := admitHarnesses(ctx, v.e.harness, v.m, v.cmp.baseline, v.share); err != nil {
 		return v.refused(err)
 	}
-	v.e.prepareDepsAsync(ctx, v.repo, v.m, v.op, v.o.StateDir)
+	v.e.prepareDepsAsync(ctx, v.repo, v.m, v.cmp.candidate(), v.op, v.o.StateDir)
 	scans := v.startScans(ctx)
 	checks := v.startChecks(ctx)
 	_, hostPaths := v.limits()
@@ -83,7 +83,7 @@ func (v *verification) startChecks(ctx context.Context) *checkRuns {
 		runs.wg.Add(1)
 		go func() {
 			defer runs.wg.Done()
-			recs, err := v.e.check(ctx, sem, c, v.m, v.mergeBase)
+			recs, err := v.e.check(ctx, sem, c, v.m, v.cmp)
 			if err != nil {
 				runs.mu.Lock()
 				if runs.err == nil {
@@ -121,7 +121,8 @@ func (v *verification) describe(ctx context.Context, probe json.RawMessage) {
 	d.Candidate = evidence.Candidate{
 		Repository:  v.cand.Repository,
 		PullRequest: o.PullRequest,
-		Head:        m.Candidate, Base: m.Base, MergeBase: v.mergeBase,
+		Head:        m.Candidate, Base: m.Base, MergeBase: v.cmp.mergeBase,
+		Landing: v.cmp.record(v.baseRef()),
 	}
 	d.Sandbox = probe
 	d.Checks, d.Remote, d.PendingContexts, d.Failures = []record.CheckRun{}, []record.RemoteResult{}, []string{}, []record.Finding{}
@@ -133,7 +134,7 @@ func (v *verification) describe(ctx context.Context, probe json.RawMessage) {
 			v.logf("git detects %s between %s and %s%s", printable.Plural(n, "rename", "renames"), objectid.Short(rn.renames.From), objectid.Short(rn.renames.To), map[bool]string{true: " (more were not kept: budget.Renames)"}[rn.renames.Truncated])
 		}
 	}
-	d.Dependencies = dependencyDiffs(ctx, v.repo, m, v.mergeBase, v.logf)
+	d.Dependencies = dependencyDiffs(ctx, v.repo, m, v.cmp, v.logf)
 	d.Failures = append(d.Failures, githubFindings(m, v.op != nil && v.op.Doc.GitHub.Required, v.gh)...)
 }
 

@@ -146,7 +146,7 @@ func (v *verification) newExecutor() {
 	e := &executor{manifest: m, sb: v.sb, checkouts: v.checkouts, store: newStore(filepath.Join(v.run.Dir, "artifacts")), logf: v.logf,
 		maxOutput: budgets.MaxOutputBytes, defaultTimeout: budgets.CheckTimeout.D(), hostPaths: hostPaths, event: v.event,
 		ledger: &ledger{}, reuse: newReuser(*o, v.logf), goCaches: &goToolCaches{dir: goToolCacheDir(*o)},
-		harness: newHarnesses(v.repo, v.checkouts, m)}
+		harness: newHarnesses(v.repo, v.checkouts, m), conflicts: v.cmp.conflicts()}
 	e.harness.ledger = e.ledger
 	e.renames = v.renames
 	e.approver = evidence.ChangeApprover(v.gh.reviews(), v.gh.author(), m.Candidate)

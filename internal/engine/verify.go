@@ -141,13 +141,13 @@ type verification struct {
 	claimed bool
 
 	// Discovery's answer (stage_discover.go).
-	repo      *git.Repo
-	m         *discovery.Manifest
-	op        *discovery.OperatorPolicy // nil without an operator policy
-	gh        *githubFacts              // nil when GitHub is not consulted
-	mergeBase string                    // the baseline commit
+	repo *git.Repo
+	m    *discovery.Manifest
+	op   *discovery.OperatorPolicy // nil without an operator policy
+	gh   *githubFacts              // nil when GitHub is not consulted
+	cmp  comparison                // the two commits compared
 	// renames are git's renames between the compared commits
-	// (comparedCommits), listed while the run prepares.
+	// (comparison.changeSides), listed while the run prepares.
 	renames *pending[renamesResult]
 
 	// What prepare made (stage_prepare.go).

@@ -504,9 +504,11 @@ func TestDiscoveryFailureEndsWithTerminalStatement(t *testing.T) {
 }
 
 // TestBaseMovedOn: the base branch gained a test after the change forked.
-// The baseline runs at the merge base (where the change started), so the
-// test the change never had is not "removed" by it; a test the change does
-// remove is still caught. The policy is read from the base.
+// The baseline runs at the base tip and the candidate on the landing tree
+// (the merge, which has the base's new test: docs/outcome.md § The landing
+// tree), so the test the change never had is not "removed" by it; a test
+// the change does remove is still caught. The merge base is recorded as
+// where the change forked; the policy is read from the base.
 func TestBaseMovedOn(t *testing.T) {
 	r, fork := shopRepo(t, tapPolicy)
 	r.Checkout("feature", true)
@@ -523,8 +525,8 @@ func TestBaseMovedOn(t *testing.T) {
 		t.Fatalf("a change behind its base is judged by tests it never had:\n%s", strings.Join(rules(run), "\n"))
 	}
 	for _, c := range run.Delivery.Checks {
-		if c.Phase == record.Baseline && c.Commit != fork {
-			t.Errorf("baseline ran at %s, want the merge base %s", c.Commit, fork)
+		if c.Phase == record.Baseline && c.Commit != base {
+			t.Errorf("baseline ran at %s, want the base tip %s", c.Commit, base)
 		}
 	}
 	if run.Delivery.Candidate.MergeBase != fork || run.Delivery.Manifest.Base != base {

@@ -108,6 +108,9 @@ type RunOptions struct {
 	Stdin io.Reader
 	// Stdout receives git's output instead of Run's result when not nil.
 	Stdout io.Writer
+	// Env are variables added to Env's (Landing's fixed identity and
+	// date); nothing of the inherited environment.
+	Env []string
 }
 
 // Run is runmill's one way to start git on the host (its own plumbing and
@@ -126,7 +129,7 @@ func Run(ctx context.Context, dir string, o RunOptions, args ...string) ([]byte,
 	if o.Umask022 {
 		cmd = command(ctx, "sh", append([]string{"-c", `umask 022 && exec git "$@"`, "git"}, full...)...)
 	}
-	cmd.Env = Env()
+	cmd.Env = append(Env(), o.Env...)
 	cmd.Stdin = o.Stdin
 	var out bytes.Buffer
 	errb := &bounded.Buffer{Max: 8 << 10}

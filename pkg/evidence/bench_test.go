@@ -42,9 +42,9 @@ func bigFixture(tb testing.TB, checks, idsPerRun int) *fixture {
 			ids[i] = report.TestID(fmt.Sprintf("example.com/shop/svc%05d/handlers::TestHandler%06d", c, i))
 		}
 		for _, ph := range []record.Phase{record.Baseline, record.Candidate} {
-			commit, tree := fixMerge, fixBaseTree
+			commit, tree := fixBase, fixBaseTree
 			if ph == record.Candidate {
-				commit, tree = fixHead, fixTree
+				commit, tree = fixLanding.Commit, fixTree
 			}
 			sum := sha256.Sum256([]byte(id + string(ph)))
 			h := hex.EncodeToString(sum[:])

@@ -90,6 +90,18 @@ func checkDelivery(p *Delivery) *failure {
 	if !isCommit(c.MergeBase) || !isDigest(c.Tree) {
 		return bad("predicate.candidate: merge_base must be a commit id and tree a sha256: digest")
 	}
+	var landingErr *failure
+	validateLanding(c.Landing, func(field, format string, args ...any) {
+		if landingErr == nil {
+			landingErr = bad("predicate.candidate.landing.%s: %s", field, fmt.Sprintf(format, args...))
+		}
+	})
+	if landingErr != nil {
+		return landingErr
+	}
+	if !c.Landing.Conflicted() && !c.Landing.Merged && c.Landing.Commit != c.Head {
+		return bad("predicate.candidate.landing: a head containing the base lands as itself, not %s", c.Landing.Commit)
+	}
 	m := &p.Manifest
 	if m.Schema != discovery.Schema {
 		return bad("predicate.manifest.schema is %q, want %q", m.Schema, discovery.Schema)
@@ -165,6 +177,8 @@ func checkRunGrammar(i int, r *record.CheckRun) *failure {
 		return bad("negative duration_ms")
 	case !r.Started && (r.ExitCode != 0 || r.DurationMS != 0 || r.TimedOut || r.OOMKilled):
 		return bad("a run that was not started has no exit code, duration, timeout or memory kill")
+	case len(r.LandingConflicts) > 0 && (r.Started || r.Report != nil):
+		return bad("a run refused for landing conflicts was not started and has no report")
 	}
 	for _, o := range []struct {
 		name string
@@ -310,6 +324,11 @@ func (v *verification) bindDelivery() *failure {
 		{"candidate.head", c.Head, e.Head},
 		{"candidate.base", c.Base, e.Base},
 		{"candidate.merge_base", c.MergeBase, e.MergeBase},
+		{"candidate.landing.base_ref", c.Landing.BaseRef, e.Landing.BaseRef},
+		{"candidate.landing.commit", c.Landing.Commit, e.Landing.Commit},
+		{"candidate.landing.git_tree", c.Landing.GitTree, e.Landing.GitTree},
+		{"candidate.landing.merged", c.Landing.Merged, e.Landing.Merged},
+		{"candidate.landing.behind", c.Landing.Behind, e.Landing.Behind},
 		{"candidate.tree", c.Tree, e.CandidateTree},
 		{"manifest.base", p.Manifest.Base, e.Base},
 		{"manifest.candidate", p.Manifest.Candidate, e.Head},
@@ -320,6 +339,9 @@ func (v *verification) bindDelivery() *failure {
 		if b.got != b.want {
 			return bad("predicate.%s is %v, the expectations say %v", b.field, b.got, b.want)
 		}
+	}
+	if !slices.Equal(c.Landing.Conflicts, e.Landing.Conflicts) {
+		return bad("predicate.candidate.landing.conflicts are %q, the expectations say %q", c.Landing.Conflicts, e.Landing.Conflicts)
 	}
 	if f := v.bindChange(); f != nil {
 		return f
@@ -344,9 +366,9 @@ func (v *verification) bindDelivery() *failure {
 		return bad("the manifest requires %q, the expectations %q", required, e.RequiredChecks)
 	}
 	// Spec § 3: every result is pinned to a commit; a candidate run must
-	// have measured exactly the candidate tree, a baseline run the commit
-	// the change started from: the merge base of base and head (the base
-	// itself when head contains it).
+	// have measured exactly the landing tree (issue 24: the head, or its
+	// merge with the base tip; the head when that merge conflicts, and
+	// then it ran nothing), a baseline run the base tip.
 	harnesses := make(map[string]*HarnessExpectation, len(e.Harness))
 	for i := range e.Harness {
 		harnesses[e.Harness[i].CheckID] = &e.Harness[i]
@@ -354,19 +376,22 @@ func (v *verification) bindDelivery() *failure {
 	for i, r := range p.Checks {
 		switch r.Phase {
 		case record.Candidate:
-			if r.Commit != e.Head {
-				return bad("predicate.checks[%d] (%s, candidate) ran at commit %s, not the candidate %s", i, r.CheckID, r.Commit, e.Head)
+			if want := e.Landing.measured(e.Head); r.Commit != want {
+				return bad("predicate.checks[%d] (%s, candidate) ran at commit %s, not the landing commit %s", i, r.CheckID, r.Commit, want)
 			}
 			if f := bindHarness(i, &r, harnesses[r.CheckID], e.CandidateTree); f != nil {
 				return f
 			}
 		case record.Baseline:
-			if r.Commit != e.MergeBase {
-				return bad("predicate.checks[%d] (%s, baseline) ran at commit %s, not the merge base %s", i, r.CheckID, r.Commit, e.MergeBase)
+			if r.Commit != e.Base {
+				return bad("predicate.checks[%d] (%s, baseline) ran at commit %s, not the base tip %s", i, r.CheckID, r.Commit, e.Base)
 			}
 			if h := harnesses[r.CheckID]; h != nil && (h.Baseline == nil || !harness.Equal(r.Harness, h.Baseline)) {
-				return bad("predicate.checks[%d] (%s, baseline) records a harness other than the one git shows for the merge base with the base's harness", i, r.CheckID)
+				return bad("predicate.checks[%d] (%s, baseline) records a harness other than the one git shows for the base tip", i, r.CheckID)
 			}
+		}
+		if !slices.Equal(r.LandingConflicts, e.Landing.Conflicts) {
+			return bad("predicate.checks[%d] (%s, %s) records landing conflicts %q, the expectations %q", i, r.CheckID, r.Phase, r.LandingConflicts, e.Landing.Conflicts)
 		}
 	}
 	observed := map[Approval]bool{}

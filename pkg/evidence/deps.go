@@ -46,7 +46,7 @@ type DependencyChange struct {
 // DependencyDiff is the delivery statement's record of what a change does
 // to its dependencies.
 type DependencyDiff struct {
-	// From and To are the commits compared: the baseline (merge base) and
+	// From and To are the commits compared: the baseline (the base tip) and
 	// the candidate.
 	From    string             `json:"from"`
 	To      string             `json:"to"`

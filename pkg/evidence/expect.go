@@ -33,7 +33,11 @@ type Expectations struct {
 	Head        string `json:"head"`
 	Base        string `json:"base"`
 	MergeBase   string `json:"merge_base"`
-	// CandidateTree is pkg/treehash's digest of a fresh checkout of Head.
+	// Landing is the landing commit the verifier host derived from git
+	// (the same derivation as the signer's, docs/evidence.md § Landing).
+	Landing Landing `json:"landing"`
+	// CandidateTree is pkg/treehash's digest of a fresh checkout of the
+	// landing commit (of Head when the landing merge conflicts).
 	CandidateTree string            `json:"candidate_tree"`
 	Policy        PolicyExpectation `json:"policy"`
 	// RequiredChecks are the check ids the base policy requires for this
@@ -41,7 +45,7 @@ type Expectations struct {
 	// may require more, never fewer.
 	RequiredChecks []string          `json:"required_checks"`
 	Reviews        ReviewExpectation `json:"reviews"`
-	// Lockfiles are, per commit of the run (head, base, merge base), the
+	// Lockfiles are, per commit of the run (landing commit, base), the
 	// digests ("sha256:<hex>" of the bytes, read from git) of its
 	// dependency files at the repository root — package.json,
 	// package-lock.json, go.sum — that exist there. Every check run's
@@ -187,6 +191,7 @@ func (e *Expectations) validate() error {
 			bad(c.field, "%q is not a commit id (40 or 64 lower-case hex digits)", c.v)
 		}
 	}
+	validateLanding(e.Landing, func(field, format string, args ...any) { bad("landing."+field, format, args...) })
 	if !isDigest(e.CandidateTree) {
 		bad("candidate_tree", "%q is not a tree digest (sha256:<64 lower-case hex digits>)", e.CandidateTree)
 	}
@@ -333,4 +338,27 @@ func encodeIndented(v any) ([]byte, error) {
 	}
 	b.WriteByte('\n')
 	return b.Bytes(), nil
+}
+
+// validateLanding holds a landing record to its shape: a commit and its
+// tree, or conflicts and neither.
+func validateLanding(l Landing, bad func(field, format string, args ...any)) {
+	if l.Behind < 0 {
+		bad("behind", "%d is negative", l.Behind)
+	}
+	if !slices.IsSorted(l.Conflicts) || len(slices.Compact(slices.Clone(l.Conflicts))) != len(l.Conflicts) || slices.Contains(l.Conflicts, "") {
+		bad("conflicts", "paths must be non-empty, sorted and unique")
+	}
+	if l.Conflicted() {
+		if l.Commit != "" || l.GitTree != "" || l.Merged {
+			bad("commit", "a conflicted landing has no commit, git_tree or merge")
+		}
+		return
+	}
+	if !isCommit(l.Commit) || !isCommit(l.GitTree) {
+		bad("commit", "commit %q and git_tree %q must be object ids (40 or 64 lower-case hex digits)", l.Commit, l.GitTree)
+	}
+	if l.Merged != (l.Behind > 0) {
+		bad("merged", "merged is %v with %d commits behind: a head behind its base lands as a merge, one containing it as itself", l.Merged, l.Behind)
+	}
 }

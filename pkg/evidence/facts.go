@@ -47,15 +47,16 @@ func Requirement(m *discovery.Manifest, c discovery.Check) verdict.Requirement {
 // from a flag the signer could set independently of what it measured.
 func Facts(r *record.CheckRun) verdict.Result {
 	res := verdict.Result{
-		CheckID:      r.CheckID,
-		Phase:        r.Phase,
-		Executor:     r.Executor,
-		Started:      r.Started,
-		ExitCode:     r.ExitCode,
-		TimedOut:     r.TimedOut,
-		OOMKilled:    r.OOMKilled,
-		TreeMoved:    r.TreeBefore != r.TreeAfter,
-		Observations: r.Observations,
+		CheckID:          r.CheckID,
+		Phase:            r.Phase,
+		Executor:         r.Executor,
+		Started:          r.Started,
+		ExitCode:         r.ExitCode,
+		TimedOut:         r.TimedOut,
+		OOMKilled:        r.OOMKilled,
+		TreeMoved:        r.TreeBefore != r.TreeAfter,
+		Observations:     r.Observations,
+		LandingConflicts: r.LandingConflicts,
 	}
 	if rep := r.Report; rep != nil && rep.Inventory != nil {
 		res.Report = &verdict.ReportFacts{

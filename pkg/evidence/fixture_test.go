@@ -30,6 +30,7 @@ var (
 	fixHead     = strings.Repeat("c", 40)
 	fixBase     = strings.Repeat("b", 40)
 	fixMerge    = strings.Repeat("a", 40)
+	fixLanding  = Landing{BaseRef: "master", Commit: strings.Repeat("d", 40), GitTree: strings.Repeat("e", 40), Merged: true, Behind: 2, Conflicts: []string{}}
 	fixTree     = "sha256:" + strings.Repeat("7", 64)
 	fixBaseTree = "sha256:" + strings.Repeat("6", 64)
 	fixRepoPol  = "sha256:" + strings.Repeat("1", 64)
@@ -75,11 +76,11 @@ func (f *fixture) output(content []byte) record.Output {
 	return record.Output{SHA256: h, Size: int64(len(content)), Artifact: a, ArtifactSize: int64(len(content))}
 }
 
-// fixRenames are the fixture's renames between merge base and head: the
+// fixRenames are the fixture's renames between base tip and landing: the
 // JUnit classname calc/old (a path, as go-junit-report writes a package)
 // moved with its directory.
 func fixRenames() *record.Renames {
-	return &record.Renames{From: fixMerge, To: fixHead,
+	return &record.Renames{From: fixBase, To: fixLanding.Commit,
 		Files:      []record.FileRename{{From: "calc/old", To: "calc/mul", Similarity: 100}},
 		GoPackages: []record.PackageMove{}}
 }
@@ -128,17 +129,17 @@ func newFixture(t testing.TB) *fixture {
 		IssuedAt:       formatTime(fixIssuedAt),
 		RunID:          "run-20260301-0001",
 		Candidate: Candidate{Repository: Repository{Name: "octo/shop", ID: 4242}, PullRequest: 17,
-			Head: fixHead, Base: fixBase, MergeBase: fixMerge, Tree: fixTree, Author: "octocat"},
+			Head: fixHead, Base: fixBase, MergeBase: fixMerge, Landing: fixLanding, Tree: fixTree, Author: "octocat"},
 		Manifest: manifest,
 		Renames:  fixRenames(),
 		Checks: []record.CheckRun{
-			{CheckID: "unit", Phase: record.Baseline, Command: manifest.Checks[1].Command, Commit: fixMerge,
+			{CheckID: "unit", Phase: record.Baseline, Command: manifest.Checks[1].Command, Commit: fixBase,
 				TreeBefore: fixBaseTree, TreeAfter: fixBaseTree, Executor: record.Orchestrator, ExitCode: 0,
 				Started: true, Status: record.Passed, Coverage: record.Proven, DurationMS: 1234,
 				Stdout: f.output([]byte("ok  calc 0.01s\n")), Stderr: f.output(nil),
 				Report: rep(baseReport, &record.Inventory{Passed: []report.TestID{"calc/old::TestMul", "calc::TestAdd", "calc::TestDiv", "net::TestStaging"}}),
 				Notes:  []string{"baseline"}},
-			{CheckID: "unit", Phase: record.Candidate, Command: manifest.Checks[1].Command, Commit: fixHead,
+			{CheckID: "unit", Phase: record.Candidate, Command: manifest.Checks[1].Command, Commit: fixLanding.Commit,
 				TreeBefore: fixTree, TreeAfter: fixTree, Executor: record.Orchestrator, ExitCode: 0,
 				Started: true, Status: record.Passed, Coverage: record.Proven, DurationMS: 2345,
 				Stdout: record.Output{SHA256: hex.EncodeToString(fullSum[:]), Size: int64(len(fullOut)), Artifact: cutAddr, ArtifactSize: int64(len(cut))},
@@ -162,7 +163,7 @@ func newFixture(t testing.TB) *fixture {
 	}
 	f.expectations, err = Expectations{
 		Repository: Repository{Name: "octo/shop", ID: 4242}, PullRequest: 17,
-		Head: fixHead, Base: fixBase, MergeBase: fixMerge, CandidateTree: fixTree,
+		Head: fixHead, Base: fixBase, MergeBase: fixMerge, Landing: fixLanding, CandidateTree: fixTree,
 		Policy:             PolicyExpectation{ReadFrom: discovery.ReadFromBase, RepositoryDigest: fixRepoPol, OperatorDigest: fixOpPol},
 		RequiredChecks:     []string{"ci / build", "unit"},
 		Reviews:            ReviewExpectation{RequiredApprovals: 1, Approvals: []Approval{{Reviewer: "alice", Commit: fixHead}}},

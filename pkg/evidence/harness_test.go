@@ -16,7 +16,7 @@ func TestHarnessExpectationGrammar(t *testing.T) {
 	entry := &harness.Entry{Mode: "100644", Blob: blob}
 	doc := func(h harness.Record) evidence.Expectations {
 		return evidence.Expectations{
-			Repository: evidence.Repository{Name: "shop"}, Head: commit, Base: commit, MergeBase: commit, CandidateTree: tree,
+			Repository: evidence.Repository{Name: "shop"}, Head: commit, Base: commit, MergeBase: commit, Landing: evidence.Landing{Commit: commit, GitTree: commit}, CandidateTree: tree,
 			Policy:         evidence.PolicyExpectation{ReadFrom: "base-ref", RepositoryDigest: tree},
 			RequiredChecks: []string{"unit"},
 			Harness:        []evidence.HarnessExpectation{{CheckID: "unit", Candidate: h, Tree: tree}},

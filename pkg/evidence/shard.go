@@ -389,7 +389,7 @@ func MergeShards(shards []*VerifiedShard, o MergeOptions) (*Delivery, error) {
 		switch {
 		case p.Count != n:
 			return nil, refuse(oneVerification, "%s is of a %d-shard verification, %s of a %d-shard one", this, p.Count, other, n)
-		case p.Candidate != first.Candidate:
+		case !p.Candidate.Equal(first.Candidate):
 			return nil, refuse(oneVerification, "%s is about %s@%s (base %s, tree %s), %s about %s@%s (base %s, tree %s)",
 				this, p.Candidate.Repository.Name, p.Candidate.Head, p.Candidate.Base, p.Candidate.Tree,
 				other, first.Candidate.Repository.Name, first.Candidate.Head, first.Candidate.Base, first.Candidate.Tree)

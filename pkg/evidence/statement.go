@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/record"
@@ -82,16 +83,65 @@ type Candidate struct {
 	// Base is the base commit: the repository policy is read there and the
 	// baseline runs measure it (spec § 1, § 3).
 	Base string `json:"base"`
-	// MergeBase is git merge-base of Base and Head.
+	// MergeBase is git merge-base of Base and Head: where the change
+	// forked. Informational since issue 24; nothing runs there.
 	MergeBase string `json:"merge_base"`
-	// Tree is pkg/treehash's digest of a fresh checkout of Head,
-	// "sha256:<hex>": every candidate run must have measured exactly it.
+	// Landing is what Head lands as on Base: the commit and git tree every
+	// candidate run measured.
+	Landing Landing `json:"landing"`
+	// Tree is pkg/treehash's digest of a fresh checkout of the landing
+	// commit (of Head when the landing merge conflicts), "sha256:<hex>":
+	// every candidate run must have measured exactly it.
 	Tree string `json:"tree"`
 	// Author is the pull request's author as GitHub names them, "" when
 	// no pull request was observed: an approval counts for the change's
 	// own declared skips only when someone else gave it (issue 24).
 	Author string `json:"author"`
 }
+
+// Landing is the change as it would land on the base tip (issue 24,
+// docs/outcome.md § The landing tree): the head itself when it contains
+// the base, else git's three-way merge of base and head in a synthetic
+// merge commit (parents base then head, author and committer "runmill
+// <runmill@invalid>" at 1970-01-01T00:00:00Z, so anyone derives the same
+// id from git).
+type Landing struct {
+	// BaseRef names the base as the run was given it (the pull request's
+	// target branch, or the --base revision when it is not a commit id);
+	// empty when the base was given as a commit id.
+	BaseRef string `json:"base_ref"`
+	// Commit is the landing commit; empty when the merge conflicts.
+	Commit string `json:"commit"`
+	// GitTree is Commit's git tree id; empty when the merge conflicts.
+	GitTree string `json:"git_tree"`
+	// Merged: Commit is the synthetic merge, not Head.
+	Merged bool `json:"merged"`
+	// Behind is how many commits of Base the head lacks.
+	Behind int `json:"behind"`
+	// Conflicts are the paths git's merge could not merge, sorted; every
+	// candidate run records them (record.CheckRun.LandingConflicts).
+	Conflicts []string `json:"conflicts"`
+}
+
+// Equal reports whether c and o describe the same candidate.
+func (c Candidate) Equal(o Candidate) bool {
+	cl, ol := c.Landing, o.Landing
+	return c.Repository == o.Repository && c.PullRequest == o.PullRequest && c.Head == o.Head && c.Base == o.Base &&
+		c.MergeBase == o.MergeBase && c.Tree == o.Tree && cl.BaseRef == ol.BaseRef && cl.Commit == ol.Commit &&
+		cl.GitTree == ol.GitTree && cl.Merged == ol.Merged && cl.Behind == ol.Behind && slices.Equal(cl.Conflicts, ol.Conflicts)
+}
+
+// measured is the commit candidate runs check out: Commit, or head when
+// the merge conflicts (they measure its tree and run nothing).
+func (l Landing) measured(head string) string {
+	if l.Conflicted() {
+		return head
+	}
+	return l.Commit
+}
+
+// Conflicted reports whether the change does not merge with the base.
+func (l Landing) Conflicted() bool { return len(l.Conflicts) > 0 }
 
 // Delivery is the predicate of a delivery statement.
 type Delivery struct {

@@ -160,6 +160,7 @@ var trustRules = []rule{
 // statement no longer matches; malformed documents fail to parse.
 var expectationRules = []rule{
 	{"changed", `\$\.(repository\.(name|id)|pull_request|head|base|merge_base|candidate_tree|policy\.(operator|repository)_digest)`, ReasonBinding},
+	{"changed", `\$\.landing\.(base_ref|behind|commit|git_tree)`, ReasonBinding},
 	{"changed|removed", `\$\.required_checks\[\d\]`, ReasonBinding},
 	{"removed", `\$\.reviews\.approvals\[0\]`, ReasonBinding},
 	{"changed", `\$\.reviews\.approvals\[0\]\.(reviewer|commit)`, ReasonBinding},
@@ -235,6 +236,8 @@ var statementRules = []rule{
 
 	// Bindings to the expectations.
 	{"changed", pred + `\.candidate\.(author|base|merge_base|pull_request|repository\.id|tree)|` + pred + `\.manifest\.(base|candidate|policies\..*)`, ReasonBinding},
+	{"changed", pred + `\.candidate\.landing\.(base_ref|behind|commit|git_tree)`, ReasonBinding},
+	{"changed", pred + `\.candidate\.landing\.merged`, ReasonStatement}, // a merge exactly when behind
 	{"changed", pred + `\.renames\.(from|to|truncated|files\[0\]\.(from|to))|` + mchk + `\.(change_declared_skips\[0\]\.test_id|change_removed_skips\[0\])`, ReasonBinding},
 	{"changed", pred + `\.renames\.files\[0\]\.similarity|` + pred + `\.manifest\.change_declarations|` + cand + `\.moved\[0\]\.by`, ReasonStatement},
 	{"changed", cand + `\.moved\[0\]\.(from|to)`, ReasonVerdictMismatch},

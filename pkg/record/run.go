@@ -43,8 +43,10 @@ type CheckRun struct {
 	Phase   Phase  `json:"phase"`
 	// Command is the exact command string that ran.
 	Command string `json:"command"`
-	// Commit is the commit checked out for the run: Head for the candidate
-	// phase, Base for the baseline phase.
+	// Commit is the commit checked out for the run: the landing commit
+	// for the candidate phase (Head itself when it contains Base; Head
+	// when the landing merge conflicts and nothing ran), Base for the
+	// baseline phase.
 	Commit string `json:"commit"`
 	// TreeBefore and TreeAfter are pkg/treehash digests of the checkout
 	// before and after the command ("sha256:<hex>").
@@ -67,6 +69,10 @@ type CheckRun struct {
 	// Dependencies is the prepared install the run saw, when its check
 	// declares a strategy and one was attached.
 	Dependencies *DependencyUse `json:"dependencies,omitempty"`
+	// LandingConflicts are the paths git's merge of the base tip and the
+	// head could not merge (issue 24): there is no landing tree, so the
+	// run did not start. Empty whenever the change merges.
+	LandingConflicts []string `json:"landing_conflicts,omitempty"`
 	// Harness is the check's harness as the run saw it (issue 19): which
 	// files ran in the base's version, which in the commit's, and the tree
 	// of the commit alone (TreeBefore is the tree as run).

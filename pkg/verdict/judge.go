@@ -20,7 +20,8 @@ import (
 // The rules, each one from spec § 3–4:
 //
 //   - a run that did not start (dependencies unprepared, report path
-//     unusable), timed out, or moved its tree did not pass;
+//     unusable, a change that does not merge with the base), timed out, or
+//     moved its tree did not pass;
 //   - exit code 0 is necessary: a non-zero exit fails a candidate run;
 //   - exit code 0 is not sufficient: a failed or errored test in the
 //     candidate's report fails the run whatever the exit code, and so does a
@@ -144,7 +145,9 @@ func (j *judging) executed() bool {
 func (j *judging) candidate() {
 	r := j.r
 	j.ran = r.Started
-	if !r.Started {
+	if len(r.LandingConflicts) > 0 {
+		j.fail(mergeConflict(r.LandingConflicts))
+	} else if !r.Started {
 		j.notStarted(j.fail)
 	}
 	if r.TimedOut {
@@ -198,6 +201,27 @@ func (j *judging) candidate() {
 			Message: fmt.Sprintf("the report's summary says %d tests failed or errored, but the file shows %d failure elements: the file says something failed", rep.ClaimedFailures, rep.ShownFailures),
 			Hint:    "make the reporter write every failing test case; a summary that claims failures is not a pass"})
 	}
+}
+
+// MaxNamedConflicts is how many conflicting paths a finding names; the
+// rest are counted.
+const MaxNamedConflicts = 20
+
+// mergeConflict is the finding of a change that does not merge with the
+// base tip (issue 24): what would land is unknown, so nothing ran.
+func mergeConflict(paths []string) record.Finding {
+	named := paths[:min(len(paths), MaxNamedConflicts)]
+	quoted := make([]string, len(named))
+	for i, p := range named {
+		quoted[i] = quote(p)
+	}
+	msg := fmt.Sprintf("the change does not merge with the base: git's merge conflicts in %s", strings.Join(quoted, ", "))
+	if rest := len(paths) - len(named); rest > 0 {
+		msg += fmt.Sprintf(" and %d more", rest)
+	}
+	return record.Finding{Code: rmerr.VerifyTreeMoved, Rule: RuleMergeConflict,
+		Message: msg + "; there is no tree that would land, so no check ran",
+		Hint:    "merge the base into the branch or rebase it onto the base, resolve the conflicts, and push"}
 }
 
 // notStarted fails a run the engine refused to start, unless the refusal
@@ -278,7 +302,12 @@ func (j *judging) baseline() {
 		}
 		j.fail(f)
 	}
-	if !r.Started {
+	switch {
+	case len(r.LandingConflicts) > 0:
+		// The candidate run says why (freshness.merge-conflict, once).
+		j.ran = false
+		j.note("not run: the change does not merge with the base")
+	case !r.Started:
 		j.notStarted(bad)
 	}
 	if r.TimedOut {

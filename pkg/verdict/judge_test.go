@@ -47,6 +47,16 @@ func TestJudge(t *testing.T) {
 	for _, c := range []tc{
 		// Candidate runs.
 		{name: "passing report", req: reportCheck, run: cand(nil), status: P, coverage: Pr},
+		{name: "a change that does not merge with the base: the conflict, once, naming the paths", req: reportCheck,
+			run: cand(func(r *verdict.Result) {
+				r.Started, r.Report, r.LandingConflicts = false, nil, []string{"lib/fix.sh", "web/a b.js"}
+			}),
+			status: F, coverage: Un, rules: []string{verdict.RuleMergeConflict}, contains: `git's merge conflicts in "lib/fix.sh", "web/a b.js"`},
+		{name: "a conflicted baseline is a note; the candidate carries the finding", req: reportCheck,
+			run: baseRun(func(r *verdict.Result) {
+				r.Started, r.Report, r.LandingConflicts = false, nil, []string{"lib/fix.sh"}
+			}),
+			status: F, coverage: Un, notes: 1},
 		{name: "no report declared passes unproven", req: plainCheck, run: cand(func(r *verdict.Result) { r.Report = nil }), status: P, coverage: Un},
 		{name: "masked failure: exit 0 with a failed test", req: reportCheck,
 			run: cand(func(r *verdict.Result) {

@@ -56,6 +56,9 @@ type Result struct {
 	// Report is the declared report as parsed; nil when none was declared,
 	// written or parsable.
 	Report *ReportFacts `json:"report,omitempty"`
+	// LandingConflicts are the paths the landing merge (the base tip and
+	// the head) conflicted in: the run had no tree to measure.
+	LandingConflicts []string `json:"landing_conflicts,omitempty"`
 	// Observations are what the engine observed beyond these facts: report
 	// and dependency refusals, output phrases (rules OutputRulePrefix…),
 	// preservation findings, a commit's tree that changed between checkouts.
@@ -120,6 +123,7 @@ const (
 	RuleCheckFailed     = "outcome.check-failed"
 	RuleTimedOut        = "outcome.timed-out"
 	RuleTreeMoved       = "freshness.tree-moved"
+	RuleMergeConflict   = "freshness.merge-conflict"
 	RuleBaselineInvalid = "baseline.invalid"
 	RuleInvalidRecord   = "record.invalid"
 	RuleUnlistedCheck   = "record.unlisted-check"
