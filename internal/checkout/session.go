@@ -128,8 +128,11 @@ func (m *Manager) Sweep(ctx context.Context) ([]string, error) {
 		unmounted, err := mountinfo.UnmountUnder(dir)
 		for _, p := range unmounted {
 			what := "overlay mount "
-			if p == filepath.Join(dir, "layers") {
+			switch {
+			case p == filepath.Join(dir, "layers"):
 				what = "layers tmpfs " // overlay.go: mountLayerTmpfs
+			case strings.HasPrefix(p, filepath.Join(dir, "views")+"/"):
+				what = "dependency view tmpfs " // deps/cow.go: a copy-on-write view's upper layer
 			}
 			removed = append(removed, what+p)
 		}

@@ -91,6 +91,19 @@ func testSweep(t *testing.T, mode string) {
 	halfDeleted := filepath.Join(filepath.Dir(leftover), "trash", "0123456789ab-7")
 	writeFile(t, filepath.Join(halfDeleted, "internal", "a.go"), "package a\n", 0o644)
 
+	// In layered mode it also had a copy-on-write dependency view, whose
+	// upper layer is a tmpfs in the session (deps/cow.go).
+	viewTmpfs := filepath.Join(filepath.Dir(leftover), "views", "npm-1", "rw")
+	if mode == "layered" {
+		if err := os.MkdirAll(viewTmpfs, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("tmpfs", viewTmpfs, "tmpfs", 0, "size=1m"); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(viewTmpfs, "upper", ".vite-temp", "x.mjs"), "x\n", 0o644)
+	}
+
 	// A concurrent runmill that is alive: its checkout must survive.
 	alive := newManager(t, r.dir+"/")
 	aliveCheckout, err := alive.Create(context.Background(), r.base)
@@ -115,7 +128,8 @@ func testSweep(t *testing.T, mode string) {
 		// the tmpfs the layers live on.
 		session := filepath.Dir(leftover)
 		want = append(want, "overlay mount "+leftover, "layers tmpfs "+filepath.Join(session, "layers"),
-			filepath.Join(session, "layers"), filepath.Join(session, "ovl"))
+			filepath.Join(session, "layers"), filepath.Join(session, "ovl"),
+			"dependency view tmpfs "+viewTmpfs, filepath.Join(session, "views"))
 		if m := mountsUnder(t, state); len(m) != 0 {
 			t.Errorf("mounts survived the sweep: %q", m)
 		}

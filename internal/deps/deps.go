@@ -37,6 +37,7 @@ import (
 
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/lastuse"
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -70,6 +71,13 @@ type Options struct {
 	Base, Candidate string
 	// Go configures go-modules.
 	Go GoOptions
+	// CopyOnWrite makes every npm view a copy-on-write overlay (cow.go):
+	// the cached install its read-only lower layer, a size-limited tmpfs
+	// per check run its upper layer. Set it only when runmill may mount
+	// (root) and the sandbox's containerd sees this process's mounts (the
+	// engine's layered checkouts prove both); otherwise the view is the
+	// plain read-only bind.
+	CopyOnWrite bool
 }
 
 // GoOptions are the operator's go-modules settings (policy.GoModules).
@@ -89,8 +97,10 @@ type Prepared struct {
 	// the cache's filesystem, outside any checkout, so hard links work
 	// whatever the checkout is (a layered checkout is an overlay mount).
 	views string
-	npm   *npmPrepared
-	gom   *goPrepared
+	// cow: npm views are copy-on-write (Options.CopyOnWrite).
+	cow bool
+	npm *npmPrepared
+	gom *goPrepared
 	// errs are the refusals of Prepare by strategy: a check of a strategy
 	// that failed gets its error from Attach, the others still run.
 	// Refusals of one commit's install live in the strategy's own errs.
@@ -134,7 +144,7 @@ func (r Receipt) Note() string {
 // The error joins every strategy's refusal; the Prepared is usable either
 // way (Attach repeats a strategy's refusal for its checks).
 func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string) (*Prepared, error) {
-	p := &Prepared{errs: map[string]error{}, views: filepath.Join(o.ScratchDir, "views")}
+	p := &Prepared{errs: map[string]error{}, views: filepath.Join(o.ScratchDir, "views"), cow: o.CopyOnWrite}
 	if o.ScratchDir == "" {
 		p.views = filepath.Join(o.StateDir, "deps", "views")
 	}
@@ -211,7 +221,8 @@ type View struct {
 	ReadOnly []string
 	// Mounts are host directories to bind read-only elsewhere: the npm
 	// view (made outside the checkout) at <checkout>/node_modules, an
-	// empty directory Attach creates as the mount point.
+	// empty directory Attach creates as the mount point; copy-on-write
+	// with Upper set (cow.go).
 	Mounts []Mount
 	// Env are variables to set (replacing the engine's default of the
 	// same name).
@@ -230,13 +241,17 @@ type View struct {
 	Notes []string
 	// Use is the evidence record of the install (nil without one).
 	Use *record.DependencyUse
-	// made is what Close removes: the view's own directory.
-	made string
+	// made is what Close removes: the view's own directory; upper, when
+	// set, the tmpfs mounted in it for the overlay's upper layer.
+	made, upper string
 }
 
-// Mount is a host directory (Source) seen read-only at Destination.
+// Mount is a host directory (Source) seen read-only at Destination, or,
+// with Upper and Work set, the read-only lower layer of an overlay there
+// whose writes land in Upper (sandbox.View).
 type Mount struct {
 	Source, Destination string
+	Upper, Work         string
 }
 
 // Close removes what Attach made outside the checkout (the hard-linked view;
@@ -245,6 +260,14 @@ type Mount struct {
 func (v *View) Close() error {
 	if v == nil || v.made == "" {
 		return nil
+	}
+	if v.upper != "" {
+		// Never delete through a mount: the tmpfs goes first, and with
+		// it every byte the check wrote.
+		if err := mountinfo.Unmount(v.upper); err != nil {
+			return err
+		}
+		v.upper = ""
 	}
 	err := os.RemoveAll(v.made)
 	if err == nil {
@@ -267,7 +290,7 @@ func (p *Prepared) Attach(ctx context.Context, strategy, dir string) (*View, err
 		if p == nil || p.npm == nil {
 			return nil, fmt.Errorf("deps: npm was not prepared")
 		}
-		return p.npm.attach(ctx, dir, p.views)
+		return p.npm.attach(ctx, dir, p.views, p.cow)
 	case GoModules:
 		if p == nil || p.gom == nil {
 			return nil, fmt.Errorf("deps: go-modules was not prepared")

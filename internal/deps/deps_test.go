@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/runmill/verify/internal/deps/depstest"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -395,9 +397,53 @@ func TestScratchDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v.Close()
-	if len(v.Mounts) != 1 || !strings.HasPrefix(v.Mounts[0].Source, scratch+"/views/") {
-		t.Errorf("view %+v is not in the scratch directory %s", v.Mounts, scratch)
+	if len(v.Mounts) != 1 || !strings.HasPrefix(v.Mounts[0].Source, scratch+"/views/") || v.Mounts[0].Upper != "" {
+		t.Errorf("view %+v is not a read-only view in the scratch directory %s", v.Mounts, scratch)
 	}
+
+	// Copy-on-write (the engine's setting with layered checkouts): the
+	// upper layer is a tmpfs of its own in the view's directory, sticky
+	// and root's; Close unmounts and removes it with the view.
+	t.Run("copy-on-write", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			if os.Getenv("CI") != "" {
+				t.Fatal("copy-on-write views need root (a tmpfs mount); CI runs the tests as root")
+			}
+			t.Skip("copy-on-write views need root")
+		}
+		p, err := deps.Prepare(context.Background(), repo, deps.Options{SourceDir: r.Dir, StateDir: state, ScratchDir: scratch, Base: base, Candidate: base, CopyOnWrite: true}, []string{deps.NPM})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := p.Attach(context.Background(), deps.NPM, checkout(t, r, base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		m := v.Mounts[0]
+		made := filepath.Dir(m.Source)
+		if m.Upper != filepath.Join(made, "rw", "upper") || m.Work != filepath.Join(made, "rw", "work") {
+			t.Fatalf("view %+v: upper and work are not in the view's rw directory", m)
+		}
+		if fi, err := os.Stat(m.Upper); err != nil || fi.Mode() != os.ModeDir|os.ModeSticky|0o777 {
+			t.Fatalf("upper %v %v, want drwxrwxrwt", fi.Mode(), err)
+		}
+		if mounts, err := mountinfo.Under(made); err != nil || !slices.Equal(mounts, []string{filepath.Join(made, "rw")}) {
+			t.Fatalf("mounts under the view %v %v, want its rw tmpfs", mounts, err)
+		}
+		if err := os.WriteFile(filepath.Join(m.Upper, "written"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if mounts, _ := mountinfo.Under(scratch); len(mounts) != 0 {
+			t.Errorf("mounts left after Close: %v", mounts)
+		}
+		if _, err := os.Lstat(made); !os.IsNotExist(err) {
+			t.Errorf("the view survived Close: %v", err)
+		}
+	})
 }
 
 // TestNPMImportLinksAndModes: through Prepare, on a real npm install, a

@@ -293,7 +293,7 @@ func compareInstall(src string, lock, hidden *lockfile, rt nodeRuntime) error {
 
 // attach is spec § 3 step 5 for one fresh checkout: the install whose
 // lockfile and dependency fields equal the checkout's, hard-linked.
-func (n *npmPrepared) attach(ctx context.Context, dir, views string) (*View, error) {
+func (n *npmPrepared) attach(ctx context.Context, dir, views string, cow bool) (*View, error) {
 	nm := filepath.Join(dir, nodeModules)
 	if _, err := os.Lstat(nm); err == nil {
 		return nil, refuse(NPM, "the commit tracks node_modules; remove it from the repository and ignore it")
@@ -351,6 +351,9 @@ func (n *npmPrepared) attach(ctx context.Context, dir, views string) (*View, err
 	err = os.Chmod(made, 0o755) // MkdirTemp's 0700 would hide it from the sandbox user
 	if err == nil {
 		err = mirror(ctx, side.tree, v.Mounts[0].Source, linkFile)
+	}
+	if err == nil && cow {
+		err = v.copyOnWrite()
 	}
 	if err == nil {
 		err = os.Mkdir(nm, 0o755)

@@ -18,9 +18,15 @@ func (p *Prepared) InputKeys(strategy, commit string) ([]string, bool) {
 		if p.npm == nil || p.npm.errs[commit] != nil {
 			return nil, false
 		}
+		// A copy-on-write view lets tools write where the read-only one
+		// fails them (cow.go): the same install, another computation.
+		mode := ""
+		if p.cow {
+			mode = " copy-on-write"
+		}
 		for _, s := range p.npm.sides {
 			if s.commit == commit {
-				out = append(out, line(s.receipt))
+				out = append(out, line(s.receipt)+mode)
 			}
 		}
 	case GoModules:

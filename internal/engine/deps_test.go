@@ -1,6 +1,9 @@
 package engine_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +13,9 @@ import (
 	"github.com/runmill/verify/internal/deps/depstest"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/pkg/record"
+	"github.com/runmill/verify/pkg/treehash"
 )
 
 // The prepared-dependency tests run real projects: mocha installed with npm
@@ -31,18 +36,23 @@ const npmPolicy = `checks:
 `
 
 // hostile tries every way to change the shared cache through the view; each
-// attempt that fails is a passing TAP point.
+// attempt that fails is a passing TAP point. The view is copy-on-write
+// (deps/cow.go): a new entry at its top level is the check's own, in the
+// discarded upper layer, but no installed file or package can be changed,
+// renamed or removed.
 const hostile = `f=node_modules/mocha/package.json
 n=0
 try() { n=$((n+1)); if sh -c "$2" >/dev/null 2>&1; then echo "not ok $n $1"; else echo "ok $n $1"; fi; }
-echo 1..7
+echo 1..9
 try write "echo x >> $f"
 try chmod "chmod 666 $f"
 try truncate "truncate -s 0 $f"
 try rename "mv $f $f.x"
 try unlink "rm $f"
-try mkdir "mkdir node_modules/new"
+try mkdir "mkdir node_modules/mocha/new"
 try unlink-bin "rm node_modules/.bin/mocha"
+try rename-package "mv node_modules/mocha node_modules/mocha.x"
+try replace-package "rm -rf node_modules/mocha"
 `
 
 func npmProject(t *testing.T) (*gittest.Repo, string) {
@@ -90,7 +100,7 @@ func TestVerifyNPM(t *testing.T) {
 			t.Errorf("%s (%s): coverage %s, report %+v", c.CheckID, c.Phase, c.Coverage, c.Report)
 		}
 		if c.CheckID == "readonly" && c.Report != nil && c.Report.Inventory != nil &&
-			(len(c.Report.Inventory.Passed) != 7 || len(c.Report.Inventory.Failed) != 0) {
+			(len(c.Report.Inventory.Passed) != 9 || len(c.Report.Inventory.Failed) != 0) {
 			t.Errorf("a change through the view succeeded: %+v", c.Report.Inventory)
 		}
 		if !strings.Contains(strings.Join(c.Notes, "\n"), "prepared dependencies npm") {
@@ -143,31 +153,75 @@ func TestVerifyNPM(t *testing.T) {
 }
 
 // vitest 3 brings platform-specific native packages (rollup, esbuild): the
-// lockfile lists every platform's, the install holds this one's.
+// lockfile lists every platform's, the install holds this one's. With a
+// config file vite bundles it into node_modules/.vite-temp before loading
+// it, which failed on the read-only view at both sides (issue 24): the view
+// is copy-on-write, the write lands in the run's upper layer, and the
+// cached install is unchanged.
 func TestVerifyNPMVitest(t *testing.T) {
 	depstest.Need(t, "node", "npm")
 	r := gittest.New(t)
 	depstest.WriteVitest(t, r)
+	r.Write("vitest.config.mjs", "import { defineConfig } from 'vitest/config';\nexport default defineConfig({ test: { include: ['test/**/*.test.js'] } });\n")
+	// The command proves the view is the overlay (a silent fall-back to
+	// the read-only bind fails it); the test writes a babel-style cache.
 	r.Write(".runmill/checks.yaml", `checks:
   - id: unit
-    run: npm test
+    run: grep -q ' /runmill/checkout/node_modules .* - overlay ' /proc/self/mountinfo && npm test
     dependencies: npm
     report: {path: reports/unit.xml, format: junit}
     timeout: 180s
+`)
+	r.Write("test/cache.test.js", `import { it, expect } from 'vitest';
+import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
+it('keeps a cache in node_modules', () => {
+  mkdirSync('node_modules/.cache/rm', { recursive: true });
+  writeFileSync('node_modules/.cache/rm/entry', 'cached');
+  expect(readFileSync('node_modules/.cache/rm/entry', 'utf8')).toBe('cached');
+});
 `)
 	base := r.Commit("base")
 	depstest.NPMCI(t, r.Dir)
 	cand := candidate(t, r, "adds-a-test", func() {
 		r.Write("test/total.test.js", "import { it, expect } from 'vitest';\nit('totals', () => expect(1).toBe(1));\n")
 	})
-	run := verify(t, r, base, cand, nil)
+	state := t.TempDir()
+	run := verify(t, r, base, cand, func(o *engine.VerifyOptions) { o.StateDir = state })
 	if !run.MergeReady() {
 		t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))
 	}
 	for _, c := range run.Delivery.Checks {
-		if c.Coverage != record.Proven || c.Report == nil || c.Report.Inventory == nil || len(c.Report.Inventory.Passed) < 2 {
+		if c.Coverage != record.Proven || c.Report == nil || c.Report.Inventory == nil || len(c.Report.Inventory.Passed) < 3 {
 			t.Errorf("%s (%s): coverage %s, report %+v", c.CheckID, c.Phase, c.Coverage, c.Report)
 		}
+	}
+	// Both sides used the one cache entry; every byte of it is still the
+	// one its receipt recorded at import, and nothing the checks wrote
+	// (.vite-temp, .cache) is in it.
+	entries, _ := filepath.Glob(filepath.Join(state, "deps", "npm", "*", "receipt.json"))
+	if len(entries) != 1 {
+		t.Fatalf("cache entries: %v", entries)
+	}
+	var receipt struct{ Fingerprint string }
+	if b, err := os.ReadFile(entries[0]); err != nil || json.Unmarshal(b, &receipt) != nil {
+		t.Fatalf("receipt: %v %s", err, b)
+	}
+	tree := filepath.Join(filepath.Dir(entries[0]), "tree")
+	sum, _, err := treehash.Sum(context.Background(), tree, treehash.Options{})
+	if err != nil || sum.String() != receipt.Fingerprint {
+		t.Fatalf("cache entry after the run: %v %s, receipt %s", err, sum, receipt.Fingerprint)
+	}
+	for _, w := range []string{".vite-temp", ".cache"} {
+		if _, err := os.Lstat(filepath.Join(tree, w)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s reached the cache: %v", w, err)
+		}
+	}
+	// The upper layers went with their runs: no view and no mount is left.
+	if views, _ := filepath.Glob(filepath.Join(state, "checkouts", "*", "views", "*")); len(views) != 0 {
+		t.Errorf("views left after the run: %v", views)
+	}
+	if mounts, err := mountinfo.Under(state); err != nil || len(mounts) != 0 {
+		t.Errorf("mounts left under the state directory: %v %v", mounts, err)
 	}
 }
 

@@ -44,7 +44,7 @@ func (e *executor) attachDeps(ctx context.Context, c discovery.Check, dir string
 func sandboxViews(ms []deps.Mount) []sandbox.View {
 	out := make([]sandbox.View, len(ms))
 	for i, m := range ms {
-		out[i] = sandbox.View{Source: m.Source, Destination: m.Destination}
+		out[i] = sandbox.View{Source: m.Source, Destination: m.Destination, Upper: m.Upper, Work: m.Work}
 	}
 	return out
 }

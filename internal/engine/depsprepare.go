@@ -16,7 +16,9 @@ func (e *executor) prepareDepsAsync(ctx context.Context, repo *git.Repo, m *disc
 	e.depsReady = make(chan struct{})
 	go func() {
 		defer close(e.depsReady)
-		e.deps = prepareDeps(ctx, repo, m, candidate, op, stateDir, e.checkouts.Dir(), e.logf, e.event)
+		// Copy-on-write views need what layered checkouts proved: runmill
+		// may mount, and containerd sees its mounts (deps/cow.go).
+		e.deps = prepareDeps(ctx, repo, m, candidate, op, stateDir, e.checkouts.Dir(), e.checkouts.Layered(), e.logf, e.event)
 	}()
 }
 
@@ -38,7 +40,7 @@ func (e *executor) release() {
 // prepareDeps runs deps.Prepare for the strategies the manifest's runnable
 // checks declare. A refusal is not a run error: each check of that strategy
 // records it (RM-VERIFY-005) and fails without running.
-func prepareDeps(ctx context.Context, repo *git.Repo, m *discovery.Manifest, candidate string, op *discovery.OperatorPolicy, stateDir, scratchDir string, logf func(string, ...any), event func(string, any)) *deps.Prepared {
+func prepareDeps(ctx context.Context, repo *git.Repo, m *discovery.Manifest, candidate string, op *discovery.OperatorPolicy, stateDir, scratchDir string, cow bool, logf func(string, ...any), event func(string, any)) *deps.Prepared {
 	var strategies []string
 	for _, c := range m.Checks {
 		if c.Runnable() && c.Dependencies != "" {
@@ -48,7 +50,7 @@ func prepareDeps(ctx context.Context, repo *git.Repo, m *discovery.Manifest, can
 	if len(strategies) == 0 {
 		return nil
 	}
-	do := deps.Options{SourceDir: repo.Dir, StateDir: stateDir, ScratchDir: scratchDir, Base: m.Base, Candidate: candidate}
+	do := deps.Options{SourceDir: repo.Dir, StateDir: stateDir, ScratchDir: scratchDir, Base: m.Base, Candidate: candidate, CopyOnWrite: cow}
 	if op != nil {
 		g := op.Doc.Dependencies.GoModules
 		do.Go = deps.GoOptions{ModuleCache: g.ModuleCache, BuildCache: g.BuildCache, AllowAdditions: g.AllowAdditions}

@@ -294,3 +294,56 @@ func TestNodeJUnitIDsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyOnWriteView: a View with Upper is an overlay in the task. The
+// task adds entries at its top level (vite's .vite-temp, a .cache) into
+// the upper directory; the lower layer — the prepared install, root's and
+// read-only as deps makes it — is never written, and with the upper's root
+// sticky and root's, as deps makes it, no installed entry can be renamed
+// or removed either.
+func TestCopyOnWriteView(t *testing.T) {
+	needSandbox(t)
+	tmp := t.TempDir()
+	lower, upper, work := filepath.Join(tmp, "lower"), filepath.Join(tmp, "upper"), filepath.Join(tmp, "work")
+	for _, d := range []string{filepath.Join(lower, "pkg"), upper, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(lower, "pkg", "index.js"), []byte("view\n"), 0o444)
+	os.Chmod(filepath.Join(lower, "pkg"), 0o555)
+	os.Chmod(lower, 0o555)
+	if err := os.Chmod(upper, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	const script = `cat node_modules/pkg/index.js
+mkdir node_modules/.vite-temp && echo tmp > node_modules/.vite-temp/config.mjs && cat node_modules/.vite-temp/config.mjs
+(echo x > node_modules/pkg/index.js) 2>/dev/null && echo FILE-WRITABLE
+(mkdir node_modules/pkg/new) 2>/dev/null && echo PACKAGE-WRITABLE
+(mv node_modules/pkg node_modules/moved) 2>/dev/null && echo RENAMED
+(rm -rf node_modules/pkg) 2>/dev/null; [ -e node_modules/pkg/index.js ] || echo REMOVED
+`
+	dir := checkout(t)
+	if err := os.Mkdir(filepath.Join(dir, "node_modules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, lower, "")
+	res := run(t, sandbox.Spec{
+		Command:  script,
+		Checkout: dir,
+		ReadOnly: []string{dir, filepath.Join(dir, ".git")},
+		Views:    []sandbox.View{{Source: lower, Destination: filepath.Join(dir, "node_modules"), Upper: upper, Work: work}},
+	})
+	if out, want := string(res.Stdout.Kept), "view\ntmp\n"; res.ExitCode != 0 || out != want {
+		t.Errorf("exit %d, stdout\n%s\nwant\n%s\nstderr %q", res.ExitCode, out, want, res.Stderr.Kept)
+	}
+	if after := snapshot(t, lower, ""); after != before {
+		t.Errorf("the lower layer changed:\nbefore %s\nafter  %s", before, after)
+	}
+	if b, err := os.ReadFile(filepath.Join(upper, ".vite-temp", "config.mjs")); err != nil || string(b) != "tmp\n" {
+		t.Errorf("the write did not land in the upper layer: %q %v", b, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "node_modules")); len(entries) != 0 {
+		t.Errorf("the host mount point holds %v", entries)
+	}
+}

@@ -5,8 +5,10 @@
 // A task gets an empty read-only root with the host toolchain (or an OCI
 // image) bound read-only, the checkout at the fixed CheckoutPath and the
 // caller's other read-only paths (git objects, prepared dependencies), all
-// bound recursively read-only, exactly one
-// writable report file, a private size-limited tmpfs TMPDIR, a network
+// bound recursively read-only (a view with an upper layer copy-on-write
+// over its read-only source, writes landing in the caller's discarded
+// layer), exactly one writable report file, a private size-limited tmpfs
+// TMPDIR, a network
 // namespace with nothing but loopback, a non-root user without any
 // capability, no_new_privs, containerd's default seccomp profile, pids,
 // memory, CPU and open-file limits, an environment built only from what the

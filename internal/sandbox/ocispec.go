@@ -83,6 +83,13 @@ func ociSpec(ctx context.Context, p *plan, rootfs string, etc []bind, rro bool) 
 	for _, b := range p.roBinds {
 		layered = append(layered, bindMount(b.Source, b.Destination, roOpts))
 	}
+	for _, o := range p.overlays {
+		// Mounted by runc inside the task's mount namespace, before
+		// pivot_root, so the host paths resolve as binds do and nothing
+		// is mounted on the host. Writes land in Upper only.
+		layered = append(layered, specs.Mount{Destination: o.Destination, Type: "overlay", Source: "overlay",
+			Options: []string{"nosuid", "nodev", "lowerdir=" + o.Lower, "upperdir=" + o.Upper, "workdir=" + o.Work}})
+	}
 	if m, ok := p.goCacheMount(); ok {
 		layered = append(layered, m)
 	}

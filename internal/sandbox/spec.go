@@ -19,14 +19,27 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-// View is a host directory (Source) bound read-only at Destination.
+// View is a host directory (Source) bound read-only at Destination, or,
+// with Upper set, the read-only lower layer of a copy-on-write overlay
+// there.
 type View struct {
 	Source, Destination string
+	// Upper and Work, when set, make the view an overlayfs mount (runc
+	// mounts it in the task's mount namespace, as the joined GOCACHE):
+	// lowerdir Source, upperdir Upper, workdir Work, all host directories
+	// outside the checkout, Upper and Work empty and on one filesystem.
+	// What the task writes at Destination lands in Upper; Source is never
+	// written. The caller bounds Upper (its own size-limited filesystem)
+	// and discards it after the run. The mount's root takes Upper's owner
+	// and mode: the prepared-dependency view makes it root's 01777, so a
+	// check adds its own entries but renames or removes none of Source's.
+	Upper, Work string
 }
 
 // Spec is one command to run in a fresh task. Everything not granted here is
-// denied: no network beyond loopback, no writable path but ReportFile, TMPDIR
-// and /dev/shm, no capability, no inherited environment.
+// denied: no network beyond loopback, no writable path but ReportFile, TMPDIR,
+// /dev/shm and the upper layers of copy-on-write Views, no capability, no
+// inherited environment.
 type Spec struct {
 	// ID names the container; a random one when empty. It must be unique
 	// among live runs.
@@ -179,6 +192,7 @@ type plan struct {
 	// roBinds are the checkout, ReadOnly and Views, each at its place in
 	// the task; report is ReportFile's bind (zero without one).
 	roBinds  []bind
+	overlays []overlay
 	report   bind
 	uid, gid uint32
 }
@@ -186,6 +200,11 @@ type plan struct {
 // bind is one host path mounted at a path inside the task.
 type bind struct {
 	Source, Destination string
+}
+
+// overlay is a copy-on-write View at its path inside the task.
+type overlay struct {
+	Lower, Upper, Work, Destination string
 }
 
 // validate applies defaults and refuses what cannot be run safely. It
@@ -338,25 +357,26 @@ func (sp Spec) validate() (*plan, error) {
 		}
 		ok := true
 		for _, path := range []string{v.Source, v.Destination} {
-			if err := checkBindPath(path); err != nil {
+			if err := bindDir("view", path); err != nil {
 				bad(field, "%v", err)
 				ok = false
-			} else if fi, err := os.Stat(path); err != nil {
-				bad(field, "view: %v", err)
-				ok = false
-			} else if !fi.IsDir() {
-				bad(field, "view %s is not a directory", path)
-				ok = false
 			}
+		}
+		if v.Upper != "" || v.Work != "" {
+			ok = p.checkOverlay(field, v, bad) && ok
+		}
+		dest := v.Destination
+		if inCheckout {
+			dest = sp.InTask(v.Destination)
 		}
 		switch {
 		case !ok:
 		case v.Destination == p.Checkout:
 			bad(field, "view %s would replace the whole checkout; mount it at a directory inside it", v.Source)
-		case inCheckout:
-			p.roBinds = append(p.roBinds, bind{Source: v.Source, Destination: sp.InTask(v.Destination)})
+		case v.Upper != "":
+			p.overlays = append(p.overlays, overlay{Lower: v.Source, Upper: v.Upper, Work: v.Work, Destination: dest})
 		default:
-			p.roBinds = append(p.roBinds, bind{Source: v.Source, Destination: v.Destination})
+			p.roBinds = append(p.roBinds, bind{Source: v.Source, Destination: dest})
 		}
 	}
 	if p.ReportFile != "" {
@@ -454,6 +474,47 @@ func overlaps(a, b string) bool {
 	_, in := under(a, b)
 	_, around := under(b, a)
 	return in || around
+}
+
+// checkOverlay refuses a copy-on-write view's upper and work directories
+// unless both are usable: absolute, clean, existing directories outside the
+// checkout (the task would see its own upper layer otherwise), and, with
+// the lower layer, nameable in overlayfs's options.
+func (p *plan) checkOverlay(field string, v View, bad func(field, format string, args ...any)) bool {
+	ok := true
+	for _, path := range []string{v.Upper, v.Work} {
+		if checkBindPath(path) == nil && p.inCheckout(path) {
+			bad(field, "view overlay directory %s is inside the checkout; make it outside", path)
+			ok = false
+		} else if err := bindDir("view overlay", path); err != nil {
+			bad(field, "%v", err)
+			ok = false
+		}
+	}
+	for _, path := range []string{v.Source, v.Upper, v.Work} {
+		// overlayfs separates options with ',' and layers with ':'.
+		if strings.ContainsAny(path, ",:\\") {
+			bad(field, "view overlay path %q holds ',', ':' or '\\', which overlayfs options cannot carry", path)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// bindDir refuses path unless it is a clean bind path naming an existing
+// directory; what names the spec entry in the message.
+func bindDir(what, path string) error {
+	if err := checkBindPath(path); err != nil {
+		return err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s %s is not a directory", what, path)
+	}
+	return nil
 }
 
 // checkBindPath refuses paths that cannot be a clean bind destination, or

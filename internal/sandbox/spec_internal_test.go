@@ -320,6 +320,44 @@ func TestCheckoutPlan(t *testing.T) {
 	}
 }
 
+// TestCopyOnWritePlan: a View with Upper becomes an overlay mount at its
+// task path, above the checkout's bind, and no read-only bind.
+func TestCopyOnWritePlan(t *testing.T) {
+	dir := t.TempDir()
+	co, lower, upper, work := filepath.Join(dir, "co"), filepath.Join(dir, "lower"), filepath.Join(dir, "upper"), filepath.Join(dir, "work")
+	for _, d := range []string{filepath.Join(co, "node_modules"), lower, upper, work} {
+		os.MkdirAll(d, 0o755)
+	}
+	p, err := Spec{Command: "true", Checkout: co,
+		Views: []View{{Source: lower, Destination: filepath.Join(co, "node_modules"), Upper: upper, Work: work}}}.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bind{{co, CheckoutPath}}; !slices.Equal(p.roBinds, want) {
+		t.Errorf("read-only binds %q, want %q", p.roBinds, want)
+	}
+	s, err := ociSpec(testCtx(), p, "rootfs", nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkoutAt, overlayAt := -1, -1
+	for i, m := range s.Mounts {
+		switch m.Destination {
+		case CheckoutPath:
+			checkoutAt = i
+		case CheckoutPath + "/node_modules":
+			overlayAt = i
+			want := []string{"nosuid", "nodev", "lowerdir=" + lower, "upperdir=" + upper, "workdir=" + work}
+			if m.Type != "overlay" || !slices.Equal(m.Options, want) {
+				t.Errorf("node_modules mount %+v, want overlay with %q", m, want)
+			}
+		}
+	}
+	if checkoutAt < 0 || overlayAt < checkoutAt {
+		t.Errorf("checkout mount at %d, overlay at %d: the overlay must come after the checkout", checkoutAt, overlayAt)
+	}
+}
+
 func TestInTask(t *testing.T) {
 	sp := Spec{Checkout: "/state/checkouts/s1/abc-1"}
 	for in, want := range map[string]string{
@@ -352,25 +390,35 @@ func TestCheckoutRefused(t *testing.T) {
 	os.WriteFile(file, nil, 0o600)
 	view := filepath.Join(dir, "view")
 	os.Mkdir(view, 0o755)
+	upper, work, comma := filepath.Join(dir, "upper"), filepath.Join(dir, "work"), filepath.Join(dir, "a,b")
+	for _, d := range []string{upper, work, comma} {
+		os.Mkdir(d, 0o755)
+	}
+	nm := filepath.Join(co, "node_modules")
+	cow := func(up, wk string) []View { return []View{{Source: view, Destination: nm, Upper: up, Work: wk}} }
 	const fixed = "the checkout's fixed path"
 	for name, tt := range map[string]struct {
 		spec  Spec
 		field string
 		msg   string // in the finding's text, when the field alone is not proof
 	}{
-		"relative checkout":        {Spec{Checkout: "co"}, "checkout", ""},
-		"unclean checkout":         {Spec{Checkout: co + "/"}, "checkout", ""},
-		"missing checkout":         {Spec{Checkout: filepath.Join(dir, "nope")}, "checkout", ""},
-		"checkout is a file":       {Spec{Checkout: file}, "checkout", "not a directory"},
-		"checkout over /proc":      {Spec{Checkout: "/proc"}, "checkout", "reserved"},
-		"read-only at the path":    {Spec{Checkout: co, ReadOnly: []string{CheckoutPath}}, "read_only[0]", fixed},
-		"read-only under the path": {Spec{Checkout: co, ReadOnly: []string{dir, CheckoutPath + "/x"}}, "read_only[1]", fixed},
-		"read-only around it":      {Spec{Checkout: co, ReadOnly: []string{filepath.Dir(CheckoutPath)}}, "read_only[0]", fixed},
-		"view over the path":       {Spec{Checkout: co, Views: []View{{Source: view, Destination: CheckoutPath + "/node_modules"}}}, "views[0]", fixed},
-		"view replaces checkout":   {Spec{Checkout: co, Views: []View{{Source: view, Destination: co}}}, "views[0]", "replace the whole checkout"},
-		"report at the path":       {Spec{Checkout: co, ReportFile: CheckoutPath + "/r.xml"}, "report_file", fixed},
-		"host path at the path":    {Spec{Checkout: co, HostPaths: []string{"/usr", CheckoutPath}}, "host_paths[1]", fixed},
-		"env names host checkout":  {Spec{Checkout: co, Env: []string{"CI=true", "NODE_PATH=" + co + "/node_modules"}}, "env[1]", "host checkout path"},
+		"relative checkout":         {Spec{Checkout: "co"}, "checkout", ""},
+		"unclean checkout":          {Spec{Checkout: co + "/"}, "checkout", ""},
+		"missing checkout":          {Spec{Checkout: filepath.Join(dir, "nope")}, "checkout", ""},
+		"checkout is a file":        {Spec{Checkout: file}, "checkout", "not a directory"},
+		"checkout over /proc":       {Spec{Checkout: "/proc"}, "checkout", "reserved"},
+		"read-only at the path":     {Spec{Checkout: co, ReadOnly: []string{CheckoutPath}}, "read_only[0]", fixed},
+		"read-only under the path":  {Spec{Checkout: co, ReadOnly: []string{dir, CheckoutPath + "/x"}}, "read_only[1]", fixed},
+		"read-only around it":       {Spec{Checkout: co, ReadOnly: []string{filepath.Dir(CheckoutPath)}}, "read_only[0]", fixed},
+		"view over the path":        {Spec{Checkout: co, Views: []View{{Source: view, Destination: CheckoutPath + "/node_modules"}}}, "views[0]", fixed},
+		"view replaces checkout":    {Spec{Checkout: co, Views: []View{{Source: view, Destination: co}}}, "views[0]", "replace the whole checkout"},
+		"overlay without work":      {Spec{Checkout: co, Views: cow(upper, "")}, "views[0]", "not absolute"},
+		"overlay upper missing":     {Spec{Checkout: co, Views: cow(filepath.Join(dir, "nope"), work)}, "views[0]", "no such file"},
+		"overlay upper in checkout": {Spec{Checkout: co, Views: cow(nm, work)}, "views[0]", "inside the checkout"},
+		"overlay option separator":  {Spec{Checkout: co, Views: cow(comma, work)}, "views[0]", "overlayfs options cannot carry"},
+		"report at the path":        {Spec{Checkout: co, ReportFile: CheckoutPath + "/r.xml"}, "report_file", fixed},
+		"host path at the path":     {Spec{Checkout: co, HostPaths: []string{"/usr", CheckoutPath}}, "host_paths[1]", fixed},
+		"env names host checkout":   {Spec{Checkout: co, Env: []string{"CI=true", "NODE_PATH=" + co + "/node_modules"}}, "env[1]", "host checkout path"},
 	} {
 		tt.spec.Command = "true"
 		_, err := tt.spec.validate()
