@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,25 +140,35 @@ func TestSymlinkHarnessDoesNotPoisonReuse(t *testing.T) {
 			idx = i
 		}
 	}
-	if len(vb.Harness.Overlay()) == 0 || vb.Harness.CommitTree == vb.TreeBefore {
-		t.Fatalf("the fixture's baseline must lay the base's harness over its commit: %+v", vb.Harness)
+	// The baseline runs at the base tip (the landing tree's rule), so the
+	// base's harness is its commit's own: nothing is laid over, yet the
+	// record names the harness's base commit and each file's mode, which
+	// the crafted sources below alter.
+	if vb.Commit != b1 || vb.Harness == nil || !vb.Harness.Pinned || vb.Harness.Base != b1 ||
+		!slices.ContainsFunc(vb.Harness.Files, func(f harness.File) bool { return f.Ran == harness.FromBase }) {
+		t.Fatalf("the fixture's baseline must run at the base tip with the base's harness recorded: commit %s, %+v", vb.Commit, vb.Harness)
 	}
 	other := "sha256:" + strings.Repeat("b", 64)
 	for _, tc := range []struct {
 		name, why string
 		mod       func(*record.CheckRun)
+		// invalid: the record cannot be signed at all (with nothing laid
+		// over, its commit tree must be the tree it ran).
+		invalid bool
 	}{
-		{"the tree it ran", "it ran tree", func(c *record.CheckRun) { c.TreeBefore, c.TreeAfter = other, other }},
-		{"the commit's tree", "its commit tree", func(c *record.CheckRun) { c.Harness.CommitTree = other }},
-		{"the harness's base commit", "harness record", func(c *record.CheckRun) { c.Harness.Base = b2 }},
+		{"the tree it ran", "it ran tree", func(c *record.CheckRun) {
+			c.TreeBefore, c.TreeAfter, c.Harness.CommitTree = other, other, other
+		}, false},
+		{"the commit's tree", "", func(c *record.CheckRun) { c.Harness.CommitTree = other }, true},
+		{"the harness's base commit", "harness record", func(c *record.CheckRun) { c.Harness.Base = b2 }, false},
 		{"the harness file's mode", "harness record", func(c *record.CheckRun) {
 			for i := range c.Harness.Files {
 				if c.Harness.Files[i].Ran == harness.FromBase {
 					c.Harness.Files[i].Base.Mode = "120000"
 				}
 			}
-		}},
-		{"nothing (the control)", "", func(*record.CheckRun) {}},
+		}, false},
+		{"nothing (the control)", "", func(*record.CheckRun) {}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "run")
@@ -165,6 +176,14 @@ func TestSymlinkHarnessDoesNotPoisonReuse(t *testing.T) {
 			st := readStatement(t, victim)
 			tc.mod(&st.Predicate.Checks[idx])
 			b, _, err := evidence.Sign(st, k.key)
+			if tc.invalid {
+				// Sign refuses what Verify would reject: no such source
+				// can be made, let alone adopted.
+				if err == nil || !strings.Contains(err.Error(), "commit_tree") {
+					t.Fatalf("a record whose commit tree is not the tree it ran, nothing laid over, was signed: %v", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
