@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +178,61 @@ func TestLandingTree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// pathRunner is landingRunner naming each test by its path, at any depth:
+// a test moved to another directory has another id.
+const pathRunner = `#!/bin/sh
+files=$(find tests -name '*.t' | sort)
+echo "1..$(echo "$files" | wc -l)"
+i=0
+for f in $files; do
+  i=$((i+1))
+  if sh "$f" >/dev/null 2>&1; then echo "ok $i $f"; else echo "not ok $i $f"; fi
+done
+`
+
+// TestBehindAfterMainMovedTests: a branch forked before main moved its
+// tests to another directory, which adds a test of its own, is
+// merge-ready: the baseline is the base tip and the landing tree holds
+// the tests where main put them, so main's moves are on both sides and
+// nothing of them is blamed on the change.
+func TestBehindAfterMainMovedTests(t *testing.T) {
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	r := gittest.New(t)
+	r.Write(".runmill/checks.yaml", tapPolicy)
+	r.Write("tests/run.sh", pathRunner)
+	r.Write("tests/total.t", "exit 0\n")
+	r.Write("tests/empty.t", "exit 0\n")
+	fork := r.Commit("fork")
+	for _, n := range []string{"total", "empty"} {
+		r.Remove("tests/" + n + ".t")
+		r.Write("tests/unit/"+n+".t", "exit 0\n")
+	}
+	tip := r.Commit("main moves its tests under tests/unit")
+	cand := branch(r, "behind", fork, map[string]string{"tests/vat.t": "exit 0\n"})
+	_, key, trust := newTestKey(t)
+	var progress bytes.Buffer
+	run := verify(t, r, "main", cand, func(o *engine.VerifyOptions) { o.SigningKey, o.Progress = key, &progress })
+	wantReasons(t, run, true, nil, nil)
+	rejudge(t, run)
+	want := "tested the merge with main at " + tip[:12] + ": the branch is 1 commit behind"
+	if !strings.Contains(progress.String(), want) {
+		t.Errorf("the console does not say %q:\n%s", want, progress.String())
+	}
+	for _, rec := range run.Delivery.Checks {
+		if rec.Phase == record.Candidate && !slices.Contains(rec.Report.Inventory.Passed, "tests/unit/total.t") {
+			t.Errorf("the landing tree's run passed %q, want main's moved tests among them", rec.Report.Inventory.Passed)
+		}
+	}
+	bundle, err := os.ReadFile(run.BundlePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := evidence.Verify(bundle, trust, expectations(t, r, "main", cand), evidence.VerifyOptions{Now: time.Now()}); !res.Valid {
+		t.Fatalf("the bundle does not verify: %s %s", res.Reason, res.Message)
 	}
 }
