@@ -77,18 +77,24 @@ func shop(t *testing.T) fixture {
 	// A test whose name is a workflow command: deleting it puts the name
 	// in runmill's output, where the runner must not obey it.
 	r.Write("tests/::warning title=fake::from a test name.t", "x\n")
-	var f fixture
-	f.dir = r.Dir
-	f.base = r.Commit("base")
-	r.Checkout("good", true)
-	r.Write("tests/discount.t", "x\n")
-	f.good = r.Commit("good: a test more")
+	f := baseAndGood(r)
 	r.Checkout("main", false)
 	r.Checkout("bad", true)
 	r.Remove("tests/zero_qty.t")
 	r.Remove("tests/::warning title=fake::from a test name.t")
 	f.bad = r.Commit("bad: two tests less")
 	pullMerge(t, r, &f)
+	return f
+}
+
+// baseAndGood commits what r holds as the base, then a good pull request
+// head on branch good that adds a passing test (left checked out).
+func baseAndGood(r *gittest.Repo) fixture {
+	f := fixture{dir: r.Dir}
+	f.base = r.Commit("base")
+	r.Checkout("good", true)
+	r.Write("tests/discount.t", "x\n")
+	f.good = r.Commit("good: a test more")
 	return f
 }
 

@@ -192,12 +192,7 @@ func twoChecks(t *testing.T) fixture {
 		"  - id: more\n    run: sh tests/run.sh > reports/more.tap\n    report: {path: reports/more.tap, format: tap}\n    timeout: 60s\n")
 	r.Write("tests/run.sh", tapRunner)
 	r.Write("tests/total.t", "x\n")
-	var f fixture
-	f.dir = r.Dir
-	f.base = r.Commit("base")
-	r.Checkout("good", true)
-	r.Write("tests/discount.t", "x\n")
-	f.good = r.Commit("good: a test more")
+	f := baseAndGood(r)
 	pullMerge(t, r, &f)
 	return f
 }
