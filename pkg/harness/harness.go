@@ -102,6 +102,11 @@ func (r *Record) Overlay() []Pin {
 	return out
 }
 
+// Changed reports whether the run with the base's harness differs from the
+// commit as it stands: some harness file of the change is laid over (or, for
+// a file new in the change, kept out of) its checkout.
+func (r *Record) Changed() bool { return len(r.Overlay()) > 0 }
+
 // ChangedPaths lists the harness files the change edited, whose base
 // version ran.
 func (r *Record) ChangedPaths() []string {
