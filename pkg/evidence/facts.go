@@ -35,6 +35,8 @@ func Requirement(m *discovery.Manifest, c discovery.Check) verdict.Requirement {
 		Remote:      c.HasSource(discovery.SourceGitHub),
 		Report:      c.Report != nil,
 		NewInChange: m.ReadFrom == discovery.ReadFromWorkingTree && c.DefinedBy == discovery.DefinedByRepository,
+
+		RequirePinnedHarness: m.RequirePinnedHarness,
 	}
 	for _, s := range c.Sources {
 		r.Sources = append(r.Sources, string(s))
@@ -57,6 +59,11 @@ func Facts(r *record.CheckRun) verdict.Result {
 		TreeMoved:        r.TreeBefore != r.TreeAfter,
 		Observations:     r.Observations,
 		LandingConflicts: r.LandingConflicts,
+	}
+	if r.Harness != nil {
+		for _, u := range r.Harness.Unpinned {
+			res.HarnessUnpinned = append(res.HarnessUnpinned, u.Part+": "+u.Reason)
+		}
 	}
 	if rep := r.Report; rep != nil && rep.Inventory != nil {
 		res.Report = &verdict.ReportFacts{

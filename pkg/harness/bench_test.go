@@ -35,7 +35,7 @@ func BenchmarkResolve(b *testing.B) {
 			base, cand := wideTrees(n)
 			cpu := cpuTime()
 			for b.Loop() {
-				_, err := harness.Resolve(context.Background(), "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+				_, err := harness.Resolve(context.Background(), harness.Discovery{}, []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
 				if (n > harness.MaxFiles) != (rmerr.CodeOf(err) == rmerr.LimitHarnessFiles) {
 					b.Fatal(err)
 				}

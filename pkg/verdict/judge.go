@@ -110,6 +110,10 @@ const (
 	RuleClaimedFailed = "outcome.summary-claims-failures"
 	RuleZeroTests     = "outcome.zero-tests"
 	RuleNotStarted    = "outcome.not-started"
+	// RuleHarnessUnpinned: the operator requires a pinned harness
+	// (verification.require_pinned_harness) and runmill could not resolve
+	// part of the command's.
+	RuleHarnessUnpinned = "harness.unpinned"
 )
 
 // OutputRulePrefix marks observations read from a run's output rather than
@@ -165,6 +169,13 @@ func (j *judging) candidate() {
 			msg += "; the memory limit killed a process"
 		}
 		j.fail(record.Finding{Rule: RuleCheckFailed, Message: msg, Hint: "fix the failing check"})
+	}
+	if j.req.RequirePinnedHarness {
+		for _, u := range r.HarnessUnpinned {
+			j.fail(record.Finding{Rule: RuleHarnessUnpinned,
+				Message: "harness not pinned: " + u + "; list it under harness:",
+				Hint:    "list the files this part of the command runs or reads under the check's harness: in the base's .runmill/checks.yaml (or the operator policy's command), so the base's version runs"})
+		}
 	}
 	j.observations()
 	rep := r.Report

@@ -37,6 +37,10 @@ type Requirement struct {
 	// alone.
 	NewInChange bool     `json:"new_in_change,omitempty"`
 	Sources     []string `json:"sources,omitempty"`
+	// RequirePinnedHarness: the operator's
+	// verification.require_pinned_harness; a candidate run with unresolved
+	// harness parts fails.
+	RequirePinnedHarness bool `json:"require_pinned_harness,omitempty"`
 }
 
 // Result is one recorded check run: the facts the orchestrator observed.
@@ -59,6 +63,9 @@ type Result struct {
 	// LandingConflicts are the paths the landing merge (the base tip and
 	// the head) conflicted in: the run had no tree to measure.
 	LandingConflicts []string `json:"landing_conflicts,omitempty"`
+	// HarnessUnpinned are the parts of the command whose harness runmill
+	// could not resolve, "part: reason" (the run's harness record).
+	HarnessUnpinned []string `json:"harness_unpinned,omitempty"`
 	// Observations are what the engine observed beyond these facts: report
 	// and dependency refusals, output phrases (rules OutputRulePrefix…),
 	// preservation findings, a commit's tree that changed between checkouts.
