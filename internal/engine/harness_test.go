@@ -114,8 +114,8 @@ func TestHarnessIsReadFromTheBase(t *testing.T) {
 				"tests/run.sh": suiteScript, "tests/env.sh": "\n", "tests/unit/a.t": "pass\n"},
 			cand:  files{"scripts/lint.sh": "#!/bin/sh\ncat lint/rules.conf\n", "lint/rules.conf": "strict\n"},
 			ready: false, want: []string{verdict.RuleCheckFailed, "lint"},
-			ran:   map[string]harness.Source{"scripts/lint.sh": harness.FromBase, "lint/rules.conf": harness.FromBase},
-			note:  "harness new in the change (not at the base): ran without lint/rules.conf, scripts/lint.sh, as the base has none"},
+			ran:  map[string]harness.Source{"scripts/lint.sh": harness.FromBase, "lint/rules.conf": harness.FromBase},
+			note: "harness new in the change (not at the base): ran without lint/rules.conf, scripts/lint.sh, as the base has none"},
 	} {
 		t.Run(c.name, func(t *testing.T) { runHarnessCase(t, c) })
 	}

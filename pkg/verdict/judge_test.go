@@ -60,10 +60,14 @@ func TestJudge(t *testing.T) {
 			}),
 			status: F, coverage: Un, notes: 1},
 		{name: "an unresolved harness is a fact, not a failure, by default", req: reportCheck,
-			run: cand(func(r *verdict.Result) { r.HarnessUnpinned = []string{"mvn test: runmill does not know which files mvn reads"} }),
+			run: cand(func(r *verdict.Result) {
+				r.HarnessUnpinned = []string{"mvn test: runmill does not know which files mvn reads"}
+			}),
 			status: P, coverage: Pr},
 		{name: "require_pinned_harness: an unresolved harness fails, naming the part", req: pinnedOnly,
-			run: cand(func(r *verdict.Result) { r.HarnessUnpinned = []string{"mvn test: runmill does not know which files mvn reads"} }),
+			run: cand(func(r *verdict.Result) {
+				r.HarnessUnpinned = []string{"mvn test: runmill does not know which files mvn reads"}
+			}),
 			status: F, coverage: Pr, rules: []string{verdict.RuleHarnessUnpinned}, contains: "harness not pinned: mvn test: runmill does not know which files mvn reads; list it under harness:"},
 		{name: "require_pinned_harness: a resolved harness passes", req: pinnedOnly, run: cand(nil), status: P, coverage: Pr},
 		{name: "no report declared passes unproven", req: plainCheck, run: cand(func(r *verdict.Result) { r.Report = nil }), status: P, coverage: Un},
