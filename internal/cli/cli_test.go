@@ -60,6 +60,7 @@ func TestManifestCommand(t *testing.T) {
 	r := gittest.New(t)
 	r.Write(".runmill/checks.yaml", "checks:\n  - id: unit\n    run: go test ./... && mvn verify\n")
 	r.Write("go.mod", "module example.com/m\n")
+	r.Write("go.work", "go 1.22\n\nuse .\n")
 	base := r.Commit("base")
 	r.Checkout("pr", true)
 	r.Write(".runmill/checks.yaml", "checks: []\n")
@@ -90,7 +91,7 @@ func TestManifestCommand(t *testing.T) {
 	}
 	// Issue 25: each runnable check's resolved harness, and what runmill
 	// could not resolve.
-	if len(m.Harness) != 1 || m.Harness[0].CheckID != "unit" || len(m.Harness[0].Harness.Files) != 1 || m.Harness[0].Harness.Files[0].Path != "go.mod" ||
+	if len(m.Harness) != 1 || m.Harness[0].CheckID != "unit" || len(m.Harness[0].Harness.Files) != 1 || m.Harness[0].Harness.Files[0].Path != "go.work" ||
 		len(m.Harness[0].Harness.Unpinned) != 1 || m.Harness[0].Harness.Unpinned[0].Part != "mvn verify" {
 		t.Fatalf("unexpected harness: %s", out)
 	}

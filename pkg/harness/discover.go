@@ -82,11 +82,11 @@ const (
 //     vitest.config.js over a pinned vite.config.js is a harness change),
 //     package.json (where jest, mocha and ava also read configuration) and
 //     the babel configuration jest transforms tests with;
-//   - go (test, vet, build…): go.mod, go.sum, go.work, go.work.sum, and a
-//     repository program named by -exec;
-//   - cargo: Cargo.toml at any depth (test targets, harness = false),
-//     .cargo/config.toml and .cargo/config at any depth (a test runner),
-//     rust-toolchain(.toml), .config/nextest.toml.
+//   - go (test, vet, build…): go.work, go.work.sum, and a repository
+//     program named by -exec (not go.mod and go.sum: see goTool);
+//   - cargo: .cargo/config.toml and .cargo/config at any depth (a test
+//     runner), rust-toolchain(.toml), .config/nextest.toml (not Cargo.toml
+//     and Cargo.lock: see cargo).
 //
 // Paths are relative to the repository root; a command's files relative to
 // the directory it runs in. What it cannot resolve — an unknown program, a
@@ -1099,9 +1099,14 @@ func stripMakeVars(s string) string {
 	return strings.Join(keep, " ; ")
 }
 
+// goTool: go.work and go.work.sum decide which modules a build uses (a
+// workspace can put a forged copy of any dependency in its place). go.mod
+// and go.sum are not pinned: they are the change's dependencies, and the
+// base's version with the candidate's code fails every honest dependency
+// change to build.
 func (d *discoverer) goTool(args simple, dir, part string, inScript bool) {
 	for _, r := range uniqueDirs(dir) {
-		for _, f := range []string{"go.mod", "go.sum", "go.work", "go.work.sum"} {
+		for _, f := range []string{"go.work", "go.work.sum"} {
 			d.pin(at(r, f))
 		}
 	}
@@ -1128,15 +1133,18 @@ func (d *discoverer) goTool(args simple, dir, part string, inScript bool) {
 	}
 }
 
+// cargo: a .cargo/config.toml at any level can set a test runner (a
+// program every test binary runs under) or rustflags; the toolchain files
+// choose the compiler; nextest's config its runner. Cargo.toml and
+// Cargo.lock are not pinned, for go.mod's reason: they are the change's
+// dependencies.
 func (d *discoverer) cargo(dir string) {
-	d.glob("Cargo.toml") // every crate's: test targets and harness = false
 	d.glob("**/.cargo/config.toml")
 	d.glob("**/.cargo/config")
 	for _, r := range uniqueDirs(dir) {
 		d.pin(at(r, "rust-toolchain"))
 		d.pin(at(r, "rust-toolchain.toml"))
 		d.pin(at(r, ".config/nextest.toml"))
-		d.pin(at(r, "Cargo.lock"))
 	}
 }
 

@@ -72,8 +72,9 @@ func TestDiscover(t *testing.T) {
 	pytest := []string{"conftest.py", "tests/conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini",
 		"pytest.py", "pytest/__init__.py", "_pytest/x.py", "sitecustomize.py", "usercustomize.py", "site.pth", "lib/vendor.pth"}
 	pystart := []string{"sitecustomize.py", "usercustomize.py", "site.pth", "lib/vendor.pth"}
-	gomod := []string{"go.mod", "go.sum", "go.work", "go.work.sum"}
-	cargo := []string{"Cargo.toml", "crates/a/Cargo.toml", ".cargo/config.toml", "crates/a/.cargo/config", "rust-toolchain.toml"}
+	// Not go.mod, go.sum or Cargo.toml: the change's own dependencies.
+	gomod := []string{"go.work", "go.work.sum"}
+	cargo := []string{".cargo/config.toml", "crates/a/.cargo/config", "rust-toolchain.toml"}
 	makefiles := []string{"Makefile", "mk/common.mk", "mk/deep.mk"}
 	script := []string{"scripts/t.sh", "scripts/lib.sh", "scripts/helper.sh"}
 	cat := func(lists ...[]string) []string { return slices.Concat(lists...) }
@@ -180,6 +181,7 @@ func TestDiscoverNewFiles(t *testing.T) {
 		{"python -m pytest", "tests/test_a.py", "tests/unit/conftest.py"},
 		{"npm test", "package.json", "sub/.npmrc"},
 		{"cargo test", "Cargo.toml", "crates/x/.cargo/config.toml"},
+		{"go test ./...", "go.mod", "go.work"},
 		{"pytest", "tests/test_a.py", "pytest.py"},
 		{"npm test", "package.json", "node_modules/.bin/node"},
 	} {
