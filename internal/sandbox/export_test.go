@@ -40,3 +40,8 @@ func SetReapWait(d time.Duration) time.Duration {
 	reapWait = d
 	return old
 }
+
+// DaemonBinary is the containerd a private daemon runs and the PATH it is
+// given, for a test that restarts a killed run's daemon on its own
+// configuration.
+func DaemonBinary() (bin, path string, err error) { return daemonBinary() }
