@@ -45,3 +45,9 @@ func SetReapWait(d time.Duration) time.Duration {
 // given, for a test that restarts a killed run's daemon on its own
 // configuration.
 func DaemonBinary() (bin, path string, err error) { return daemonBinary() }
+
+// CgroupV2HelperEnv and CgroupV2Helper: TestMain runs the helper of
+// TestProbeReadsCgroupV2 when the variable is set.
+const CgroupV2HelperEnv = cgroupV2HelperEnv
+
+func CgroupV2Helper() int { return cgroupV2Helper() }
