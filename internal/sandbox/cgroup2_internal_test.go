@@ -35,6 +35,109 @@ func cgroupV2Helper() int {
 	return 0
 }
 
+// cgroupV2WantAllEnv makes TestProbeReadsCgroupV2 require the pids, memory
+// and cpu controllers: set where the kernel is known to grant them (the
+// user-mode kernel of TestProbeReadsCgroupV2InUML), so the half with the
+// limits set cannot quietly turn into the fail-closed half.
+const cgroupV2WantAllEnv = "RUNMILL_CGROUP2_WANT_CONTROLLERS"
+
+// umlInitEnv makes the test binary the init of a user-mode Linux kernel
+// (TestProbeReadsCgroupV2InUML): it mounts what the test needs, cgroup2 at
+// /sys/fs/cgroup as on a v2 host, runs TestProbeReadsCgroupV2 in the
+// directory umlDirEnv names, and powers the kernel off. The kernel passes
+// both variables from its command line.
+const (
+	umlInitEnv = "RUNMILL_UML_INIT"
+	umlDirEnv  = "RUNMILL_UML_DIR"
+)
+
+// umlMarker precedes the inner run's exit code on the console.
+const umlMarker = "runmill-uml-init: test exit "
+
+func umlInit() int {
+	defer unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	for _, m := range []struct{ source, target, fstype string }{
+		{"proc", "/proc", "proc"},
+		{"sysfs", "/sys", "sysfs"},
+		{"cgroup2", "/sys/fs/cgroup", "cgroup2"},
+		{"tmpfs", "/run", "tmpfs"}, // TMPDIR: the root is the host's, read-only
+	} {
+		if err := unix.Mount(m.source, m.target, m.fstype, 0, ""); err != nil {
+			fmt.Printf("%s%d (mounting %s: %v)\n", umlMarker, 125, m.target, err)
+			return 1
+		}
+	}
+	self, _ := os.Executable()
+	cmd := exec.Command(self, "-test.run=^TestProbeReadsCgroupV2$", "-test.count=1", "-test.v")
+	cmd.Dir = os.Getenv(umlDirEnv)
+	// Not CI: no containerd runs in this kernel, and the address that
+	// does not answer makes TestMain say so at once instead of starting one.
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=/run", "HOME=/run",
+		"RUNMILL_CONTAINERD_ADDRESS=/nonexistent/containerd.sock", cgroupV2WantAllEnv + "=1"}
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
+	code := 0
+	if err := cmd.Run(); err != nil {
+		code = 1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		fmt.Println(err)
+	}
+	fmt.Printf("%s%d\n", umlMarker, code)
+	os.Stdout.Sync()
+	return code
+}
+
+// TestProbeReadsCgroupV2InUML: TestProbeReadsCgroupV2 on a host whose
+// cgroup2 hierarchy has the pids, memory and cpu controllers, when this
+// one's has not (a hybrid host binds them to v1): in a user-mode Linux
+// kernel (Debian's user-mode-linux, scripts/setup.sh) booted with the host's
+// root read-only through hostfs and this test binary as its init. Its
+// cgroups are the real kernel's, pure v2, with every controller free, so
+// the half of the test with the limits set runs, and must pass there.
+func TestProbeReadsCgroupV2InUML(t *testing.T) {
+	fail := t.Skipf
+	if os.Getenv("CI") == "true" {
+		fail = t.Fatalf
+	}
+	uml, err := exec.LookPath("linux.uml")
+	if err != nil {
+		fail("linux.uml (user-mode-linux) is not installed: %v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{self, wd} {
+		if strings.ContainsAny(p, " \t\n") {
+			t.Fatalf("%q cannot be passed on a kernel command line", p)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, uml, "mem=256M", "root=/dev/root", "rootfstype=hostfs", "rootflags=/", "ro", "quiet",
+		"uml_dir="+t.TempDir(), "con=null", "con0=fd:0,fd:1", "init="+self, umlInitEnv+"=1", umlDirEnv+"="+wd)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + t.TempDir()} // its memory file
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	t.Logf("linux.uml (%v):\n%s", err, out)
+	i := bytes.LastIndex(out, []byte(umlMarker))
+	if i < 0 {
+		t.Fatalf("the user-mode kernel's init did not report the test's exit")
+	}
+	if code := strings.Fields(string(out[i+len(umlMarker):]))[0]; code != "0" {
+		t.Fatalf("TestProbeReadsCgroupV2 in the user-mode kernel exited %s", code)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: TestProbeReadsCgroupV2 ")) {
+		t.Fatal("TestProbeReadsCgroupV2 did not pass in the user-mode kernel")
+	}
+}
+
 // cgroup2Root is the mount point of the cgroup v2 hierarchy at its root:
 // /sys/fs/cgroup on a v2 host, /sys/fs/cgroup/unified on a hybrid one.
 func cgroup2Root(t *testing.T) string {
@@ -116,10 +219,15 @@ func TestProbeReadsCgroupV2(t *testing.T) {
 		}
 	}
 	t.Logf("cgroup2 hierarchy at %s; the test cgroup's controllers %v (kernel offers %v at the root)", root, controllers, available)
+	if os.Getenv(cgroupV2WantAllEnv) != "" && len(missing) > 0 {
+		t.Fatalf("%s is set and the cgroup lacks the v2 controllers %v", cgroupV2WantAllEnv, missing)
+	}
 
 	// Join the cgroup first: the new cgroup namespace is rooted at the
-	// cgroup its creator is in.
-	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" --mount --cgroup --propagation private -- /bin/sh -c 'mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$0" -test.run=^$' "$0"`,
+	// cgroup its creator is in. On a v2 host /sys/fs/cgroup is the root of
+	// a cgroup2 mount already, where the kernel refuses another (EBUSY):
+	// the new one goes over a tmpfs.
+	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" --mount --cgroup --propagation private -- /bin/sh -c 'mount -t tmpfs runmill-test /sys/fs/cgroup && mount -t cgroup2 runmill-task-cgroup /sys/fs/cgroup && exec "$0" -test.run=^$' "$0"`,
 		os.Args[0], cg, unshare)
 	cmd.Env = []string{cgroupV2HelperEnv + "=1", "PATH=" + os.Getenv("PATH")}
 	var stderr bytes.Buffer

@@ -51,3 +51,9 @@ func DaemonBinary() (bin, path string, err error) { return daemonBinary() }
 const CgroupV2HelperEnv = cgroupV2HelperEnv
 
 func CgroupV2Helper() int { return cgroupV2Helper() }
+
+// UMLInitEnv and UMLInit: TestMain is the init of TestProbeReadsCgroupV2InUML's
+// user-mode kernel when the variable is set.
+const UMLInitEnv = umlInitEnv
+
+func UMLInit() int { return umlInit() }
