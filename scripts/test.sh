@@ -71,7 +71,7 @@ go test -count=1 -timeout 20m "$@" ./...
 # internal/sandbox, the doctor's containerd and sandbox checks, and three
 # whole verifications through the engine (probe, checks, a killed run swept
 # by the next, prepared npm dependencies in copy-on-write views). About
-# 1 min on the project's 2-core machine (docs/benchmarks.md).
+# 1–1.5 min on the project's 2-core machine (docs/benchmarks.md).
 # Skipped when RUNMILL_CONTAINERD_ADDRESS names a daemon: the tests would
 # use that one.
 if [ -n "$containerd2" ]; then
