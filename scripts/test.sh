@@ -39,6 +39,7 @@ if [ -z "${RUNMILL_ACTIONLINT:-}" ]; then
 	fi
 	export RUNMILL_ACTIONLINT="$tools/actionlint"
 fi
+"$RUNMILL_ACTIONLINT" -color=false .github/workflows/*.yml
 # containerd 2.x, for the sandbox suite's second run (docs/sandbox.md "What
 # was measured where"): the daemon and its runc shim at the version of the
 # client runmill is built with (go.mod), built from the Go module proxy like
