@@ -596,13 +596,30 @@ func TestInputsAreMapped(t *testing.T) {
 	if _, ok := a.Inputs["reuse-dir"]; !ok {
 		t.Error(`input "reuse-dir" of issue 16 is missing`)
 	}
-	for _, name := range []string{"policy-required", "retention-days"} {
+	for _, name := range []string{"policy-required", "retention-days", "comment"} {
 		if _, ok := a.Inputs[name]; !ok {
 			t.Errorf("input %q of issue 27 is missing", name)
 		}
 	}
-	if len(a.Inputs) != 23 || len(a.Outputs) != 4 {
-		t.Errorf("%d inputs and %d outputs, want 23 and 4", len(a.Inputs), len(a.Outputs))
+	if d := a.Inputs["comment"].Default; d != "false" {
+		t.Errorf("comment defaults to %q: a comment needs pull-requests: write, so it is opt-in", d)
+	}
+	for _, name := range []string{"passed", "failed", "missing", "skipped", "summary-path"} {
+		if _, ok := a.Outputs[name]; !ok {
+			t.Errorf("output %q of issue 27 is missing", name)
+		}
+	}
+	if len(a.Inputs) != 24 || len(a.Outputs) != 9 {
+		t.Errorf("%d inputs and %d outputs, want 24 and 9", len(a.Inputs), len(a.Outputs))
+	}
+	// The Summarize step talks to GitHub with the token after the verdict:
+	// it never holds the signing key.
+	for _, s := range a.Runs.Steps {
+		for k, v := range s.Env {
+			if s.Name == "Summarize" && (strings.Contains(v, "signing-key") || strings.Contains(v, "secrets.") || k == "RUNMILL_SIGNING_KEY") {
+				t.Errorf("the Summarize step maps %s = %s", k, v)
+			}
+		}
 	}
 	for _, name := range []string{"prepare-dependencies", "dependency-scripts"} {
 		if _, ok := a.Inputs[name]; !ok {

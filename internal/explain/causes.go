@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/runmill/verify/pkg/evidence"
@@ -62,6 +63,14 @@ func Causes(d *evidence.Delivery) []Cause {
 			rest = append(rest, c)
 		}
 	}
+	// Missing before skipped: a deleted test is the starker loss.
+	rank := func(c Cause) int {
+		if c.Rule == outcome.RuleMissing {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(first, func(a, b Cause) int { return cmp.Compare(rank(a), rank(b)) })
 	return slices.Concat(first, rest)
 }
 
