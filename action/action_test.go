@@ -276,6 +276,10 @@ func TestActionOnPullRequests(t *testing.T) {
 			// release checksums, so it builds its source, stamped with the
 			// ref; its error codes link that repository's docs at that ref.
 			j.actionRef, j.actionRepo = "main", "octo-org/runmill-verify"
+			// A pull request of the repository itself, whose token can
+			// write the comment (a fork's cannot: TestSummaryCommand).
+			head := j.event["pull_request"].(map[string]any)["head"].(map[string]any)
+			head["repo"].(map[string]any)["full_name"] = "octo-org/shop"
 			j.env["GITHUB_API_URL"] = api.URL()
 			for _, e := range tc.comment {
 				api.Add(e)
