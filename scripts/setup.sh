@@ -75,6 +75,10 @@ install_pkgs() {
 	visible curl || missing+=(curl)
 	visible unzip || missing+=(unzip)
 	visible linux.uml || missing+=(user-mode-linux)
+	# The job-summary render test (internal/actions TestRenderSummaries):
+	# headless Chromium, and a colour emoji font for the ✅/❌ marks.
+	visible chromium || missing+=(chromium)
+	[ -f /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || missing+=(fonts-noto-color-emoji)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" != 0 ]; then
 		echo "setup: missing ${missing[*]}; run as root or: sudo apt-get install -y ${missing[*]}" >&2
