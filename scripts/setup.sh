@@ -23,6 +23,9 @@
 #   curl, unzip          the action's Build step fetches and unpacks its pinned Go
 #                        (action/lib.sh private_go); its Install step downloads
 #                        the release binary
+#   chromium,            the job-summary render test (internal/actions
+#   fonts-noto-color-emoji  TestRenderSummaries): headless Chromium, and an
+#                        emoji font so the ✅/❌ marks are not empty boxes
 #   user-mode-linux      linux.uml, a kernel run as a process: the probe's cgroup
 #                        v2 test boots it (TestProbeReadsCgroupV2InUML) for a
 #                        cgroup2 hierarchy with the pids, memory and cpu
