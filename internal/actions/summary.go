@@ -481,10 +481,7 @@ func whySection(run *Run, reasons []record.Finding) []string {
 		if x.Status == record.Passed {
 			continue
 		}
-		phase := ""
-		if x.Phase == record.Baseline {
-			phase = " at the baseline"
-		}
+		phase := explain.PhaseWords(x.Phase)
 		var lines []string
 		if x.FailedCount > 0 {
 			lines = append(lines, fmt.Sprintf("- %s failed:", printable.Plural(x.FailedCount, "test", "tests")))
