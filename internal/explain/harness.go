@@ -19,8 +19,8 @@ func HarnessNotes(phase record.Phase, hr *harness.Record) []string {
 		// Issue 25: the run of the landing commit as it stands.
 		var edited []string
 		for _, f := range hr.Files {
-			if f.Base != nil && (f.Commit == nil || *f.Commit != *f.Base) {
-				edited = append(edited, f.Path)
+			if f.Base == nil || f.Commit == nil || *f.Commit != *f.Base {
+				edited = append(edited, f.Path) // edited, removed or new in the change
 			}
 		}
 		return []string{"the candidate's harness ran too: the change's own version of " + strings.Join(edited, ", ") +

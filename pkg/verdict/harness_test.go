@@ -145,6 +145,14 @@ func TestEvaluateCandidateHarness(t *testing.T) {
 				r.Observations = []record.Finding{{Rule: "outcome.preservation.missing", Message: "a base test is missing", Hint: "restore it"}}
 			}), own}, rules: []string{"outcome.preservation.missing"}},
 		{name: "its passes never satisfy the candidate run", results: []verdict.Result{baseline, own}, rules: []string{verdict.RuleNoResult}},
+		{name: "a change that does not merge needs no own-harness run", results: []verdict.Result{
+			with(baseline, func(r *verdict.Result) {
+				r.Started, r.Report, r.LandingConflicts = false, nil, []string{"tests/run.sh"}
+			}),
+			with(cand, func(r *verdict.Result) {
+				r.Started, r.Report, r.LandingConflicts = false, nil, []string{"tests/run.sh"}
+			})},
+			rules: []string{verdict.RuleUnproven, verdict.RuleMergeConflict}},
 		{name: "an unchanged harness needs no own-harness run", results: []verdict.Result{baseline,
 			with(cand, func(r *verdict.Result) { r.HarnessChanged = nil })}, ready: true},
 	} {

@@ -181,7 +181,9 @@ func Evaluate(in Input) Verdict {
 		switch r.Phase {
 		case record.Candidate:
 			e.candidate(r, req)
-			if len(r.HarnessChanged) > 0 {
+			if len(r.HarnessChanged) > 0 && len(r.LandingConflicts) == 0 {
+				// A change that does not merge runs nothing; the
+				// conflict is its reason.
 				changed[r.CheckID] = r.HarnessChanged
 			}
 		case record.CandidateHarness:
