@@ -167,7 +167,7 @@ const maxMovedLines = 10
 // what it decided: the progress line, the event and the record agree.
 //
 // runs are the check's runs so far (rec among them): what its judgement
-// weighs from the others (evidence.CheckFacts), as Verify recomputes it
+// weighs from the others (evidence.Judge), as Verify recomputes it
 // from the whole delivery.
 func (e *executor) judged(rec *record.CheckRun, runs []record.CheckRun) {
 	j := evidence.Judge(e.manifest, rec, runs)

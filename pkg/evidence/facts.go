@@ -126,9 +126,9 @@ func withContext(res verdict.Result, x *checkContext) verdict.Result {
 	return res
 }
 
-// CheckFacts is Facts(r) with what r's judgement weighs from the other runs
+// checkFacts is Facts(r) with what r's judgement weighs from the other runs
 // of its check among runs (the delivery's, or at least its check's).
-func CheckFacts(m *discovery.Manifest, r *record.CheckRun, runs []record.CheckRun) verdict.Result {
+func checkFacts(m *discovery.Manifest, r *record.CheckRun, runs []record.CheckRun) verdict.Result {
 	return withContext(Facts(r), contexts(m, runs)[r.CheckID])
 }
 
@@ -138,7 +138,7 @@ func CheckFacts(m *discovery.Manifest, r *record.CheckRun, runs []record.CheckRu
 // what Verify recomputes.
 func Judge(m *discovery.Manifest, r *record.CheckRun, runs []record.CheckRun) verdict.Judgement {
 	c, _ := m.Check(r.CheckID)
-	j := verdict.Judge(Requirement(m, c), CheckFacts(m, r, runs))
+	j := verdict.Judge(Requirement(m, c), checkFacts(m, r, runs))
 	r.Status, r.Coverage, r.Findings = j.Status, j.Coverage, j.Findings
 	return j
 }
