@@ -23,6 +23,9 @@
 #   curl, unzip          the action's Build step fetches and unpacks its pinned Go
 #                        (action/lib.sh private_go); its Install step downloads
 #                        the release binary
+#   chromium,            the job-summary render test (internal/actions
+#   fonts-noto-color-emoji  TestRenderSummaries): headless Chromium, and an
+#                        emoji font so the ✅/❌ marks are not empty boxes
 #   user-mode-linux      linux.uml, a kernel run as a process: the probe's cgroup
 #                        v2 test boots it (TestProbeReadsCgroupV2InUML) for a
 #                        cgroup2 hierarchy with the pids, memory and cpu
@@ -75,6 +78,10 @@ install_pkgs() {
 	visible curl || missing+=(curl)
 	visible unzip || missing+=(unzip)
 	visible linux.uml || missing+=(user-mode-linux)
+	# The job-summary render test (internal/actions TestRenderSummaries):
+	# headless Chromium, and a colour emoji font for the ✅/❌ marks.
+	visible chromium || missing+=(chromium)
+	[ -f /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || missing+=(fonts-noto-color-emoji)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" != 0 ]; then
 		echo "setup: missing ${missing[*]}; run as root or: sudo apt-get install -y ${missing[*]}" >&2

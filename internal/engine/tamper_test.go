@@ -189,7 +189,7 @@ func runTamper(t *testing.T, c tamperCase, key *evidence.SigningKey, trust []byt
 			}
 			// The finding comes from the facts: without them the run passes.
 			rec.Tamper = nil
-			if j := evidence.Judge(&d.Manifest, &rec); j.Status != record.Passed {
+			if j := evidence.Judge(&d.Manifest, &rec, d.Checks); j.Status != record.Passed {
 				t.Errorf("without its tamper facts the lying run is %s (%v): something else caught it", j.Status, j.Findings)
 			}
 		}
