@@ -29,46 +29,63 @@ import (
 //
 // Which files:
 //
-//   - Python test code — conftest.py at any depth, test_*.py, *_test.py,
-//     and any .py under a directory named test, tests or testing — for
-//     every Python rule. Every other .py file for the hook rules only: a
-//     pytest plugin can live anywhere (pytest_plugins, -p), but only a
-//     function named like a pytest hook is one.
+//   - Python test code as pytest loads it by default (IsPythonTestCode):
+//     conftest.py at any depth, test_*.py and *_test.py. Helpers under
+//     tests/ and plugin modules loaded through pytest_plugins or -p are not
+//     scanned: measured, a tests/ directory also holds linter inputs and
+//     shipped testing libraries, and a framework's own source sets
+//     outcomes by design.
 //   - Go test files (*_test.go), parsed with go/parser: a TestMain only
 //     exists there.
 //
 // Python rules (a lexical scan: comments, strings and f-string text are
-// skipped; code inside an f-string's braces is code):
+// skipped; code inside an f-string's braces is code; indentation gives a
+// def its body):
 //
 //   - pytest-outcome: in a pytest hook (a def named pytest_…, and what is
-//     nested in it) of any file, or anywhere in Python test code, an
-//     assignment to .outcome (except the literal "failed": a harness may
-//     add failures), .wasxfail, or .longrepr = None / "" (a failure without
-//     its text); setattr(…, "outcome" | "wasxfail" | "longrepr", …); and,
-//     in a hook, .force_result( (the hook's result replaced).
-//   - pytest-deselect: in pytest_collection_modifyitems, items[…] = …
-//     (unless the value is sorted(…) or reversed(…): a new order drops
-//     nothing), items.remove/pop/clear(…), del items[…]; and a call of
-//     pytest_deselected(…) in a hook or test code.
-//   - atexit: atexit.register in test code (also as a decorator) and from
-//     atexit import …: a handler runs after the runner wrote its report.
-//   - os-exit: os._exit / posix._exit in test code and from os import
-//     _exit: the process ends with a code of the test code's choosing.
+//     nested in it), or anywhere in a conftest.py, an assignment to
+//     .outcome (except the literal "failed": a harness may add failures),
+//     .wasxfail, or .longrepr = None / "" (a failure without its text);
+//     setattr(…, "outcome" | "wasxfail" | "longrepr", …); in a hook,
+//     .force_result( (the hook's result replaced); and a definition of
+//     pytest_pyfunc_call (returning True passes a test that never ran).
+//   - pytest-deselect: in pytest_collection_modifyitems, items[…] = …,
+//     items.remove/pop/clear(…), del items[…] — unless the value is a new
+//     order (sorted(…), reversed(…), parts concatenated a + b) or the hook
+//     announces the removal through pytest_deselected(…), which pytest
+//     counts; a base test removed either way is missing at preservation.
+//   - atexit: atexit.register (also as a decorator) and from atexit import
+//     …: a handler runs after the runner wrote its report. Accepted: a
+//     handler defined in the file that writes, renames, copies, runs,
+//     imports or exits nothing (it only cleans up).
+//   - os-exit: os._exit / posix._exit and from os import _exit: the process
+//     ends with a code of the test code's choosing. Accepted: a non-zero
+//     integer constant, a forked child (inside if pid == 0: or if not
+//     pid: with pid from os.fork() or pty.fork()), and a name every
+//     assignment of which is pytest_sessionfinish's exitstatus or a
+//     constant.
 //
 // Go rules, in TestMain(m *testing.M), in init functions and in
 // package-level initializers of a _test.go file (a function literal inside
-// them included):
+// them included), and in a helper of the file given the *testing.M:
 //
 //   - go-output: an assignment to os.Stdout or os.Stderr (also *os.Stdout
 //     = …), os.NewFile(…), and any Dup2/Dup3 call (syscall, x/sys/unix):
-//     the test binary's output is what go test and test2json read.
-//   - go-exit (TestMain only): os.Exit or syscall.Exit with an argument
-//     that is not m.Run()'s result: accepted are m.Run() itself, a
-//     non-zero integer constant (it adds a failure), a variable every
-//     assignment of which in TestMain is one of those (declared without a
-//     value and assigned later, too), and a call of a function of the same
-//     file, given m, whose every return is one of those. os.Exit(0) and
-//     os.Exit(code) with code from anything else are tamper.
+//     the test binary's output is what go test and test2json read; and, in
+//     a file with a TestMain or an init, a string literal spelling
+//     "--- PASS" or "--- FAIL".
+//   - go-exit: os.Exit or syscall.Exit (and a helper's return) with a code
+//     that is not m.Run()'s result. Accepted: m.Run() itself, a non-zero
+//     integer constant (it adds a failure), a variable every assignment of
+//     which is one of those (declared without a value and assigned later,
+//     too; a constant after if code != 0 { os.Exit(code) }), a value
+//     received from a channel every send on which is one, a call of a
+//     function of the file given m whose every return is one, a function
+//     of another file or package given m (held to this rule where it is
+//     declared when that is a _test.go file the change edits), and any
+//     exit before the first m.Run() in TestMain's own statements — not in
+//     a closure or a defer — where no test has run (a test binary
+//     re-executed as a tool).
 //
 // In both languages:
 //
@@ -79,18 +96,20 @@ import (
 // Size and reading: the same bounds as the focus scan (MaxFileBytes, 8 MiB
 // by default; files opened through an os.Root, symbolic links never
 // followed out of it). A test-code file longer than the cap, or one that
-// cannot be read inside the checkout, fails closed ("unscanned"); any
-// other is noted. A Go file that does not parse is noted: it does not
-// build, so its TestMain never runs.
+// cannot be read inside the checkout, fails closed ("unscanned"). A Go
+// file that does not parse is noted: it does not build, so its TestMain
+// never runs. Per file at most 100 facts are kept and 256 constructs are
+// weighed for their honest forms; past that every construct counts.
 //
 // Known limits: a lexical scan follows no data flow — a name bound to
 // atexit.register or to the report's outcome attribute under another name
 // (r = setattr; k = "out" + "come"), a hook body in a helper function of a
 // file the change does not edit, a report path built from parts
-// (os.path.join("reports", "unit.xml")) are not seen; in Go, a TestMain
-// that exits through a function of another file of the package is
-// tamper (the scan cannot follow it), and output replaced by a function
-// TestMain calls is not seen.
+// (os.path.join("reports", "unit.xml")) are not seen; in Go, a helper
+// outside _test.go files given m is trusted, output replaced by a
+// function TestMain calls is not seen, and a TestMain that prints forged
+// results without the spelled literals before it runs any test runs no
+// test, which the zero-test and preservation rules weigh.
 
 // Tamper rules (record.Tamper.Rule).
 const (

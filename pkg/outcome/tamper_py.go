@@ -316,6 +316,11 @@ func scanPython(src []byte, file string, reportPaths []string) []record.Tamper {
 			break // enough to fail the run; the rest adds nothing
 		}
 		if t.kind == 'n' && t.text == "def" && code(i+1) != "" {
+			if code(i+1) == "pytest_pyfunc_call" {
+				// The hook that calls a test function: one returning True
+				// passes a test that never ran.
+				hit(TamperOutcome, t, i+1, "")
+			}
 			d := pyDef{name: code(i + 1), indent: lineIndent(toks, i)}
 			if len(defs) > 0 {
 				d.hook, d.modifyItems = defs[len(defs)-1].hook, defs[len(defs)-1].modifyItems

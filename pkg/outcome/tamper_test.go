@@ -36,6 +36,8 @@ func TestScanTamperPython(t *testing.T) {
 		{name: "a makereport hook that turns failures into passes", file: "conftest.py",
 			src:  "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    rep = outcome.get_result()\n    if rep.failed:\n        rep.outcome = 'passed'\n        rep.longrepr = None\n",
 			want: []string{"pytest-outcome:8", "pytest-outcome:9"}},
+		{name: "a pytest_pyfunc_call hook passes tests without running them", file: "tests/conftest.py",
+			src: "import pytest\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_pyfunc_call(pyfuncitem):\n    return True\n", want: []string{"pytest-outcome:4"}},
 		{name: "force_result in a hook", file: "conftest.py",
 			src:  "def pytest_runtest_makereport(item, call):\n    def inner():\n        out.force_result(x)\n",
 			want: []string{"pytest-outcome:3"}},
