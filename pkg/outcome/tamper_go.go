@@ -86,6 +86,8 @@ type goScan struct {
 	funcs map[string]*ast.FuncDecl
 	// checks counts the exits and returns weighed (maxTamperChecks).
 	checks int
+	// vars memoizes runVar: each variable is weighed once.
+	vars map[varKey]bool
 	// The names the file imports these packages under ("" when it does
 	// not).
 	osName, syscallName, unixName, testingName string
@@ -406,6 +408,26 @@ func (g *goScan) guardedAfter(fn *ast.FuncDecl, name string) token.Pos {
 // failure code, and fn gives it one from m.Run() or from a function
 // returning it.
 func (g *goScan) runVar(name string, fn *ast.FuncDecl, m string, depth int) bool {
+	key := varKey{fn, name, m}
+	if v, seen := g.vars[key]; seen {
+		return v // also a cycle (a = b; b = a): false while it is weighed
+	}
+	if g.vars == nil {
+		g.vars = map[varKey]bool{}
+	}
+	g.vars[key] = false
+	v := g.weighVar(name, fn, m, depth)
+	g.vars[key] = v
+	return v
+}
+
+// varKey names a variable of a function as runVar weighs it.
+type varKey struct {
+	fn      *ast.FuncDecl
+	name, m string
+}
+
+func (g *goScan) weighVar(name string, fn *ast.FuncDecl, m string, depth int) bool {
 	ok, fromRun := true, false
 	guard := g.guardedAfter(fn, name)
 	check := func(v ast.Expr) {

@@ -199,7 +199,7 @@ func (l *pyLexer) str(start, q, end int, prefix string, inField bool) int {
 			}
 			j := l.field(i+1, end, quote, triple)
 			fields = append(fields, [2]int{i + 1, j})
-			if j < end {
+			if j < end && src[j] == '}' {
 				j++ // the closing brace
 			}
 			i = j
@@ -306,8 +306,11 @@ func scanPython(src []byte, file string, reportPaths []string) []record.Tamper {
 		}
 		return toks[i].text
 	}
+	match := matchBrackets(toks)
+	head := 0 // the first token of the logical line
 	for i, t := range toks {
 		if t.first {
+			head = i
 			for len(defs) > 0 && defs[len(defs)-1].indent >= t.indent {
 				defs = defs[:len(defs)-1]
 			}
@@ -321,7 +324,7 @@ func scanPython(src []byte, file string, reportPaths []string) []record.Tamper {
 				// passes a test that never ran.
 				hit(TamperOutcome, t, i+1, "")
 			}
-			d := pyDef{name: code(i + 1), indent: lineIndent(toks, i)}
+			d := pyDef{name: code(i + 1), indent: toks[head].indent}
 			if len(defs) > 0 {
 				d.hook, d.modifyItems = defs[len(defs)-1].hook, defs[len(defs)-1].modifyItems
 			}
@@ -389,7 +392,7 @@ func scanPython(src []byte, file string, reportPaths []string) []record.Tamper {
 			case prev == "del":
 			case next == "[":
 				// items[…] = value, unless value is a new order.
-				j := closing(toks, i+1)
+				j := match[i+1]
 				if code(j+1) == "=" && !may(func() bool { return reorders(toks, j+2) || announced(toks, i) }) {
 					hit(TamperDeselect, t, j+1, "")
 				}
@@ -406,7 +409,7 @@ func scanPython(src []byte, file string, reportPaths []string) []record.Tamper {
 			if !may(func() bool { return honestExit(toks, i) }) {
 				hit(TamperOSExit, toks[i-2], i, "")
 			}
-		case t.text == "_exit" && importsFrom(toks, i, "os", "posix", "nt"):
+		case t.text == "_exit" && importsFrom(toks, head, "os", "posix", "nt"):
 			hit(TamperOSExit, t, i, "")
 		}
 	}
@@ -423,34 +426,32 @@ func lineIndent(toks []pyTok, i int) int {
 	return 0
 }
 
-// closing returns the index of the bracket closing the one at i (or the
-// last token).
-func closing(toks []pyTok, i int) int {
-	depth := 0
-	for j := i; j < len(toks); j++ {
-		if toks[j].kind != 'o' {
+// matchBrackets maps each opening bracket to the index of the one closing
+// it (the last token when none does), in one pass.
+func matchBrackets(toks []pyTok) []int {
+	match := make([]int, len(toks))
+	var open []int
+	for j, t := range toks {
+		match[j] = len(toks) - 1
+		if t.kind != 'o' {
 			continue
 		}
-		switch toks[j].text {
+		switch t.text {
 		case "(", "[", "{":
-			depth++
+			open = append(open, j)
 		case ")", "]", "}":
-			depth--
-			if depth == 0 {
-				return j
+			if n := len(open); n > 0 {
+				match[open[n-1]] = j
+				open = open[:n-1]
 			}
 		}
 	}
-	return len(toks) - 1
+	return match
 }
 
-// importsFrom reports whether token i is a name imported by a "from M
-// import …" of its logical line, M one of mods.
-func importsFrom(toks []pyTok, i int, mods ...string) bool {
-	j := i
-	for j > 0 && !toks[j].first {
-		j--
-	}
+// importsFrom reports whether the logical line starting at token j is a
+// "from M import …", M one of mods.
+func importsFrom(toks []pyTok, j int, mods ...string) bool {
 	if toks[j].kind != 'n' || toks[j].text != "from" || j+2 >= len(toks) || toks[j+2].text != "import" {
 		return false
 	}
@@ -558,7 +559,7 @@ func announced(toks []pyTok, i int) bool {
 	if d < 0 {
 		return false
 	}
-	for j := d; j < defEnd(toks, logicalStart(toks, d)); j++ {
+	for j, end := d, defEnd(toks, logicalStart(toks, d)); j < end; j++ {
 		if toks[j].kind == 'n' && toks[j].text == "pytest_deselected" && j+1 < len(toks) && toks[j+1].text == "(" {
 			return true
 		}
@@ -603,7 +604,7 @@ func cleanupHandler(toks []pyTok, i int) bool {
 			continue
 		}
 		found = true
-		for k := j + 2; k < defEnd(toks, logicalStart(toks, j)); k++ {
+		for k, end := j+2, defEnd(toks, logicalStart(toks, j)); k < end; k++ {
 			if toks[k].kind == 'n' && writeNames[toks[k].text] {
 				return false
 			}
