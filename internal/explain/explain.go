@@ -197,6 +197,18 @@ func Checks(dir string, d *evidence.Delivery) []Explanation {
 // unprovenText says what an unproven required check cannot detect, and how
 // to make it proven.
 func unprovenText(r *record.CheckRun, spec discovery.Check) string {
+	if !r.Started {
+		// Nothing was run, so nothing could write the report: the command
+		// is not at fault, what stopped it is (issue 27).
+		cause := "it was refused before it ran"
+		for _, f := range r.Findings {
+			if f.Code != "" {
+				cause = string(f.Code) + " under Why: stopped it"
+				break
+			}
+		}
+		return fmt.Sprintf("the check never started (%s), so no report was written and a deleted or skipped test cannot be detected for this check; fix that cause and start a fresh run", cause)
+	}
 	if spec.Report != nil {
 		return fmt.Sprintf("the declared report %s was not usable, so a deleted or skipped test cannot be detected for this check; make the command write it", printable.Text(spec.Report.Path, maxLineBytes))
 	}
