@@ -78,6 +78,7 @@ const (
 	CauseNoCommand   = "command not found"
 	CauseLockfile    = "lockfile write"
 	CauseUnknownFlag = "flag rejected by the tests' own argument parsing"
+	CausePyImport    = "Python module not importable"
 )
 
 type pattern struct {
@@ -96,8 +97,13 @@ var patterns = []pattern{
 		"the checkout is read-only during verification; write scratch files under $TMPDIR"},
 	{CauseReadOnly, regexp.MustCompile(`(?i)\b(open|mkdir|create|creat|write|rename|symlink) ['"]?(` + regexp.QuoteMeta(sandbox.CheckoutPath) + `/|(\./)?[\w.-]+/)[^ :'"]*['"]?: (no such file or directory|permission denied)|EACCES: permission denied, (open|mkdir) '` + regexp.QuoteMeta(sandbox.CheckoutPath) + `|(permission denied|no such file or directory): '` + regexp.QuoteMeta(sandbox.CheckoutPath) + `/`),
 		"a file in the checkout could not be opened or created: if the check creates it (or its directory), the checkout is read-only during verification; write scratch files under $TMPDIR"},
-	{CauseOffline, regexp.MustCompile(`(?i)module lookup disabled by GOPROXY=off|GOFLAGS=-mod=mod|cannot find module providing package|missing go\.sum entry|ENOTCACHED|no matching distribution found|could not find a version that satisfies|no matching package named|failed to (download|get|load source for)|attempting to make an HTTP request, but --offline|Cannot find module '[^./]|ModuleNotFoundError: No module named|ERR_MODULE_NOT_FOUND`),
+	{CauseOffline, regexp.MustCompile(`(?i)module lookup disabled by GOPROXY=off|GOFLAGS=-mod=mod|cannot find module providing package|missing go\.sum entry|ENOTCACHED|no matching distribution found|could not find a version that satisfies|no matching package named|failed to (download|get|load source for)|attempting to make an HTTP request, but --offline|Cannot find module '[^./]|ERR_MODULE_NOT_FOUND`),
 		"a module or package was looked up with the network off: declare the check's dependencies: (docs/dependencies.md), or install them into the toolchain the sandbox sees"},
+	// A Python import error is as often the project's own package (a src/
+	// layout pytest is not told about) as a dependency the sandbox lacks:
+	// the fix names both (issue 27).
+	{CausePyImport, regexp.MustCompile(`ModuleNotFoundError: No module named|ImportError: cannot import name|ImportError while importing test module`),
+		"Python could not import a module: if it is the project's own code in a src/ layout, pytest does not put src/ on the path — add pythonpath = [\"src\"] under [tool.pytest.ini_options] in pyproject.toml (pytest 7 or later), or run PYTHONPATH=src python3 -m pytest; if it is a third-party package, install it into the interpreter the sandbox sees (the network is off during verification)"},
 	{CauseNoNetwork, regexp.MustCompile(`(?i)network is unreachable|temporary failure in name resolution|could not resolve host|name or service not known|getaddrinfo (ENOTFOUND|EAI_AGAIN)|\bEAI_AGAIN\b|no such host|ENETUNREACH|ECONNREFUSED`),
 		"the sandbox has no network: a check must not reach the network (fetch what it needs before, as prepared dependencies)"},
 	{CauseNoCommand, regexp.MustCompile(`(?i)command not found|: not found$|executable file not found in \$PATH|env: '?[\w.-]+'?: no such file or directory|exec: "[^"]+": (executable file not found|no such file)`),
