@@ -178,6 +178,9 @@ func Checks(dir string, d *evidence.Delivery) []Explanation {
 		// placeholder: node:test records a file that failed to load as one
 		// test named by its path with "test failed", and prints the error
 		// only to its output.
+		if r.Started && slices.ContainsFunc(x.FailedTests, isVague) {
+			x.FailedTests = loadErrors(x.FailedTests, slices.Concat(tail(dir, r.Stdout), tail(dir, r.Stderr)))
+		}
 		noReport := r.Report == nil || r.Report.Inventory == nil
 		vague := x.FailedCount > 0 && !slices.ContainsFunc(x.FailedTests, informative)
 		if r.Status != record.Passed && r.Started && (x.FailedCount == 0 || vague) && (noReport || r.ExitCode != 0 || r.TimedOut || vague) {
@@ -216,6 +219,13 @@ func unprovenText(r *record.CheckRun, spec discovery.Check) string {
 		return fmt.Sprintf("the check never started (%s), so no report was written and a deleted or skipped test cannot be detected for this check; fix that cause and start a fresh run", cause)
 	}
 	if spec.Report != nil {
+		for _, f := range r.Findings {
+			if strings.HasPrefix(string(f.Code), "RM-REPORT-") {
+				// Written, but refused: the command is not the fix.
+				return fmt.Sprintf("the declared report %s was written but refused (%s under Why:), so a deleted or skipped test cannot be detected for this check; fix what that says",
+					printable.Text(spec.Report.Path, maxLineBytes), f.Code)
+			}
+		}
 		return fmt.Sprintf("the declared report %s was not usable, so a deleted or skipped test cannot be detected for this check; make the command write it", printable.Text(spec.Report.Path, maxLineBytes))
 	}
 	return "no report is declared, so a deleted or skipped test cannot be detected for this check; declare one: " + ReporterAdvice(r.Command)
@@ -287,6 +297,69 @@ func tail(dir string, o record.Output) []string {
 		}
 	}
 	return lines
+}
+
+func isVague(t record.FailedTest) bool { return !informative(t) }
+
+// loadErrors gives each failed test named by a file that only "failed"
+// the error its output states for that file: node:test records a test
+// file that throws while loading as one test named by its path, with the
+// message "test failed", and its spec reporter prints the file's own
+// error just before the "✖ PATH" line (issue 27). The report's messages
+// are not modified; a test whose error is not found keeps its message.
+func loadErrors(ts []record.FailedTest, output []string) []record.FailedTest {
+	out := slices.Clone(ts)
+	for n, t := range out {
+		id := string(t.ID)
+		i := strings.LastIndex(id, "::")
+		if informative(t) || i < 0 || !strings.HasPrefix(id[i+2:], "/") {
+			continue
+		}
+		if e := loadError(output, id[i+2:]); e != "" {
+			out[n].Message = "the file did not load: " + e
+		}
+	}
+	return out
+}
+
+// statesError matches a line that states a JavaScript error, as node
+// prints an uncaught one: "Error: …", "TypeError: …", "Error
+// [ERR_MODULE_NOT_FOUND]: …" — not the source line that threw it.
+var statesError = regexp.MustCompile(`^[\w.]*(Error|Exception)( \[[\w]+\])?: `)
+
+// loadError is the error output states for file: the first line stating
+// one among the unindented lines just before the first "✖ file" result
+// line, back to the previous result line.
+func loadError(output []string, file string) string {
+	end := slices.IndexFunc(output, func(l string) bool {
+		rest, ok := strings.CutPrefix(l, "✖ "+file)
+		return ok && (rest == "" || rest[0] == ' ')
+	})
+	if end < 0 {
+		return ""
+	}
+	start := end
+	for start > 0 && !isResultLine(output[start-1]) {
+		start--
+	}
+	for _, l := range output[start:end] {
+		if statesError.MatchString(l) {
+			return printable.FirstLine(l, maxLineBytes)
+		}
+	}
+	return ""
+}
+
+// isResultLine: a line of node's spec reporter that reports a test or a
+// summary figure, indented or not.
+func isResultLine(l string) bool {
+	l = strings.TrimLeft(l, " ")
+	for _, g := range []string{"✔ ", "✖ ", "﹣ ", "▶ ", "ℹ "} {
+		if strings.HasPrefix(l, g) {
+			return true
+		}
+	}
+	return false
 }
 
 // informative: a failed test whose message says more than that it failed.

@@ -317,6 +317,11 @@ func (e *evaluation) candidate(r Result, req Requirement) {
 		if j.Status != record.Passed {
 			f.Message = "the required check's coverage is unproven"
 		}
+		if req.Report {
+			// Declared, so "declare a report" was a false lead: the cause is
+			// what kept it from being usable (issue 27).
+			f.Hint = "a report is declared but was not usable: fix what this check's other findings say (the report's own error, or what stopped the check)"
+		}
 		if e.allowUnproven {
 			e.note("coverage of required check %q is unproven (fail_on_skipped_check: false)", r.CheckID)
 		} else {
