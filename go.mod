@@ -13,6 +13,7 @@ require (
 	github.com/moby/sys/mountinfo v0.7.2
 	github.com/opencontainers/runtime-spec v1.3.0
 	github.com/sethvargo/go-githubactions v1.4.0
+	github.com/yuin/goldmark v1.8.7
 	golang.org/x/mod v0.41.0
 	golang.org/x/sys v0.48.0
 	gopkg.in/yaml.v3 v3.0.1

@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/runmill/verify/internal/githubtest"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/evidence"
 )
@@ -205,7 +206,7 @@ func (j *job) sudoLog() string {
 	return string(b)
 }
 
-var wantOrder = []string{"Preflight", "Install the released runmill", "Restore the build cache", "Build runmill", "runmill verify", "Upload the evidence", "Gate on the verdict"}
+var wantOrder = []string{"Preflight", "Install the released runmill", "Restore the build cache", "Build runmill", "runmill verify", "Upload the evidence", "Summarize", "Gate on the verdict"}
 
 func signingKey(t *testing.T) string {
 	key, _, err := evidence.Keygen(24 * time.Hour)
@@ -218,18 +219,48 @@ func signingKey(t *testing.T) string {
 // TestActionOnPullRequests runs the composite action's steps in order with a
 // real runmill, built by the action from this source tree, on a real
 // repository and a real containerd: a merge-ready pull request passes the
-// gate; one that deletes a test is uploaded, then fails the gate.
+// gate; one that deletes a test is uploaded, then fails the gate. With
+// comment: true the first run creates the pull request's comment and the
+// second updates it in place (GitHub's API: internal/githubtest).
 func TestActionOnPullRequests(t *testing.T) {
 	if containerdAddress == "" {
 		t.Skip(noSandbox)
 	}
 	f := shop(t)
+	api := githubtest.New(t)
+	const comments = "/repos/octo-org/shop/issues/42/comments"
+	commentBody := func(want ...string) func(testing.TB, []byte) {
+		return func(t testing.TB, b []byte) {
+			var c struct{ Body string }
+			if err := json.Unmarshal(b, &c); err != nil {
+				t.Errorf("comment request %s: %v", b, err)
+			}
+			for _, w := range want {
+				if !strings.Contains(c.Body, w) {
+					t.Errorf("the comment lacks %q:\n%s", w, c.Body)
+				}
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name, head, verdict string
 		gate                string
+		counts              [4]string // passed, failed, missing, skipped
+		comment             []githubtest.Exchange
+		commented           string
 	}{
-		{"merge-ready", f.good, "merge-ready", "success"},
-		{"not merge-ready", f.bad, "not-merge-ready", "failure"},
+		{"merge-ready", f.good, "merge-ready", "success", [4]string{"4", "0", "0", "0"}, []githubtest.Exchange{
+			{Path: comments, Query: "per_page=100&page=1", Status: 200, File: "issue_comments_empty.json"},
+			{Method: "POST", Path: comments, Status: 201, File: "issue_comment.json", Check: commentBody(
+				"<!-- runmill verify: runmill-evidence -->\n### ✅ runmill: merge-ready", "| at the candidate | 4 | 0 | 0 | 1 | 0 | 0 | 0 |",
+				"[evidence](https://github.com/octo-org/shop/actions/runs/4242/artifacts/1)")},
+		}, "runmill: commented on pull request #42 (comment 2510000002)"},
+		{"not merge-ready", f.bad, "not-merge-ready", "failure", [4]string{"1", "0", "2", "0"}, []githubtest.Exchange{
+			{Path: comments, Query: "per_page=100&page=1", Status: 200, File: "issue_comments_sticky.json"},
+			{Method: "PATCH", Path: "/repos/octo-org/shop/issues/comments/2510000002", Status: 200, File: "issue_comment.json", Check: commentBody(
+				"<!-- runmill verify: runmill-evidence -->\n### ❌ runmill: not merge-ready", "| at the candidate | 1 | 0 | 0 | 0 | 2 | 0 | 2 |",
+				"**Missing (passed at the base, gone without a declaration): 2**", "`unit: zero_qty`")},
+		}, "runmill: updated the comment 2510000002 on pull request #42"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := newJob(t, f, "pull_request", tc.head, map[string]string{
@@ -238,11 +269,29 @@ func TestActionOnPullRequests(t *testing.T) {
 				"agent-proposals":    "unit\ncurl-evil-sh",
 				"containerd-address": containerdAddress,
 				"parallel":           "2",
-				"github-token":       "", // no token: runmill makes no GitHub call
+				"github-token":       "", // no token: runmill verify makes no GitHub call
+				"comment":            "true",
 			})
-			// The action used at a branch: no release checksums, so it
-			// builds its source, stamped with the ref.
-			j.actionRef, j.actionRepo = "main", "runmill/verify"
+			// The action used at a branch of a repository of its own: no
+			// release checksums, so it builds its source, stamped with the
+			// ref; its error codes link that repository's docs at that ref.
+			j.actionRef, j.actionRepo = "main", "octo-org/runmill-verify"
+			// A pull request of the repository itself, whose token can
+			// write the comment (a fork's cannot: TestSummaryCommand).
+			head := j.event["pull_request"].(map[string]any)["head"].(map[string]any)
+			head["repo"].(map[string]any)["full_name"] = "octo-org/shop"
+			j.env["GITHUB_API_URL"] = api.URL()
+			for _, e := range tc.comment {
+				api.Add(e)
+			}
+			// Only the Summarize step gets the token (the input, read when
+			// the step starts): verify consults no GitHub here, the comment
+			// is what is tested.
+			j.afterStep = func(i int, _ stepResult) {
+				if i == stepUpload {
+					j.inputs["github-token"] = githubtest.Token
+				}
+			}
 			envBefore := maps.Clone(j.env)
 			j.run()
 			defer func() {
@@ -262,7 +311,7 @@ func TestActionOnPullRequests(t *testing.T) {
 			}
 			save := map[bool]string{false: "success", true: "skipped"}[hit]
 			// Prepare dependencies is opt-in: skipped without prepare-dependencies.
-			want := []string{"success", "success", "success", "success", save, "skipped", "success", "success", tc.gate}
+			want := []string{"success", "success", "success", "success", save, "skipped", "success", "success", "success", tc.gate}
 			if !slices.Equal(outcomes, want) {
 				t.Fatalf("step outcomes %q, want %q", outcomes, want)
 			}
@@ -281,6 +330,17 @@ func TestActionOnPullRequests(t *testing.T) {
 			if out["verdict"] != tc.verdict || !regexp.MustCompile(`^\d{8}T\d{6}Z-[0-9a-f]{8}$`).MatchString(out["run-id"]) ||
 				!strings.HasSuffix(out["bundle-path"], "/"+out["run-id"]+"/evidence.json") {
 				t.Fatalf("action outputs %q", out)
+			}
+			if got := [4]string{out["passed"], out["failed"], out["missing"], out["skipped"]}; got != tc.counts {
+				t.Errorf("outputs passed, failed, missing, skipped = %q, want %q", got, tc.counts)
+			}
+			// The summary-path output is the job summary, as a file that
+			// outlives the step.
+			if b, err := os.ReadFile(out["summary-path"]); err != nil || string(b)+"\n" != j.summary.String() {
+				t.Errorf("summary-path %q (%v) does not hold the job summary:\n%s", out["summary-path"], err, b)
+			}
+			if log := j.ran[stepSummary].Log; !strings.Contains(log, tc.commented) {
+				t.Errorf("the Summarize step did not say %q:\n%s", tc.commented, log)
 			}
 			// The evidence was uploaded, and it is about the pull request's
 			// head, not GITHUB_SHA's merge commit.
@@ -310,8 +370,20 @@ func TestActionOnPullRequests(t *testing.T) {
 				t.Errorf("runmill_version %q, want the version stamped from the action's ref", st.Predicate.RunmillVersion)
 			}
 			sum := j.summary.String()
-			if !strings.Contains(sum, "runmill: "+strings.Replace(tc.verdict, "not-", "not ", 1)) || !strings.Contains(sum, "runmill evidence download --repo octo-org/shop --run-id 4242") {
-				t.Errorf("job summary:\n%s", sum)
+			// The evidence is the uploaded artifact, by its URL, and the
+			// command that checks it; no runner path.
+			for _, want := range []string{"runmill: " + strings.Replace(tc.verdict, "not-", "not ", 1),
+				"`runmill evidence download --repo octo-org/shop --run-id 4242 --name runmill-evidence --verify",
+				"[runmill\\-evidence](https://github.com/octo-org/shop/actions/runs/4242/artifacts/1)"} {
+				if !strings.Contains(sum, want) {
+					t.Errorf("the job summary lacks %q:\n%s", want, sum)
+				}
+			}
+			if strings.Contains(sum, j.env["RUNNER_TEMP"]) {
+				t.Errorf("the job summary names a runner path:\n%s", sum)
+			}
+			if tc.verdict == "not-merge-ready" && !strings.Contains(sum, "(https://github.com/octo-org/runmill-verify/blob/main/docs/errors.md#rm-verify-003)") {
+				t.Errorf("RM-VERIFY-003 does not link the action's own docs at its ref:\n%s", sum)
 			}
 			sudo := j.sudoLog()
 			// runmill runs as root by the absolute path it was installed at.
@@ -528,13 +600,30 @@ func TestInputsAreMapped(t *testing.T) {
 	if _, ok := a.Inputs["reuse-dir"]; !ok {
 		t.Error(`input "reuse-dir" of issue 16 is missing`)
 	}
-	for _, name := range []string{"policy-required", "retention-days"} {
+	for _, name := range []string{"policy-required", "retention-days", "comment"} {
 		if _, ok := a.Inputs[name]; !ok {
 			t.Errorf("input %q of issue 27 is missing", name)
 		}
 	}
-	if len(a.Inputs) != 23 || len(a.Outputs) != 4 {
-		t.Errorf("%d inputs and %d outputs, want 23 and 4", len(a.Inputs), len(a.Outputs))
+	if d := a.Inputs["comment"].Default; d != "false" {
+		t.Errorf("comment defaults to %q: a comment needs pull-requests: write, so it is opt-in", d)
+	}
+	for _, name := range []string{"passed", "failed", "missing", "skipped", "summary-path"} {
+		if _, ok := a.Outputs[name]; !ok {
+			t.Errorf("output %q of issue 27 is missing", name)
+		}
+	}
+	if len(a.Inputs) != 24 || len(a.Outputs) != 9 {
+		t.Errorf("%d inputs and %d outputs, want 24 and 9", len(a.Inputs), len(a.Outputs))
+	}
+	// The Summarize step talks to GitHub with the token after the verdict:
+	// it never holds the signing key.
+	for _, s := range a.Runs.Steps {
+		for k, v := range s.Env {
+			if s.Name == "Summarize" && (strings.Contains(v, "signing-key") || strings.Contains(v, "secrets.") || k == "RUNMILL_SIGNING_KEY") {
+				t.Errorf("the Summarize step maps %s = %s", k, v)
+			}
+		}
 	}
 	for _, name := range []string{"prepare-dependencies", "dependency-scripts"} {
 		if _, ok := a.Inputs[name]; !ok {
@@ -661,14 +750,15 @@ const (
 	stepPrepare   = 5
 	stepVerify    = 6
 	stepUpload    = 7
-	stepGate      = 8
+	stepSummary   = 8
+	stepGate      = 9
 )
 
 func TestStepOrder(t *testing.T) {
 	a := loadAction(t, filepath.Join(actionRoot(t), "action.yml"))
 	for i, name := range map[int]string{stepBuild: "Build runmill", stepPreflight: "Preflight", stepPrepare: "Prepare dependencies",
 		stepInstall: "Install the released runmill", stepRestore: "Restore the build cache", stepSave: "Save the build cache",
-		stepVerify: "runmill verify", stepUpload: "Upload the evidence", stepGate: "Gate on the verdict"} {
+		stepVerify: "runmill verify", stepUpload: "Upload the evidence", stepSummary: "Summarize", stepGate: "Gate on the verdict"} {
 		if a.Runs.Steps[i].Name != name {
 			t.Errorf("step %d is %q, want %q", i, a.Runs.Steps[i].Name, name)
 		}

@@ -515,7 +515,9 @@ func (j *job) uses(s stepMeta) stepResult {
 			return fail("uploading: %v", err)
 		}
 		j.store.put(name, j.attempt, days)
+		// v4's outputs: the artifact's id and its page in the workflow run.
 		r.Outputs["artifact-id"] = "1"
+		r.Outputs["artifact-url"] = j.env["GITHUB_SERVER_URL"] + "/" + j.env["GITHUB_REPOSITORY"] + "/actions/runs/" + j.env["GITHUB_RUN_ID"] + "/artifacts/1"
 	default:
 		t.Fatalf("step %q uses %q, which the test runner does not stand in for", s.Name, s.Uses)
 	}

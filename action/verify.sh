@@ -138,6 +138,13 @@ true) args+=(--check-run) ;;
 false) ;;
 *) input_error "check-run must be true or false" ;;
 esac
+# The Summarize step writes the job summary (and the comment) once the
+# evidence is uploaded; this step writes the outputs and annotations.
+case ${INPUT_COMMENT:-false} in
+true | false) ;;
+*) input_error "comment must be true or false" ;;
+esac
+args+=(--no-job-summary)
 
 # root writes into the runner user's runtime files: create them first, so
 # they stay the runner user's.

@@ -23,6 +23,13 @@
 #   curl, unzip          the action's Build step fetches and unpacks its pinned Go
 #                        (action/lib.sh private_go); its Install step downloads
 #                        the release binary
+#   chromium,            the job-summary render test (internal/actions
+#   fonts-noto-color-emoji  TestRenderSummaries): headless Chromium, and an
+#                        emoji font so the ✅/❌ marks are not empty boxes
+#   user-mode-linux      linux.uml, a kernel run as a process: the probe's cgroup
+#                        v2 test boots it (TestProbeReadsCgroupV2InUML) for a
+#                        cgroup2 hierarchy with the pids, memory and cpu
+#                        controllers, which a cgroup v1 or hybrid host lacks
 # and, through the go command, the action's pinned Go toolchain module
 # (action/go-toolchain.sha256) into the module cache, which the action tests
 # serve to the Build step as a file:// module proxy (go_toolchain below).
@@ -70,6 +77,11 @@ install_pkgs() {
 	command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
 	visible curl || missing+=(curl)
 	visible unzip || missing+=(unzip)
+	visible linux.uml || missing+=(user-mode-linux)
+	# The job-summary render test (internal/actions TestRenderSummaries):
+	# headless Chromium, and a colour emoji font for the ✅/❌ marks.
+	visible chromium || missing+=(chromium)
+	[ -f /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] || missing+=(fonts-noto-color-emoji)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	if [ "$(id -u)" != 0 ]; then
 		echo "setup: missing ${missing[*]}; run as root or: sudo apt-get install -y ${missing[*]}" >&2

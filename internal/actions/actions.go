@@ -45,6 +45,9 @@ type Runtime struct {
 	gha    *githubactions.Action
 	getenv func(string) string
 	log    io.Writer
+	// NoSummary: Publish leaves the job summary to a later step (the
+	// action's, which knows the uploaded artifact: WriteSummary).
+	NoSummary bool
 }
 
 // New returns the runtime of the current step: workflow commands go to
@@ -90,11 +93,14 @@ func (rt *Runtime) Publish(run *Run) error {
 		errs = append(errs, rt.setOutputs(outs))
 	}
 	files := newFileIndex(run.Tracked)
-	all := annotations(run, failingTests(run, files), files)
+	failing := failingTests(run, files)
+	all := annotations(run, failing, files)
 	kept, nErr, nWarn := limit(all)
-	errs = append(errs, rt.addSummary(func(budget int) string {
-		return summary(run, digest, rt.where(), nErr, nWarn, budget)
-	}))
+	if !rt.NoSummary {
+		errs = append(errs, rt.addSummary(func(budget int) string {
+			return summary(run, digest, rt.where(), failing, nErr, nWarn, budget)
+		}))
+	}
 	for _, a := range kept {
 		errs = append(errs, rt.annotate(a))
 	}
@@ -108,12 +114,12 @@ func (rt *Runtime) PublishNoVerdict(cause error) error {
 	msg := cause.Error()
 	var errs []error
 	errs = append(errs, rt.setOutputs([]Output{{"verdict", NotMergeReady}}))
-	errs = append(errs, rt.addSummary(func(budget int) string { return noVerdictSummary(msg, budget) }))
+	errs = append(errs, rt.addSummary(func(budget int) string { return noVerdictSummary(msg, rt.where().ErrorsDoc, budget) }))
 	errs = append(errs, rt.annotate(Annotation{Level: "error", Title: "runmill: no verdict", Message: msg}))
 	return errors.Join(errs...)
 }
 
-func noVerdictSummary(msg string, limit int) string {
+func noVerdictSummary(msg, errorsDoc string, limit int) string {
 	return fit([]string{
 		"## ❌ runmill: no verdict", "",
 		"runmill could not decide whether this change is merge-ready, so it is not:", "",
@@ -136,6 +142,21 @@ func (rt *Runtime) where() Where {
 	// Only a URL built from plain parts becomes a link.
 	if !safeURL(w.RunURL) {
 		w.RunURL = ""
+	}
+	if w.ArtifactURL = rt.getenv("RUNMILL_ARTIFACT_URL"); !safeURL(w.ArtifactURL) {
+		w.ArtifactURL = ""
+	}
+	w.ErrorsDoc = canonicalErrorsDoc
+	// The action's own repository and ref (github.action_repository and
+	// github.action_ref, which action.yml passes on): the docs of the
+	// runmill that ran, not of whatever main says today.
+	repo, ref := rt.getenv("RUNMILL_ACTION_REPOSITORY"), rt.getenv("RUNMILL_ACTION_REF")
+	server := strings.TrimSuffix(rt.getenv("GITHUB_SERVER_URL"), "/")
+	if server == "" {
+		server = "https://github.com"
+	}
+	if u := server + "/" + repo + "/blob/" + ref + "/docs/errors.md"; repo != "" && ref != "" && strings.Count(repo, "/") == 1 && !strings.Contains(ref, "..") && safeURL(u) {
+		w.ErrorsDoc = u
 	}
 	return w
 }
@@ -228,4 +249,46 @@ func (rt *Runtime) fileCommand(f func(), env string) (err error) {
 	}()
 	f()
 	return nil
+}
+
+// WriteSummary writes the job summary of a finished run, which Publish
+// with NoSummary left to a later step (the action's, run once the
+// evidence is uploaded and its artifact-url known): to path, a file that
+// outlives the step, then appended to GITHUB_STEP_SUMMARY; the step output
+// summary-path names the file.
+func (rt *Runtime) WriteSummary(run *Run, path string) error {
+	md, err := rt.SummaryMarkdown(run)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+		return rmerr.Wrap(rmerr.ActionsRuntime, err, "writing the job summary").At(path, 0)
+	}
+	return errors.Join(
+		rt.addSummary(func(int) string { return md }),
+		rt.setOutputs([]Output{{"summary-path", path}}),
+	)
+}
+
+// Where is where the evidence of this step's run is, and where its error
+// codes are documented, as the step's environment says.
+func (rt *Runtime) Where() Where { return rt.where() }
+
+// SummaryMarkdown renders the job summary of a finished run, within what
+// is left of the step's GITHUB_STEP_SUMMARY budget.
+func (rt *Runtime) SummaryMarkdown(run *Run) (string, error) {
+	payload, err := os.ReadFile(run.StatementPath)
+	if err != nil {
+		return "", rmerr.Wrap(rmerr.ActionsRuntime, err, "reading the statement for its digest").At(run.StatementPath, 0)
+	}
+	files := newFileIndex(run.Tracked)
+	failing := failingTests(run, files)
+	_, nErr, nWarn := limit(annotations(run, failing, files))
+	budget := MaxSummaryBytes
+	if p := rt.getenv("GITHUB_STEP_SUMMARY"); p != "" {
+		if st, err := os.Stat(p); err == nil {
+			budget -= int(st.Size())
+		}
+	}
+	return summary(run, evidence.Digest(payload), rt.Where(), failing, nErr, nWarn, max(budget-1, 0)), nil
 }

@@ -42,6 +42,11 @@ func newStep(t *testing.T) *step {
 		"GITHUB_REPOSITORY":     "octo-org/shop",
 		"GITHUB_RUN_ID":         "12345678901",
 		"RUNMILL_ARTIFACT_NAME": "runmill-evidence",
+		// What action.yml passes the Summarize step: upload-artifact's
+		// artifact-url, github.action_repository and github.action_ref.
+		"RUNMILL_ARTIFACT_URL":      "https://github.com/octo-org/shop/actions/runs/12345678901/artifacts/2468013579",
+		"RUNMILL_ACTION_REPOSITORY": "runmill/verify",
+		"RUNMILL_ACTION_REF":        "v1.4.2",
 	}}
 	for _, k := range []string{"GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV"} {
 		if err := os.WriteFile(s.env[k], nil, 0o644); err != nil {
@@ -100,17 +105,21 @@ func TestPublish(t *testing.T) {
 		name     string
 		unsigned bool
 		verdict  string
-		commands []string // workflow command prefixes that must appear
+		counts   [4]string // passed, failed, missing, skipped
+		commands []string  // workflow command prefixes that must appear
 	}{
-		{"shop-good", false, "merge-ready", []string{"::warning title=runmill%3A GitHub not consulted::"}},
-		{"shop-bad", false, "not-merge-ready", []string{
-			"::error file=web/cart.test.js,line=1,title=runmill%3A outcome.focused::",
-			"::error file=cart/cart_test.go,line=18,title=runmill%3A test failed in check unit::example.com/shop/cart::TestPricesFixture failed at the candidate:%0Acart_test.go:18: rewriting the fixture",
+		{"shop-good", false, "merge-ready", [4]string{"7", "0", "0", "0"}, []string{"::warning title=runmill%3A GitHub not consulted::"}},
+		{"shop-bad", false, "not-merge-ready", [4]string{"2", "3", "1", "0"}, []string{
+			// The missing test first; each failing test once, titled by
+			// its name, at its file, its check's exit code folded in.
 			"::error title=runmill%3A RM-VERIFY-003 in check unit::1 test that passed at the base is missing",
-			"::error title=runmill%3A outcome.tests-failed in check vet::1 test failed in the report, whatever the exit code: \"gofmt\" (not gofmt-formatted: cart/cart_test.go)",
+			"::error file=migrations/002_note.sql,title=migrations/002_note.sql::failed in check migrations (the check exited with code 1)\n",
+			"::error file=cart/cart_test.go,line=18,title=example.com/shop/cart%3A%3ATestPricesFixture::failed in check unit (the check exited with code 1):%0Acart_test.go:18: rewriting the fixture",
+			"::error file=cart/cart_test.go,title=gofmt::failed in check vet (the check exited with code 1):%0Anot gofmt-formatted: cart/cart_test.go\n",
+			"::error file=web/cart.test.js,line=1,title=runmill%3A outcome.focused::",
 			"::warning title=runmill%3A agent proposal ignored::proposed check \"curl-evil-sh\"",
 		}},
-		{"shop-bad-unsigned", true, "not-merge-ready", []string{"::warning title=runmill%3A evidence unsigned::"}},
+		{"shop-bad-unsigned", true, "not-merge-ready", [4]string{"2", "3", "1", "0"}, []string{"::warning title=runmill%3A evidence unsigned::"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run, dir := loadRun(t, strings.TrimSuffix(tc.name, "-unsigned"))
@@ -125,7 +134,8 @@ func TestPublish(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]string{"verdict": tc.verdict, "run-id": run.Delivery.RunID, "bundle-path": run.BundlePath}
+			want := map[string]string{"verdict": tc.verdict, "run-id": run.Delivery.RunID, "bundle-path": run.BundlePath,
+				"passed": tc.counts[0], "failed": tc.counts[1], "missing": tc.counts[2], "skipped": tc.counts[3]}
 			if tc.unsigned {
 				want["bundle-path"] = run.StatementPath
 			}
@@ -135,8 +145,8 @@ func TestPublish(t *testing.T) {
 				}
 			}
 			stmt, _ := os.ReadFile(run.StatementPath)
-			if outs["bundle-digest"] != evidence.Digest(stmt) || len(outs) != 4 {
-				t.Errorf("outputs %q: want exactly verdict, run-id, bundle-path and bundle-digest %s", outs, evidence.Digest(stmt))
+			if outs["bundle-digest"] != evidence.Digest(stmt) || len(outs) != len(want)+1 {
+				t.Errorf("outputs %q: want exactly %q and bundle-digest %s", outs, want, evidence.Digest(stmt))
 			}
 			if env := s.read(t, "GITHUB_ENV"); env != "" {
 				t.Errorf("GITHUB_ENV written: %q", env)
@@ -225,7 +235,7 @@ const hostile = "x|y</td><img src=x onerror=alert(1)>[link](https://evil.example
 
 // TestHostileText puts hostile text everywhere a pull request reaches (test
 // names, failure messages, a focused file, agent proposal ids) and checks
-// that none of it escapes: the outputs are still exactly runmill's four, the
+// that none of it escapes: the outputs are still exactly runmill's eight, the
 // summary's tables keep their shape and carry no live HTML, and every
 // annotation stays one workflow command.
 func TestHostileText(t *testing.T) {
@@ -250,7 +260,7 @@ func TestHostileText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(outs) != 4 || outs["verdict"] != "not-merge-ready" {
+	if len(outs) != 8 || outs["verdict"] != "not-merge-ready" {
 		t.Fatalf("outputs %q", outs)
 	}
 	sum := s.read(t, "GITHUB_STEP_SUMMARY")
@@ -359,12 +369,12 @@ func TestAnnotationsEscaped(t *testing.T) {
 		}
 		cmds = append(cmds, c)
 	}
-	// The test's own annotation: its name on one line, escaped; its output
-	// a line of its own, escaped; "%" as written.
-	wantFirst := printable.Text(string(id), 0) + " failed at the candidate:"
+	// The test's own annotation: titled by its name on one line, escaped;
+	// its output a line of its own, escaped; "%" as written.
+	wantTitle := printable.Text(string(id), 0)
 	var testMsg, findingTitle string
 	for _, c := range cmds {
-		if strings.HasPrefix(c.msg, wantFirst+"\n") {
+		if c.props["title"] == wantTitle {
 			testMsg = c.msg
 		}
 		if strings.Contains(c.props["title"], "pwn") {
@@ -372,9 +382,9 @@ func TestAnnotationsEscaped(t *testing.T) {
 		}
 	}
 	if testMsg == "" {
-		t.Fatalf("no annotation of the failing test starting %q in:\n%s", wantFirst, s.stdout.String())
+		t.Fatalf("no annotation of the failing test titled %q in:\n%s", wantTitle, s.stdout.String())
 	}
-	for _, want := range []string{`TestEvil\x1b[31m\r\n::error::forged%0A,title=x:y failed`, `boom \x1b[2J\rgone`, `\x3a:warning::fake %25 %0A`} {
+	for _, want := range []string{"failed in check unit (the check exited with code 1):\n", `boom \x1b[2J\rgone`, `\x3a:warning::fake %25 %0A`} {
 		if !strings.Contains(testMsg, want) {
 			t.Errorf("the test's annotation %q does not hold %q", testMsg, want)
 		}
@@ -424,8 +434,9 @@ func withoutCodeSpans(md string) string {
 	return b.String()
 }
 
-// TestAnnotationLimits: 10 errors and 10 warnings at most, located ones
-// first, and the summary says how many were left out.
+// TestAnnotationLimits: 10 errors and 10 warnings at most, the missing
+// test first, then located ones, and the summary says how many were left
+// out.
 func TestAnnotationLimits(t *testing.T) {
 	run, _ := loadRun(t, "shop-bad")
 	d := &run.Delivery
@@ -443,8 +454,12 @@ func TestAnnotationLimits(t *testing.T) {
 		switch {
 		case strings.HasPrefix(l, "::error "):
 			errs++
-			if !strings.Contains(l, "file=") {
-				t.Errorf("error annotation %d has no file although 26 located ones exist: %s", i, l)
+			if i == 0 {
+				if !strings.HasPrefix(l, "::error title=runmill%3A RM-VERIFY-003 in check unit::") {
+					t.Errorf("the first annotation is not the missing test: %s", l)
+				}
+			} else if !strings.Contains(l, "file=") {
+				t.Errorf("error annotation %d has no file although 29 located ones exist: %s", i, l)
 			}
 		case strings.HasPrefix(l, "::warning "):
 			warns++
@@ -453,7 +468,7 @@ func TestAnnotationLimits(t *testing.T) {
 	if errs != actions.MaxErrors || warns != actions.MaxWarnings {
 		t.Errorf("%d errors, %d warnings; want %d and %d", errs, warns, actions.MaxErrors, actions.MaxWarnings)
 	}
-	if sum := s.read(t, "GITHUB_STEP_SUMMARY"); !strings.Contains(sum, "Annotations: 10 of 36 errors and 10 of 27 warnings shown") {
+	if sum := s.read(t, "GITHUB_STEP_SUMMARY"); !strings.Contains(sum, "Annotations: 10 of 30 errors and 10 of 27 warnings shown") {
 		t.Errorf("summary does not count the annotations left out:\n%s", sum[strings.LastIndex(sum, "### Evidence"):])
 	}
 }

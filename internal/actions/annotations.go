@@ -101,8 +101,13 @@ func failingTests(run *Run, files *fileIndex) []failingTest {
 				ft.Message = t.Message
 				if f := files.resolve(t.File, locationHint(rep.Format, id)); f != "" {
 					ft.File, ft.Line = f, max(t.Line, 0)
-					located++
 				}
+			}
+			if ft.File == "" {
+				ft.File = files.mentioned(string(id), ft.Message)
+			}
+			if ft.File != "" {
+				located++
 			}
 			out = append(out, ft)
 		}
@@ -189,25 +194,71 @@ func (x *fileIndex) resolve(file, hint string) string {
 	return ""
 }
 
-// annotations returns every annotation the run warrants, in the order they
-// are worth GitHub's limited slots: reasons with a file and line first
-// (they appear on the pull request's diff), then failing tests with a
-// location, then the remaining reasons and failing tests; warnings after.
+// annotations returns every annotation the run warrants, one per cause
+// (explain.Causes) and one per failing test, in the order they are worth
+// GitHub's limited slots: missing and skipped tests first, then those with
+// a file (they appear on the pull request's diff), then the rest; warnings
+// after. A failing test's annotation is titled by its name, at its file and
+// line, and stands for its check's tests-failed cause and the exit code
+// folded into it.
 func annotations(run *Run, failing []failingTest, files *fileIndex) []Annotation {
-	var located, unlocated, warnings []Annotation
+	var preservation, located, unlocated, warnings []Annotation
 	// The causes of a check's failure (explain.Checks) go with its first
-	// finding: one annotation says what broke and why.
+	// failing test, else its first other finding: one annotation says
+	// what broke and why.
 	causes := map[string]string{}
 	for _, x := range explain.Checks(run.Dir, &run.Delivery) {
 		if c := causeText(x); c != "" {
 			causes[x.Check] += c
 		}
 	}
-	for _, f := range run.Delivery.Verdict.Reasons() {
+	take := func(check string) string {
+		c := causes[check]
+		delete(causes, check)
+		return c
+	}
+	byCheck := map[string][]failingTest{}
+	for _, t := range failing {
+		byCheck[t.Check] = append(byCheck[t.Check], t)
+	}
+	add := func(a Annotation, first bool) {
+		switch {
+		case first:
+			preservation = append(preservation, a)
+		case a.File != "":
+			located = append(located, a)
+		default:
+			unlocated = append(unlocated, a)
+		}
+	}
+	var rest []explain.Cause
+	for _, c := range explain.Causes(&run.Delivery) {
+		tests := byCheck[c.Check]
+		if !c.TestsFailed() || len(tests) == 0 {
+			rest = append(rest, c)
+			continue
+		}
+		for i, t := range tests {
+			msg := "failed in check " + t.Check
+			if c.ExitCode != 0 {
+				msg += fmt.Sprintf(" (the check exited with code %d)", c.ExitCode)
+			}
+			if t.Message != "" {
+				msg += ":\n" + t.Message
+			}
+			if i == 0 {
+				msg += take(c.Check)
+			}
+			// A test id is one line: a line break in it is escaped, never
+			// a line of the annotation.
+			add(Annotation{Level: "error", File: t.File, Line: t.Line, Title: oneLine(string(t.ID)), Message: msg}, false)
+		}
+	}
+	for _, c := range rest {
+		f := c.Finding
 		msg := findingText(f)
-		if c, ok := causes[f.Check]; ok && f.Check != "" {
-			msg += c
-			delete(causes, f.Check)
+		if !c.Preservation() && f.Check != "" {
+			msg += take(f.Check)
 		}
 		a := Annotation{Level: "error", Title: "runmill: " + findingTitle(f), Message: msg}
 		if f.File != "" {
@@ -215,26 +266,10 @@ func annotations(run *Run, failing []failingTest, files *fileIndex) []Annotation
 				a.File, a.Line = p, max(f.Line, 0)
 			}
 		}
-		if a.File != "" {
-			located = append(located, a)
-		} else {
-			unlocated = append(unlocated, a)
+		if a.File == "" {
+			a.File = files.mentioned(f.Message)
 		}
-	}
-	var testsUnlocated []Annotation
-	for _, t := range failing {
-		// A test id is one line: a line break in it is escaped, never a
-		// line of the annotation (annotate escapes each line it is given).
-		msg := oneLine(string(t.ID)) + " failed at the candidate"
-		if t.Message != "" {
-			msg += ":\n" + t.Message
-		}
-		a := Annotation{Level: "error", File: t.File, Line: t.Line, Title: "runmill: test failed in check " + t.Check, Message: msg}
-		if a.File != "" {
-			located = append(located, a)
-		} else {
-			testsUnlocated = append(testsUnlocated, a)
-		}
+		add(a, c.Preservation())
 	}
 	d := run.Delivery
 	if run.BundlePath == "" {
@@ -252,7 +287,37 @@ func annotations(run *Run, failing []failingTest, files *fileIndex) []Annotation
 	for _, n := range d.Verdict.Notes {
 		warnings = append(warnings, Annotation{Level: "warning", Title: "runmill: note", Message: n})
 	}
-	return slices.Concat(located, unlocated, testsUnlocated, warnings)
+	return slices.Concat(preservation, located, unlocated, warnings)
+}
+
+// mentioned is the one tracked file the texts name (a gofmt check's "not
+// gofmt-formatted: cart/x.go", a test named by its file), or "": a word
+// becomes a location only when it is exactly a tracked path, and only
+// when one is named.
+func (x *fileIndex) mentioned(texts ...string) string {
+	if x == nil {
+		return ""
+	}
+	var found string
+	for _, t := range texts {
+		for _, w := range strings.FieldsFunc(t, func(r rune) bool {
+			return r == ' ' || r == '\t' || r == '\n' || strings.ContainsRune("\"'`()[]{},;<>", r)
+		}) {
+			w = strings.TrimRight(strings.TrimPrefix(w, "./"), ":.")
+			// file:line as compilers and linters print it.
+			if i := strings.IndexByte(w, ':'); i > 0 {
+				w = w[:i]
+			}
+			if !x.all[w] {
+				continue
+			}
+			if found != "" && found != w {
+				return ""
+			}
+			found = w
+		}
+	}
+	return found
 }
 
 // resolveFinding maps a finding's file (a repository path from runmill's

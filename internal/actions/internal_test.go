@@ -148,3 +148,51 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+// TestMentioned: a word of a message locates a finding only when it is
+// exactly one tracked file.
+func TestMentioned(t *testing.T) {
+	files := newFileIndex([]string{"cart/cart_test.go", "cart/cart.go", "migrations/002_note.sql", "README.md"})
+	for _, tc := range []struct {
+		texts []string
+		want  string
+	}{
+		{[]string{"gofmt", "not gofmt-formatted: cart/cart_test.go"}, "cart/cart_test.go"},
+		{[]string{"migrations/002_note.sql"}, "migrations/002_note.sql"},
+		{[]string{"vet: cart/cart.go:12:3: unreachable code"}, "cart/cart.go"},
+		{[]string{`"./cart/cart.go"`}, "cart/cart.go"},
+		{[]string{"cart/cart.go and cart/cart_test.go"}, ""}, // two files: no one location
+		{[]string{"cart_test.go:18: boom"}, ""},              // a basename is resolve's business, with a hint
+		{[]string{"/etc/passwd", "../cart/cart.go"}, ""},
+		{nil, ""},
+	} {
+		if got := files.mentioned(tc.texts...); got != tc.want {
+			t.Errorf("mentioned(%q) = %q, want %q", tc.texts, got, tc.want)
+		}
+	}
+}
+
+// TestWhere: the artifact URL and the action's own docs become links only
+// when built from plain parts; else the canonical docs.
+func TestWhere(t *testing.T) {
+	for _, tc := range []struct {
+		env                 map[string]string
+		artifactURL, errors string
+	}{
+		{map[string]string{"RUNMILL_ACTION_REPOSITORY": "octo-org/runmill", "RUNMILL_ACTION_REF": "v1.4.2", "RUNMILL_ARTIFACT_URL": "https://github.com/o/r/actions/runs/1/artifacts/2"},
+			"https://github.com/o/r/actions/runs/1/artifacts/2", "https://github.com/octo-org/runmill/blob/v1.4.2/docs/errors.md"},
+		{map[string]string{"GITHUB_SERVER_URL": "https://ghe.example.com", "RUNMILL_ACTION_REPOSITORY": "tools/runmill", "RUNMILL_ACTION_REF": "0123abcd"},
+			"", "https://ghe.example.com/tools/runmill/blob/0123abcd/docs/errors.md"},
+		{map[string]string{}, "", canonicalErrorsDoc}, // outside Actions, or a local action (uses: ./)
+		{map[string]string{"RUNMILL_ACTION_REPOSITORY": "octo-org/runmill", "RUNMILL_ACTION_REF": "x)](javascript:alert(1)"}, "", canonicalErrorsDoc},
+		{map[string]string{"RUNMILL_ACTION_REPOSITORY": "a/b/c", "RUNMILL_ACTION_REF": "main"}, "", canonicalErrorsDoc},
+		{map[string]string{"RUNMILL_ACTION_REPOSITORY": "a/b", "RUNMILL_ACTION_REF": "../../evil"}, "", canonicalErrorsDoc},
+		{map[string]string{"RUNMILL_ARTIFACT_URL": "javascript:alert(1)"}, "", canonicalErrorsDoc},
+		{map[string]string{"RUNMILL_ARTIFACT_URL": "https://github.com/x) [y](https://evil"}, "", canonicalErrorsDoc},
+	} {
+		rt := New(nil, nil, func(k string) string { return tc.env[k] })
+		if w := rt.Where(); w.ArtifactURL != tc.artifactURL || w.ErrorsDoc != tc.errors {
+			t.Errorf("%v: artifact URL %q, errors doc %q; want %q, %q", tc.env, w.ArtifactURL, w.ErrorsDoc, tc.artifactURL, tc.errors)
+		}
+	}
+}

@@ -22,8 +22,10 @@ import (
 // the rest is.
 const MaxSummaryBytes = 1 << 20
 
-// errorsDoc is where each code's cause and fix are documented.
-const errorsDoc = "https://github.com/runmill/verify/blob/main/docs/errors.md"
+// canonicalErrorsDoc is where each code's cause and fix are documented
+// outside a workflow; in one, the action's own repository at its own ref
+// (Where.ErrorsDoc), so a link explains the runmill that ran.
+const canonicalErrorsDoc = "https://github.com/runmill/verify/blob/main/docs/errors.md"
 
 // Where is where the evidence of a run can be found, for the summary's
 // last section. Every field may be empty.
@@ -33,9 +35,15 @@ type Where struct {
 	Artifact string
 	// RunURL is the workflow run's page, where the artifact is listed.
 	RunURL string
+	// ArtifactURL is the artifact's page (actions/upload-artifact's
+	// artifact-url output), "" before or without the upload.
+	ArtifactURL string
 	// Repository and RunID are what `runmill evidence download` takes.
 	Repository string
 	RunID      string
+	// ErrorsDoc is docs/errors.md of the runmill that ran: the action's
+	// repository at its ref, else canonicalErrorsDoc.
+	ErrorsDoc string
 }
 
 // The four questions of the specification, in its order.
@@ -69,9 +77,12 @@ func question(f record.Finding) string {
 }
 
 // summary renders the job summary of a finished run within limit bytes.
-func summary(run *Run, digest string, where Where, errs, warns int, limit int) string {
+// Each cause of a not-merge-ready verdict is one row of Findings (missing
+// and skipped tests first), and each failing test is named once, in its
+// check's row, with its location and message (issue 27).
+func summary(run *Run, digest string, where Where, failing []failingTest, errs, warns int, limit int) string {
 	d := &run.Delivery
-	reasons := d.Verdict.Reasons()
+	causes := explain.Causes(d)
 	var head, tail []string
 
 	if d.Verdict.MergeReady {
@@ -91,14 +102,14 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 	if l := explain.LandingLine(d.Candidate); l != "" {
 		head = append(head, text(l), "")
 	}
-	if len(reasons) > 0 {
-		head = append(head, fmt.Sprintf("%s kept this change from being merge-ready; each is listed under **Findings** with its fix.", printable.Plural(len(reasons), "reason", "reasons")), "")
+	if len(causes) > 0 {
+		head = append(head, fmt.Sprintf("%s kept this change from being merge-ready; each is one row under **Findings**, with its fix.", printable.Plural(len(causes), "cause", "causes")), "")
 	}
 
 	// The four questions.
 	byQ := map[string][]record.Finding{}
-	for _, f := range reasons {
-		byQ[question(f)] = append(byQ[question(f)], f)
+	for _, c := range causes {
+		byQ[question(c.Finding)] = append(byQ[question(c.Finding)], c.Finding)
 	}
 	head = append(head, "| Question | Answer |", "| --- | --- |")
 	for _, q := range questions {
@@ -110,24 +121,39 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 		head = append(head, fmt.Sprintf("| **%s**: %s | %s %s |", q.name, q.ask, mark, answer(q.name, run, fs)))
 	}
 	head = append(head, "")
+	if !d.Manifest.GitHub.Consulted {
+		// Said apart from the answers: it is neither a pass nor a failure,
+		// but a source this run did not read.
+		head = append(head, "GitHub was not consulted (no token, or `--no-github`): the required status checks of branch protection and rulesets are not part of this verdict.", "")
+	}
 
 	// One row per check.
 	head = append(head, "### Checks", "",
 		"| Check | Required by | Status | Coverage | Tests passed / failed / skipped | Missing at candidate | Duration |",
 		"| --- | --- | --- | --- | --- | --- | --- |")
-	for _, r := range checkRows(run, reasons) {
+	for _, r := range checkRows(run, d.Verdict.Reasons()) {
 		head = append(head, r)
 	}
 	head = append(head, "")
 
-	if len(reasons) > 0 {
-		head = append(head, "### Findings", "", "| Code | Check | Where | What | Fix |", "| --- | --- | --- | --- | --- |")
-		for _, f := range reasons {
-			head = append(head, findingRow(f))
+	if len(causes) > 0 {
+		byCheck := map[string][]failingTest{}
+		for _, t := range failing {
+			byCheck[t.Check] = append(byCheck[t.Check], t)
+		}
+		nFailed := map[string]int{}
+		for _, r := range d.Checks {
+			if r.Phase == record.Candidate && r.Report != nil && r.Report.Inventory != nil {
+				nFailed[r.CheckID] = len(r.Report.Inventory.Failed)
+			}
+		}
+		head = append(head, "### Findings", "", "| Check | What | Where | Fix |", "| --- | --- | --- | --- |")
+		for _, c := range causes {
+			head = append(head, causeRow(c, byCheck[c.Check], nFailed[c.Check], where.ErrorsDoc))
 		}
 		head = append(head, "")
 	}
-	head = append(head, whySection(run, reasons)...)
+	head = append(head, whySection(run)...)
 	if ls := explain.HarnessLines(d); len(ls) > 0 {
 		head = append(head, "### Harness", "")
 		for _, l := range ls {
@@ -154,32 +180,52 @@ func summary(run *Run, digest string, where Where, errs, warns int, limit int) s
 	}
 
 	// Where the evidence is: always written, whatever is cut above it.
-	tail = append(tail, "### Evidence", "")
-	if run.BundlePath != "" {
-		tail = append(tail, fmt.Sprintf("- Signed bundle: %s", code(run.BundlePath)))
-	} else {
-		tail = append(tail, "- **Unsigned**: no signing key was given, so nothing can verify this evidence offline (pass the `signing-key` input).")
-	}
-	tail = append(tail, fmt.Sprintf("- Statement: %s, canonical digest %s", code(run.StatementPath), code(digest)))
-	tail = append(tail, fmt.Sprintf("- Run directory on the runner: %s (statement, bundles, terminal record, stored outputs and reports)", code(run.Dir)))
-	if where.Artifact != "" {
-		at := "this workflow run"
-		if where.RunURL != "" {
-			at = fmt.Sprintf("[this workflow run](%s)", where.RunURL)
-		}
-		tail = append(tail, fmt.Sprintf("- Uploaded as the artifact %s of %s.", code(where.Artifact), at))
-		if where.Repository != "" && where.RunID != "" {
-			tail = append(tail, fmt.Sprintf("- Fetch and check it anywhere: %s, then %s.",
-				code(fmt.Sprintf("runmill evidence download --repo %s --run-id %s", where.Repository, where.RunID)),
-				code("runmill evidence verify BUNDLE --trust TRUST --expectations EXPECTATIONS")))
-		}
-	}
-	if errs+warns > 0 {
-		tail = append(tail, "", fmt.Sprintf("Annotations: %d of %s and %d of %s shown; GitHub keeps at most %d of each per step, and every reason is listed above.",
+	tail = append(tail, evidenceSection(run, digest, where)...)
+	if errs > MaxErrors || warns > MaxWarnings {
+		tail = append(tail, "", fmt.Sprintf("Annotations: %d of %s and %d of %s shown; GitHub keeps at most %d of each per step, and every cause is listed above.",
 			min(errs, MaxErrors), printable.Plural(errs, "error", "errors"), min(warns, MaxWarnings), printable.Plural(warns, "warning", "warnings"), MaxErrors))
 	}
 	tail = append(tail, "")
 	return fit(head, tail, limit)
+}
+
+// evidenceSection says where a reviewer finds the evidence and how to check
+// it: in a workflow, the uploaded artifact (by its URL when the upload step
+// gave one) and the one command that downloads and verifies it; the
+// runner's own paths only outside a workflow, where they can be opened.
+func evidenceSection(run *Run, digest string, where Where) []string {
+	d := &run.Delivery
+	out := []string{"### Evidence", ""}
+	signed := "the signed bundle `evidence.json` and the statement `statement.json`"
+	if run.BundlePath == "" {
+		signed = "the statement `statement.json`"
+	}
+	if where.Artifact == "" {
+		if run.BundlePath != "" {
+			out = append(out, fmt.Sprintf("- Signed bundle: %s", code(run.BundlePath)))
+		}
+		out = append(out, fmt.Sprintf("- Statement: %s", code(run.StatementPath)), fmt.Sprintf("- Run directory: %s (`runmill inspect %s` renders it)", code(run.Dir), d.RunID))
+	} else {
+		name := code(where.Artifact)
+		if where.ArtifactURL != "" {
+			name = fmt.Sprintf("[%s](%s)", text(where.Artifact), where.ArtifactURL)
+		}
+		at := "this workflow run"
+		if where.RunURL != "" {
+			at = fmt.Sprintf("[this workflow run](%s)", where.RunURL)
+		}
+		out = append(out, fmt.Sprintf("- Artifact %s of %s: %s, under %s.", name, at, signed, code(d.RunID+"/")))
+	}
+	out = append(out, fmt.Sprintf("- Canonical digest of the statement: %s", code(digest)))
+	if run.BundlePath == "" {
+		out = append(out, "- **Unsigned**: no signing key was given, so nothing can verify this evidence offline (pass the `signing-key` input).")
+	} else if where.Artifact != "" && where.Repository != "" && where.RunID != "" {
+		out = append(out, fmt.Sprintf("- Download and verify it anywhere: %s", code(fmt.Sprintf(
+			"runmill evidence download --repo %s --run-id %s --name %s --verify --trust TRUST --expectations EXPECTATIONS", where.Repository, where.RunID, where.Artifact))))
+	} else {
+		out = append(out, fmt.Sprintf("- Verify it: %s", code("runmill evidence verify "+run.BundlePath+" --trust TRUST --expectations EXPECTATIONS")))
+	}
+	return out
 }
 
 // fit joins head and tail, dropping head lines from the end (and saying so)
@@ -228,7 +274,7 @@ func answer(q string, run *Run, fs []record.Finding) string {
 		for i, c := range codes {
 			codes[i] = code(c)
 		}
-		return fmt.Sprintf("%s: %s", printable.Plural(len(fs), "finding", "findings"), strings.Join(codes, ", "))
+		return fmt.Sprintf("%s: %s", printable.Plural(len(fs), "cause", "causes"), strings.Join(codes, ", "))
 	}
 	switch q {
 	case qDiscovery:
@@ -241,9 +287,6 @@ func answer(q string, run *Run, fs []record.Finding) string {
 		s := fmt.Sprintf("%s required; repository policy %s", printable.Plural(required, "check", "checks"), readFrom(d.Manifest.ReadFrom))
 		if d.Manifest.Policies.Operator != nil {
 			s += "; operator policy applied"
-		}
-		if !d.Manifest.GitHub.Consulted {
-			s += "; GitHub required contexts not consulted"
 		}
 		if n := len(d.Manifest.IgnoredProposals); n > 0 {
 			s += fmt.Sprintf("; %s ignored", printable.Plural(n, "agent proposal", "agent proposals"))
@@ -412,43 +455,89 @@ func duration(ms int64) string {
 	return d.String()
 }
 
-// findingRow is one row of the findings table.
-func findingRow(f record.Finding) string {
+// causeRow is one row of the findings table: a failing-tests cause names
+// each of its tests once, where it failed and what it said; any other
+// cause its message and its test ids; then where, and the fix with its
+// code.
+func causeRow(c explain.Cause, tests []failingTest, nFailed int, errorsDoc string) string {
+	f := c.Finding
 	name := code(f.Rule)
 	if f.Code != "" {
 		name = fmt.Sprintf("[%s](%s#%s)", f.Code, errorsDoc, strings.ToLower(string(f.Code)))
 	}
 	where := ""
 	if f.File != "" {
-		loc := f.File
-		if f.Line > 0 {
-			loc += fmt.Sprintf(":%d", f.Line)
-		}
-		where = code(loc)
+		where = code(location(f.File, f.Line))
 	}
-	what := text(f.Message)
-	if len(f.IDs) > 0 {
-		ids := make([]string, 0, min(len(f.IDs), maxIDs))
-		for i, id := range f.IDs {
+	var what string
+	if c.TestsFailed() && len(tests) > 0 {
+		n := max(nFailed, len(tests))
+		what = printable.Plural(n, "test", "tests") + " failed"
+		if c.ExitCode != 0 {
+			what += fmt.Sprintf(" (the check exited with code %d)", c.ExitCode)
+		}
+		var named, locs []string
+		for i, t := range tests {
 			if i == maxIDs {
 				break
 			}
-			ids = append(ids, code(string(id)))
+			s := code(string(t.ID))
+			if t.File != "" {
+				l := location(t.File, t.Line)
+				if !slices.Contains(locs, l) {
+					locs = append(locs, l)
+				}
+			}
+			if t.Message != "" {
+				s += " — " + text(t.Message)
+			}
+			named = append(named, s)
 		}
-		what += ": " + strings.Join(ids, ", ")
-		if len(f.IDs) > maxIDs {
-			what += fmt.Sprintf(" and %d more (see the evidence bundle)", len(f.IDs)-maxIDs)
+		what += ": " + strings.Join(named, "; ")
+		if rest := n - len(named); rest > 0 {
+			what += fmt.Sprintf("; and %d more (see the evidence bundle)", rest)
+		}
+		if where == "" && len(locs) > 0 {
+			for i, l := range locs {
+				locs[i] = code(l)
+			}
+			where = strings.Join(locs[:min(len(locs), 3)], ", ")
+		}
+	} else {
+		what = text(f.Message)
+		if len(f.IDs) > 0 {
+			ids := make([]string, 0, min(len(f.IDs), maxIDs))
+			for i, id := range f.IDs {
+				if i == maxIDs {
+					break
+				}
+				ids = append(ids, code(string(id)))
+			}
+			what += ": " + strings.Join(ids, ", ")
+			if len(f.IDs) > maxIDs {
+				what += fmt.Sprintf(" and %d more (see the evidence bundle)", len(f.IDs)-maxIDs)
+			}
 		}
 	}
+	// The code (documented, linked) or rule closes the fix: what to do
+	// first, where it is written down after.
 	fix := text(f.Hint)
-	if fix == "" && f.Code != "" {
-		fix = fmt.Sprintf("see [%s](%s#%s)", f.Code, errorsDoc, strings.ToLower(string(f.Code)))
+	if fix != "" {
+		fix += " · "
 	}
+	fix += name
 	check := ""
 	if f.Check != "" {
 		check = code(f.Check)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %s |", name, check, where, what, fix)
+	return fmt.Sprintf("| %s | %s | %s | %s |", check, what, where, fix)
+}
+
+func location(file string, line int) string {
+	if line > 0 {
+		return fmt.Sprintf("%s:%d", file, line)
+	}
+	return file
 }
 
 // notesOf lists what did not decide anything but a reader should know.
@@ -467,12 +556,12 @@ func notesOf(d *evidence.Delivery) []string {
 	return out
 }
 
-// whySection says in words why each check run did not pass — its failing
-// tests with their messages, the last lines it printed when no report names
-// a failed test, the causes runmill recognises (explain.Checks, the same
+// whySection says in words why each check run did not pass — the last
+// lines it printed when no report names a failed test, the causes runmill
+// recognises (explain.Checks, the same
 // as the console's Why: block) — then which repository fields an operator
 // definition replaced, and what an unproven required check cannot detect.
-func whySection(run *Run, reasons []record.Finding) []string {
+func whySection(run *Run) []string {
 	d := &run.Delivery
 	xs := explain.Checks(run.Dir, d)
 	var out []string
@@ -485,20 +574,8 @@ func whySection(run *Run, reasons []record.Finding) []string {
 		if x.Phase == record.Baseline {
 			phase = " at the baseline"
 		}
+		// The failing tests themselves are named once, in Findings.
 		var lines []string
-		if x.FailedCount > 0 {
-			lines = append(lines, fmt.Sprintf("- %s failed:", printable.Plural(x.FailedCount, "test", "tests")))
-			for _, t := range x.FailedTests {
-				l := "  - " + code(string(t.ID))
-				if t.Message != "" {
-					l += " — " + text(t.Message)
-				}
-				lines = append(lines, l)
-			}
-			if rest := x.FailedCount - len(x.FailedTests); rest > 0 {
-				lines = append(lines, fmt.Sprintf("  - … and %d more (the evidence lists all)", rest))
-			}
-		}
 		for _, h := range x.Hints {
 			lines = append(lines, fmt.Sprintf("- **Hint** (%s): %s — seen: %s", text(h.Cause), text(h.Fix), code(h.Line)))
 		}

@@ -41,7 +41,7 @@ var commands = []*command{
 	newVerifyCmd(nil), newManifestCmd(nil), newReportInventoryCmd(nil),
 	newEvidenceVerifyCmd(nil), newEvidenceKeygenCmd(nil), newEvidenceExpectCmd(nil),
 	newEvidenceDownloadCmd(nil), newEvidenceMergeCmd(nil), newInspectCmd(nil),
-	newDoctorCmd(nil), newInitCmd(nil), newDepsImportCmd(nil),
+	newDoctorCmd(nil), newInitCmd(nil), newDepsImportCmd(nil), newSummaryCmd(nil),
 }
 
 func lookup(args []string) (*command, []string) {

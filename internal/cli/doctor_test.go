@@ -12,6 +12,7 @@ import (
 
 	doctorpkg "github.com/runmill/verify/internal/doctor"
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -179,6 +180,20 @@ func TestDoctorContainerd(t *testing.T) {
 	t.Run("reachable", func(t *testing.T) {
 		needContainerd(t)
 		one(t, doctor(t, "--check", "containerd", "--containerd-address", containerdAddress), "containerd", true, "", containerdAddress)
+	})
+	// The private daemon's binary chosen by RUNMILL_CONTAINERD_BIN (the
+	// suite's containerd 2.x run sets it), named as the one that answers.
+	t.Run("private daemon of RUNMILL_CONTAINERD_BIN", func(t *testing.T) {
+		needContainerd(t)
+		bin := os.Getenv(sandbox.ContainerdBinEnv)
+		if bin == "" {
+			var err error
+			if bin, err = exec.LookPath("containerd"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Setenv(sandbox.ContainerdBinEnv, bin)
+		one(t, doctor(t, "--check", "containerd"), "containerd", true, "", "private containerd "+bin+" started by runmill ($"+sandbox.ContainerdBinEnv+")")
 	})
 }
 

@@ -78,7 +78,7 @@ func TestVerifyFlags(t *testing.T) {
 	}
 	full := gh("repo", "base", "candidate", "policy", "agent-proposals", "out", "signing-key", "json", "github-actions",
 		"containerd-address", "parallel", "shard", "verification-id", "shard-durations", "reuse", "trust", "no-reuse", "github-repo", "pr",
-		"github-job", "check-run", "check-run-name", "no-github", "github-wait", "github-token", "github-branch", "keep-runs", "keep-days")
+		"github-job", "check-run", "check-run-name", "no-github", "github-wait", "github-token", "github-branch", "keep-runs", "keep-days", "no-job-summary")
 	full.repo, full.pr, full.job, full.checkRun, full.checkRunName, full.off = "acme/widget", 7, "verify", true, "ev", true
 	full.wait, full.token, full.branch = 20*time.Minute, "tok", "main"
 	testFlags(t, newVerifyCmd, []flagCase[verifyOptions]{
@@ -88,13 +88,13 @@ func TestVerifyFlags(t *testing.T) {
 			"--signing-key", "k.pem", "--json", "--github-actions", "--containerd-address", "/run/c.sock", "--parallel", "3",
 			"--shard", "2/4", "--verification-id", "p-7", "--shard-durations", "d.json", "--reuse", "r1", "--reuse", "r2", "--trust", "t.json", "--no-reuse",
 			"--github-repo", "acme/widget", "--pr", "7", "--github-job", "verify", "--check-run", "--check-run-name", "ev",
-			"--no-github", "--github-wait", "20m", "--github-token", "tok", "--github-branch", "main", "--keep-runs", "30", "--keep-days", "3"),
+			"--no-github", "--github-wait", "20m", "--github-token", "tok", "--github-branch", "main", "--keep-runs", "30", "--keep-days", "3", "--no-job-summary"),
 			want: &verifyOptions{
 				change:            engine.DiscoverOptions{RepoDir: "r", Base: "b", Candidate: "c", PolicyFile: "p.yaml", ProposalsFile: "-"},
 				output:            outputFlags{out: "o", signingKey: "k.pem", json: true, githubActions: true},
 				containerdAddress: "/run/c.sock", parallel: 3, github: full,
 				shard: shardFlags{spec: "2/4", verification: "p-7", durations: "d.json"}, reuse: reuseFlags{dirs: []string{"r1", "r2"}, trust: "t.json", off: true},
-				retention: retentionFlags{runs: 30, days: 3},
+				retention: retentionFlags{runs: 30, days: 3}, noJobSummary: true,
 			}},
 		{name: "missing flags", args: []string{"--repo", "r"}, err: "missing required flag(s) --base, --candidate"},
 		{name: "positional", args: append(append([]string{}, change...), "extra"), err: `unexpected argument "extra"`},
@@ -200,6 +200,16 @@ func TestInspectFlags(t *testing.T) {
 	testFlags(t, newInspectCmd, []flagCase[inspectOptions]{
 		{name: "run id", args: []string{"20261201T000000Z-0000abcd", "--json", "--out", "s"}, want: &inspectOptions{run: "20261201T000000Z-0000abcd", out: "s", json: true}},
 		{name: "none", args: nil, err: "inspect takes one RUN-ID or PATH"},
+	})
+}
+
+func TestSummaryFlags(t *testing.T) {
+	testFlags(t, newSummaryCmd, []flagCase[summaryOptions]{
+		{name: "defaults", args: []string{"runs/x"}, want: &summaryOptions{run: "runs/x", repo: "."}},
+		{name: "every flag", args: []string{"runs/x", "--repo", "r", "--out", "s.md", "--github-actions", "--comment", "--github-repo", "o/n", "--pr", "7"},
+			want: &summaryOptions{run: "runs/x", repo: "r", out: "s.md", githubActions: true, comment: true, githubRepo: "o/n", pr: 7}},
+		{name: "no run", args: nil, err: "summary takes one RUN-DIR"},
+		{name: "actions without out", args: []string{"runs/x", "--github-actions"}, err: "--github-actions needs --out FILE"},
 	})
 }
 

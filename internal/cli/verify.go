@@ -23,6 +23,9 @@ type verifyOptions struct {
 	shard             shardFlags
 	reuse             reuseFlags
 	retention         retentionFlags
+	// noJobSummary: with --github-actions, leave the job summary to
+	// `runmill summary` in a later step (the action's, after the upload).
+	noJobSummary bool
 }
 
 // retentionFlags bound the runs each verify keeps in its state dir
@@ -54,7 +57,7 @@ func newVerifyCmd(runF func(context.Context, IO, *verifyOptions) error) *command
 	c := &command{
 		name:    "verify",
 		exit:    exitVerify,
-		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--shard K/N [--verification-id ID] [--shard-durations FILE]] [--reuse DIR]... [--trust FILE] [--no-reuse] [--keep-runs N] [--keep-days D] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions]",
+		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--shard K/N [--verification-id ID] [--shard-durations FILE]] [--reuse DIR]... [--trust FILE] [--no-reuse] [--keep-runs N] [--keep-days D] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions [--no-job-summary]]",
 		summary: "run the whole pipeline and write the run's evidence",
 		long:    verifyLong,
 	}
@@ -74,6 +77,7 @@ func newVerifyCmd(runF func(context.Context, IO, *verifyOptions) error) *command
 		o.retention.register(fs.FlagSet)
 		fs.StringVar(&o.containerdAddress, "containerd-address", "", "containerd socket `ADDR` (default: the system socket, else a private daemon)")
 		fs.IntVar(&o.parallel, "parallel", 0, "concurrent check runs (0: number of CPUs)")
+		fs.BoolVar(&o.noJobSummary, "no-job-summary", false, "with --github-actions: write no job summary; 'runmill summary' writes it in a later step (the action's, once the evidence is uploaded)")
 		if err := fs.parseStrict(args, "repo", "base", "candidate"); err != nil {
 			return err
 		}
@@ -114,6 +118,9 @@ func runVerify(ctx context.Context, s IO, o *verifyOptions) error {
 		return err
 	}
 	gh := startGitHubStep(s, o.output.githubActions && eo.Shard == nil)
+	if gh != nil {
+		gh.rt.NoSummary = o.noJobSummary
+	}
 	run, err := engine.Verify(ctx, eo)
 	if err != nil {
 		gh.finish(ctx, nil, err, eo.Discover.RepoDir)

@@ -182,7 +182,9 @@ func checkContainerd(sb *sandbox.Sandbox, connErr error, address string) Result 
 		return failed(Containerd, connErr)
 	}
 	how := "system containerd"
-	if sb.Private() {
+	if bin := os.Getenv(sandbox.ContainerdBinEnv); sb.Private() && bin != "" {
+		how = fmt.Sprintf("private containerd %s started by runmill ($%s)", bin, sandbox.ContainerdBinEnv)
+	} else if sb.Private() {
 		how = "private containerd started by runmill (no daemon answered at the system socket)"
 	} else if address != "" {
 		how = "containerd"

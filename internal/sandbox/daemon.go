@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,20 +38,45 @@ const maxSocketPath = 107
 // environment have no business in the runtime's.
 const daemonPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// ContainerdBinEnv names the containerd executable a private daemon runs
+// instead of the first one on daemonPath: how the tests run the sandbox
+// against a containerd 2.x built apart from the distribution's, and how
+// an operator picks a containerd installed outside /usr. Its directory
+// comes first on the daemon's PATH, so the shim (and a runc) beside it
+// are the ones that daemon starts, not the distribution's.
+const ContainerdBinEnv = "RUNMILL_CONTAINERD_BIN"
+
+// daemonSearchPath is the PATH of a private daemon: daemonPath, after the
+// directory of $RUNMILL_CONTAINERD_BIN when that is set.
+func daemonSearchPath() (string, error) {
+	bin := os.Getenv(ContainerdBinEnv)
+	if bin == "" {
+		return daemonPath, nil
+	}
+	if !filepath.IsAbs(bin) {
+		return "", rmerr.New(rmerr.SandboxUnavailable, "%s=%s is not an absolute path", ContainerdBinEnv, bin).
+			WithHint("set %s to the absolute path of a containerd executable, or unset it", ContainerdBinEnv)
+	}
+	if fi, err := os.Stat(bin); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return "", rmerr.New(rmerr.SandboxUnavailable, "%s=%s is not an executable file", ContainerdBinEnv, bin).
+			WithHint("set %s to the absolute path of a containerd executable, or unset it", ContainerdBinEnv)
+	}
+	return filepath.Dir(bin) + string(filepath.ListSeparator) + daemonPath, nil
+}
+
 // startDaemon starts a private containerd under dir and waits until it answers.
 func startDaemon(ctx context.Context, dir string) (*daemon, error) {
 	if os.Geteuid() != 0 {
 		return nil, rmerr.New(rmerr.SandboxUnavailable, "no containerd answers and a private one needs root").
 			WithHint("run as root, or pass --containerd-address of a running containerd")
 	}
-	bin, err := lookDaemonPath("containerd")
+	bin, path, err := daemonBinary()
 	if err != nil {
-		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "no containerd answers and none is installed").
-			WithHint("install containerd and runc (Debian: apt-get install containerd runc) or pass --containerd-address")
+		return nil, err
 	}
 	if _, err := lookDaemonPath("containerd-shim-runc-v2"); err != nil {
 		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "containerd is installed but its runc shim is not").
-			WithHint("install the package that ships containerd-shim-runc-v2 (Debian: containerd)")
+			WithHint("install the package that ships containerd-shim-runc-v2 (Debian: containerd), or put it beside $%s", ContainerdBinEnv)
 	}
 	if _, err := lookDaemonPath("runc"); err != nil {
 		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "containerd is installed but runc is not").
@@ -85,10 +112,14 @@ func startDaemon(ctx context.Context, dir string) (*daemon, error) {
 			return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "removing stale socket %s", s)
 		}
 	}
+	version, err := configVersion(ctx, bin, path)
+	if err != nil {
+		return nil, err
+	}
 	config := filepath.Join(dir, "config.toml")
 	cf, err := createFresh(config)
 	if err == nil {
-		_, err = cf.Write(daemonConfig(dir, address))
+		_, err = cf.Write(daemonConfig(version, dir, address))
 		err = errors.Join(err, cf.Close())
 	}
 	if err != nil {
@@ -103,7 +134,7 @@ func startDaemon(ctx context.Context, dir string) (*daemon, error) {
 
 	d := &daemon{dir: dir, address: address, exited: make(chan struct{}), lock: lock}
 	d.cmd = exec.Command(bin, "--config", config)
-	d.cmd.Env = []string{"PATH=" + daemonPath}
+	d.cmd.Env = []string{"PATH=" + path}
 	d.cmd.Dir = dir
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{
@@ -196,38 +227,96 @@ func (d *daemon) logTail() string {
 	return string(b)
 }
 
-// daemonConfig is a containerd 1.x (config version 2) file for a private
-// daemon. Plugins runmill never uses are disabled: CRI alone would add
-// seconds of startup and CNI state; the exotic snapshotters only log noise.
-func daemonConfig(dir, address string) []byte {
-	return fmt.Appendf(nil, `version = 2
-root = %[1]q
-state = %[2]q
-disabled_plugins = [
-  "io.containerd.grpc.v1.cri",
-  "io.containerd.snapshotter.v1.aufs",
-  "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.tracing.processor.v1.otlp",
-  "io.containerd.internal.v1.tracing",
-]
+// configVersion is the configuration format bin reads natively: the
+// version line of its `containerd config default` (2 for containerd 1.x,
+// 3 for 2.0 to 2.3, 4 from 2.4 on). A daemon given an older format
+// migrates it at every start and logs a warning; given a newer one it
+// refuses to start.
+func configVersion(ctx context.Context, bin, path string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "config", "default")
+	cmd.Env, cmd.Dir = []string{"PATH=" + path}, "/"
+	cmd.WaitDelay = time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, rmerr.Wrap(rmerr.SandboxUnavailable, err, "running %s config default", bin).
+			WithHint("check that %s is a containerd executable for this machine (containerd 1.6 or later)", bin)
+	}
+	v, ok := parseConfigVersion(out)
+	if !ok {
+		return 0, rmerr.New(rmerr.SandboxUnavailable, "%s config default names no configuration version: %q", bin, clip(out)).
+			WithHint("point runmill at containerd 1.6 or later ($%s, or the first containerd on %s)", ContainerdBinEnv, daemonPath)
+	}
+	return v, nil
+}
 
-[grpc]
-  address = %[3]q
+// parseConfigVersion reads the top-level "version = N" of a containerd
+// configuration.
+func parseConfigVersion(toml []byte) (int, bool) {
+	for _, line := range strings.Split(string(toml), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(k) != "version" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 2 {
+			return 0, false
+		}
+		return n, true
+	}
+	return 0, false
+}
 
-[ttrpc]
-  address = %[4]q
-
-[debug]
-  level = "warn"
-
-[metrics]
-  address = ""
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = %[5]q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), address, address+".ttrpc", filepath.Join(dir, "opt"))
+// daemonConfig is the configuration of a private daemon in format version
+// (configVersion): 2 for containerd 1.x; 3 for 2.0 to 2.3, where plugins
+// have 2.x names; 4 from 2.4 on, where the sockets are server plugins' and
+// a grpc plugin without an address would take the system socket. A newer
+// format than 4 gets a version 4 file, which such a daemon migrates.
+// Plugins runmill never uses are disabled: CRI alone would add seconds of
+// startup and CNI state; the exotic snapshotters only log noise; NRI
+// (enabled by default in 2.x) would listen on the host-wide
+// /var/run/nri/nri.sock, which no private daemon may claim.
+func daemonConfig(version int, dir, address string) []byte {
+	disabled := []string{
+		"io.containerd.grpc.v1.cri",
+		"io.containerd.snapshotter.v1.aufs",
+		"io.containerd.snapshotter.v1.btrfs",
+		"io.containerd.snapshotter.v1.devmapper",
+		"io.containerd.snapshotter.v1.zfs",
+		"io.containerd.tracing.processor.v1.otlp",
+		"io.containerd.internal.v1.tracing",
+	}
+	if version >= 3 {
+		disabled = []string{
+			"io.containerd.grpc.v1.cri",
+			"io.containerd.cri.v1.images",
+			"io.containerd.cri.v1.runtime",
+			"io.containerd.podsandbox.controller.v1.podsandbox",
+			"io.containerd.nri.v1.nri",
+			"io.containerd.snapshotter.v1.blockfile",
+			"io.containerd.snapshotter.v1.btrfs",
+			"io.containerd.snapshotter.v1.devmapper",
+			"io.containerd.snapshotter.v1.erofs",
+			"io.containerd.snapshotter.v1.zfs",
+			"io.containerd.tracing.processor.v1.otlp",
+			"io.containerd.internal.v1.tracing",
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "version = %d\nroot = %q\nstate = %q\ndisabled_plugins = [\n", min(version, 4), filepath.Join(dir, "root"), filepath.Join(dir, "state"))
+	for _, p := range disabled {
+		fmt.Fprintf(&b, "  %q,\n", p)
+	}
+	b.WriteString("]\n\n[debug]\n  level = \"warn\"\n\n")
+	if version >= 4 {
+		fmt.Fprintf(&b, "[plugins.\"io.containerd.server.v1.grpc\"]\n  address = %q\n\n", address)
+		fmt.Fprintf(&b, "[plugins.\"io.containerd.server.v1.ttrpc\"]\n  address = %q\n\n", address+".ttrpc")
+	} else {
+		fmt.Fprintf(&b, "[grpc]\n  address = %q\n\n[ttrpc]\n  address = %q\n\n[metrics]\n  address = \"\"\n\n", address, address+".ttrpc")
+	}
+	fmt.Fprintf(&b, "[plugins.\"io.containerd.internal.v1.opt\"]\n  path = %q\n", filepath.Join(dir, "opt"))
+	return []byte(b.String())
 }
 
 // lockFile takes an exclusive, non-blocking flock on path. The owner removes
@@ -342,10 +431,31 @@ func removeEmptyDirs(dir string) {
 	_ = os.Remove(dir)
 }
 
-// lookDaemonPath finds an executable on the PATH the daemon and its shims
-// will use, which is not necessarily runmill's own.
+// daemonBinary is the containerd a private daemon runs and the PATH it
+// runs with: $RUNMILL_CONTAINERD_BIN, else the first containerd on
+// daemonPath.
+func daemonBinary() (bin, path string, err error) {
+	if path, err = daemonSearchPath(); err != nil {
+		return "", "", err
+	}
+	if bin = os.Getenv(ContainerdBinEnv); bin != "" {
+		return bin, path, nil
+	}
+	if bin, err = lookDaemonPath("containerd"); err != nil {
+		return "", "", rmerr.Wrap(rmerr.SandboxUnavailable, err, "no containerd answers and none is installed").
+			WithHint("install containerd and runc (Debian: apt-get install containerd runc), set $%s, or pass --containerd-address", ContainerdBinEnv)
+	}
+	return bin, path, nil
+}
+
+// lookDaemonPath finds an executable on the PATH a private daemon and its
+// shims will use (daemonSearchPath), which is not necessarily runmill's own.
 func lookDaemonPath(name string) (string, error) {
-	for _, dir := range filepath.SplitList(daemonPath) {
+	path, err := daemonSearchPath()
+	if err != nil {
+		return "", err
+	}
+	for _, dir := range filepath.SplitList(path) {
 		p := filepath.Join(dir, name)
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return p, nil

@@ -40,3 +40,20 @@ func SetReapWait(d time.Duration) time.Duration {
 	reapWait = d
 	return old
 }
+
+// DaemonBinary is the containerd a private daemon runs and the PATH it is
+// given, for a test that restarts a killed run's daemon on its own
+// configuration.
+func DaemonBinary() (bin, path string, err error) { return daemonBinary() }
+
+// CgroupV2HelperEnv and CgroupV2Helper: TestMain runs the helper of
+// TestProbeReadsCgroupV2 when the variable is set.
+const CgroupV2HelperEnv = cgroupV2HelperEnv
+
+func CgroupV2Helper() int { return cgroupV2Helper() }
+
+// UMLInitEnv and UMLInit: TestMain is the init of TestProbeReadsCgroupV2InUML's
+// user-mode kernel when the variable is set.
+const UMLInitEnv = umlInitEnv
+
+func UMLInit() int { return umlInit() }

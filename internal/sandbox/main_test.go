@@ -24,6 +24,12 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(helperMain())
 	}
+	if os.Getenv(sandbox.UMLInitEnv) != "" {
+		os.Exit(sandbox.UMLInit())
+	}
+	if os.Getenv(sandbox.CgroupV2HelperEnv) != "" {
+		os.Exit(sandbox.CgroupV2Helper())
+	}
 	os.Exit(testMain(m))
 }
 

@@ -197,6 +197,19 @@ func (s *Sandbox) prepareProbe(spec Spec) (_ *probeSetup, retErr error) {
 	return ps, nil
 }
 
+// probeSection is the canary's shell function that starts a section.
+const probeSection = `section() { printf '\n@@runmill-probe %s\n' "$1"; }
+`
+
+// probeCgroupFiles is the canary's part that reads the task's limits from
+// its cgroup, mounted at /sys/fs/cgroup in its cgroup namespace: per
+// controller directories on cgroup v1, the cgroup's own files on v2. It
+// needs probeSection.
+const probeCgroupFiles = `for f in /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us /sys/fs/cgroup/cpu.max; do
+  if [ -r "$f" ]; then section "file $f"; cat "$f"; fi
+done
+`
+
 // probeMarker starts each section of the canary's output.
 const probeMarker = "\n@@runmill-probe "
 
@@ -206,8 +219,8 @@ const probeMarker = "\n@@runmill-probe "
 // Go, where it can be tested.
 func probeScript(p *plan, absent []string) string {
 	var b strings.Builder
-	b.WriteString(`section() { printf '\n@@runmill-probe %s\n' "$1"; }
-section status; cat /proc/self/status
+	b.WriteString(probeSection)
+	b.WriteString(`section status; cat /proc/self/status
 section limits; cat /proc/self/limits
 section mountinfo; cat /proc/self/mountinfo
 section environ; cat /proc/1/environ
@@ -215,10 +228,8 @@ section netdev; cat /proc/net/dev
 section route; cat /proc/net/route
 section route6; cat /proc/net/ipv6_route 2>/dev/null
 section lo-flags; cat /sys/class/net/lo/flags
-for f in /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us /sys/fs/cgroup/cpu.max; do
-  if [ -r "$f" ]; then section "file $f"; cat "$f"; fi
-done
 `)
+	b.WriteString(probeCgroupFiles)
 	// The checkout at its fixed path: the working directory, and the
 	// canary file read through it.
 	fmt.Fprintf(&b, "section checkout\npwd\ncat %s\n", shQuote(CheckoutPath+"/file"))

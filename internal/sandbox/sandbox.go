@@ -37,7 +37,8 @@ const runtimeName = "io.containerd.runc.v2"
 type Options struct {
 	// Address of containerd's gRPC socket. Empty means the system socket
 	// (DefaultAddress) and, when nothing answers there, a private containerd
-	// under StateDir. An explicit address that does not answer is an error:
+	// under StateDir — at once when $RUNMILL_CONTAINERD_BIN chooses its
+	// binary (ContainerdBinEnv). An explicit address that does not answer is an error:
 	// the operator asked for that daemon.
 	Address string
 	// StateDir holds the sandbox's working files (FIFOs, generated /etc
@@ -124,7 +125,11 @@ func Connect(ctx context.Context, o Options) (*Sandbox, error) {
 	// containerd's dialer keeps retrying a missing socket until its timeout;
 	// a socket file that is not there is an answer already.
 	c, err := (*containerd.Client)(nil), error(nil)
-	if _, err = os.Stat(strings.TrimPrefix(address, "unix://")); err == nil {
+	if o.Address == "" && os.Getenv(ContainerdBinEnv) != "" {
+		// A containerd was chosen by its binary: a system daemon answering
+		// is not the one asked for.
+		err = fmt.Errorf("$%s is set: %w", ContainerdBinEnv, os.ErrNotExist)
+	} else if _, err = os.Stat(strings.TrimPrefix(address, "unix://")); err == nil {
 		c, err = dial(ctx, address, o.Namespace, 2*time.Second)
 	}
 	switch {

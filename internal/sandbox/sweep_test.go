@@ -208,7 +208,12 @@ func TestSweepReapsStrayShimsOfPrivateDaemon(t *testing.T) {
 	// The killed runmill's containerd, started again on its own
 	// configuration to forget the containers, then stopped.
 	dir := filepath.Join(state, "sandbox", "containerd")
-	daemon := exec.Command("containerd", "--config", filepath.Join(dir, "config.toml"))
+	bin, path, err := sandbox.DaemonBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon := exec.Command(bin, "--config", filepath.Join(dir, "config.toml"))
+	daemon.Env = []string{"PATH=" + path}
 	daemon.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
