@@ -27,6 +27,9 @@ type whyCase struct {
 	cand     map[string]string // "" removes the path
 	operator string
 	ready    bool
+	// summary are lines the job summary must hold, in order (its findings
+	// table is not in the golden, which holds the Why section).
+	summary []string
 }
 
 const nodeWriteTest = `const test = require('node:test');
@@ -110,7 +113,8 @@ func TestVerifyWhy(t *testing.T) {
 				"src/calc/__init__.py": "def add(a, b):\n    return a + b\n",
 				"tests/test_smoke.py":  "def test_smoke():\n    assert True\n",
 			},
-			cand: map[string]string{"tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"}},
+			cand:    map[string]string{"tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"},
+			summary: []string{"ModuleNotFoundError"}},
 		{name: "a rust test panics",
 			base: map[string]string{
 				".runmill/checks.yaml": "checks:\n  - id: cargo\n    run: RUSTUP_HOME=/root/.rustup RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=\"$TMPDIR/target\" cargo test --offline --tests -- -Z unstable-options --format junit > reports/cargo.xml\n    report: {path: reports/cargo.xml, format: junit}\n    timeout: 300s\n",
@@ -122,7 +126,8 @@ func TestVerifyWhy(t *testing.T) {
 			// As runmill init writes it on this machine (rustup's
 			// toolchains outside the default binds; host_paths replaces
 			// the default list).
-			operator: "sandbox:\n  host_paths: [/usr, /bin, /sbin, /lib, /lib64, /etc/alternatives, /etc/ld.so.cache, /etc/ld.so.conf, /etc/ld.so.conf.d, /etc/ssl, /etc/localtime, /etc/nsswitch.conf, /root/.cargo, /root/.rustup]\n"},
+			operator: "sandbox:\n  host_paths: [/usr, /bin, /sbin, /lib, /lib64, /etc/alternatives, /etc/ld.so.cache, /etc/ld.so.conf, /etc/ld.so.conf.d, /etc/ssl, /etc/localtime, /etc/nsswitch.conf, /root/.cargo, /root/.rustup]\n",
+			summary:  []string{"panicked at src"}},
 		{name: "a node test file fails to load",
 			base: map[string]string{
 				".runmill/checks.yaml": "checks:\n  - id: unit\n    run: node --test --test-reporter=spec --test-reporter-destination=stdout --test-reporter=junit --test-reporter-destination=reports/unit.xml tests/\n    report: {path: reports/unit.xml, format: junit, identity: suite-path}\n    timeout: 60s\n",
@@ -132,13 +137,15 @@ func TestVerifyWhy(t *testing.T) {
 			cand: map[string]string{
 				"tests/a.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\ntest('adds', () => assert.strictEqual(1 + 1, 3));\n",
 				"tests/b.test.js": "const data = require('./fixtures/data.json');\nconst test = require('node:test');\ntest('parses', () => {});\n",
-			}},
+			},
+			summary: []string{"the file did not load", "Cannot find module"}},
 		{name: "two tests share an id",
 			base: map[string]string{
 				".runmill/checks.yaml": "checks:\n  - id: unit\n    run: node --test --test-reporter=junit --test-reporter-destination=reports/unit.xml tests/\n    report: {path: reports/unit.xml, format: junit}\n    timeout: 60s\n",
 				"tests/a.test.js":      "const test = require('node:test');\ntest('adds', () => {});\n",
 			},
-			cand: map[string]string{"tests/b.test.js": "const test = require('node:test');\ntest('adds', () => {});\n"}},
+			cand:    map[string]string{"tests/b.test.js": "const test = require('node:test');\ntest('adds', () => {});\n"},
+			summary: []string{"duplicate test id", "coverage.report-unproven"}},
 		{name: "a focus marker node runs past",
 			base: map[string]string{
 				".runmill/checks.yaml": "checks:\n  - id: unit\n    run: node --test --test-reporter=junit --test-reporter-destination=reports/unit.xml tests/\n    report: {path: reports/unit.xml, format: junit}\n    timeout: 60s\n",
@@ -233,6 +240,15 @@ func runWhy(t *testing.T, c whyCase) (string, string) {
 	norm := func(s string) string { return runID.ReplaceAllString(s, "RUN") }
 	golden.Bytes(t, filepath.Join("testdata", "TestVerifyWhy", strings.ReplaceAll(c.name, " ", "_")+".console.golden"), []byte(norm(section(out, "\nWhy:", "\nOverrides:", "\nUnproven"))+"--\n"+norm(until(out, "\nGitHub:"))))
 	golden.Bytes(t, filepath.Join("testdata", "TestVerifyWhy", strings.ReplaceAll(c.name, " ", "_")+".summary.golden"), []byte(norm(section(string(sum), "### Why", "### Overrides", "### Unproven"))))
+	rest := string(sum)
+	for _, w := range c.summary {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Errorf("the job summary lacks %q after what came before:\n%s", w, sum)
+			break
+		}
+		rest = rest[i+len(w):]
+	}
 	return out, string(sum)
 }
 

@@ -35,7 +35,7 @@ func (c Cause) Preservation() bool {
 // limit killed a process, which they do not), and missing and skipped
 // tests come first. Every finding of the verdict is in exactly one cause.
 func Causes(d *evidence.Delivery) []Cause {
-	reasons := d.Verdict.Reasons()
+	reasons := Order(d.Verdict.Reasons()) // each check's causes before their consequences
 	failedTests := map[string]bool{}
 	for _, f := range reasons {
 		if f.Rule == verdict.RuleTestsFailed && f.Check != "" {

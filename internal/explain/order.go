@@ -3,6 +3,7 @@ package explain
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/verdict"
@@ -46,6 +47,9 @@ func Order(reasons []record.Finding) []record.Finding {
 func consequence(f record.Finding) int {
 	switch f.Rule {
 	case verdict.RuleCheckFailed:
+		if strings.HasSuffix(f.Message, verdict.OOMKilledNote) {
+			return 0 // the memory limit, not the tests, ended the run
+		}
 		return 1
 	case verdict.RuleReportUnproven, verdict.RuleUnproven:
 		return 2

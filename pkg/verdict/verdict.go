@@ -108,6 +108,11 @@ func (v Verdict) Reasons() []record.Finding {
 	return record.Normalize(slices.Concat(v.Failed, v.Unproven, v.Failures))
 }
 
+// OOMKilledNote ends a RuleCheckFailed message when the memory limit
+// killed a process: that exit is a cause of its own, not what failing tests
+// explain.
+const OOMKilledNote = "; the memory limit killed a process"
+
 // Rules of this package (Finding.Rule).
 const (
 	RuleNoResult        = "coverage.no-result"
