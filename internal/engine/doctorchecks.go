@@ -135,7 +135,7 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 		if err != nil {
 			return nil, err
 		}
-		evidence.Judge(m, &rec)
+		evidence.Judge(m, &rec, nil)
 		d.Checks = append(d.Checks, rec)
 	}
 	return &BaseChecks{Base: m.Base, FailOnSkippedCheck: m.FailOnSkippedCheck, Checks: diagnoses(dir, d), Overrides: m.Conflicts}, nil

@@ -12,6 +12,11 @@ type Phase string
 const (
 	Baseline  Phase = "baseline"
 	Candidate Phase = "candidate"
+	// CandidateHarness is the landing commit run with its own harness, no
+	// base version laid over it (issue 25): recorded only when the
+	// candidate run's harness differs from the commit. It can only add
+	// failures; preservation comes from the candidate run alone.
+	CandidateHarness Phase = "candidate-harness"
 )
 
 // Status is what the orchestrator recorded for one run.

@@ -32,6 +32,14 @@ import (
 //   - output phrases (zero tests, identity-free skips) decide only where no
 //     valid report with executed tests exists: a valid report is the
 //     authority on what ran, and a phrase a passing test printed is a note;
+//   - a candidate-harness run (the landing commit with the change's own
+//     harness, issue 25) is held to every candidate rule, and each of its
+//     findings names it and the harness files the change edited; it has no
+//     preservation findings, and its passes prove nothing about the base's
+//     tests — it can only add failures;
+//   - a candidate run that fails while its baseline failed too, in a change
+//     that edits the check's harness, names the way out of the deadlock: no
+//     change can fix a base harness, so only the operator's command can;
 //   - a baseline run keeps preservation authority for the tests its report
 //     shows passed, also when it exited non-zero, failed tests or ended early
 //     (spec § 3: "the tests the report says passed still do"); malformed,
@@ -44,9 +52,11 @@ func Judge(req Requirement, r Result) Judgement {
 		j.candidate()
 	case record.Baseline:
 		j.baseline()
+	case record.CandidateHarness:
+		j.candidateHarness()
 	default:
 		j.fail(record.Finding{Rule: RuleInvalidRecord,
-			Message: fmt.Sprintf("result has phase %q; want baseline or candidate", r.Phase),
+			Message: fmt.Sprintf("result has phase %q; want baseline, candidate or candidate-harness", r.Phase),
 			Hint:    "a result must say which commit it measured"})
 	}
 	out := Judgement{Status: record.Passed, Coverage: record.Unproven, Findings: record.Normalize(j.findings), Notes: j.notes}
@@ -143,6 +153,7 @@ func (j *judging) executed() bool {
 }
 
 func (j *judging) candidate() {
+	defer j.baseHarnessBroken()
 	r := j.r
 	j.ran = r.Started
 	if len(r.LandingConflicts) > 0 {
@@ -201,6 +212,64 @@ func (j *judging) candidate() {
 			Message: fmt.Sprintf("the report's summary says %d tests failed or errored, but the file shows %d failure elements: the file says something failed", rep.ClaimedFailures, rep.ShownFailures),
 			Hint:    "make the reporter write every failing test case; a summary that claims failures is not a pass"})
 	}
+}
+
+// Rules of the harness (issue 25).
+const (
+	// RuleBaseHarnessBroken: the base's own harness fails at the base tip
+	// and the change edits it; the finding names the operator's override.
+	RuleBaseHarnessBroken = "harness.base-broken"
+)
+
+// candidateHarness judges the landing commit run with the change's own
+// harness: every candidate rule, each finding naming the run. Preservation
+// is the candidate run's alone (the engine compares nothing here), so a
+// test that passes here proves nothing about the base's tests.
+func (j *judging) candidateHarness() {
+	sub := &judging{req: j.req, r: j.r}
+	sub.r.BaselineFailed = false // the deadlock is the base-harness run's to name
+	sub.candidate()
+	j.ran, j.proven, j.notes = sub.ran, sub.proven, sub.notes
+	what := ", " + CandidateHarnessWords
+	if len(j.r.HarnessChanged) > 0 {
+		what += " (the change's version of " + quoteAll(j.r.HarnessChanged) + ")"
+	}
+	for _, f := range sub.findings {
+		// Before the list a message names (failed tests, a fault), so
+		// the reader sees which run failed before what failed.
+		if head, list, ok := strings.Cut(f.Message, ": "); ok {
+			f.Message = head + what + ": " + list
+		} else {
+			f.Message += what
+		}
+		j.fail(f)
+	}
+}
+
+// CandidateHarnessWords mark every finding of a candidate-harness run (issue
+// 25), so a reader tells its failures from the candidate run's.
+const CandidateHarnessWords = "with the candidate's own harness"
+
+// baseHarnessBroken adds, to a failing candidate run whose baseline failed
+// too in a change that edits the check's harness, the finding that names
+// the way out: the base's harness runs for every change, so a change cannot
+// repair it, and the operator's command override is the only path.
+func (j *judging) baseHarnessBroken() {
+	r := j.r
+	if !r.BaselineFailed || len(r.HarnessChanged) == 0 || len(r.LandingConflicts) > 0 || (j.ran && len(j.findings) == 0) {
+		return
+	}
+	j.fail(record.Finding{Rule: RuleBaseHarnessBroken,
+		Message: fmt.Sprintf("the base's own harness fails at the base tip (its baseline run did not pass), and this change edits it (%s); every change runs the base's version, so no change can repair it", quoteAll(r.HarnessChanged)),
+		Hint:    "an operator can give the check the repaired command for this change: define it under verification.commands in the operator policy (docs/policy.md; it wins every conflict), and remove it once the repair has landed"})
+}
+
+func quoteAll(ps []string) string {
+	q := make([]string, len(ps))
+	for i, p := range ps {
+		q[i] = quote(p)
+	}
+	return strings.Join(q, ", ")
 }
 
 // MaxNamedConflicts is how many conflicting paths a finding names; the
