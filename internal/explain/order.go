@@ -18,14 +18,23 @@ import (
 // and "coverage is unproven" (issue 27). A check with no other cause keeps
 // its findings as they are.
 func Order(reasons []record.Finding) []record.Finding {
-	caused := map[string]bool{}
+	// A candidate-harness run's findings (issue 25) explain only its own
+	// exit code, and the base-harness run's only theirs.
+	type run struct {
+		check string
+		own   bool
+	}
+	of := func(f record.Finding) run {
+		return run{f.Check, strings.Contains(f.Message, verdict.CandidateHarnessWords)}
+	}
+	caused := map[run]bool{}
 	for _, f := range reasons {
 		if consequence(f) == 0 {
-			caused[f.Check] = true
+			caused[of(f)] = true
 		}
 	}
 	rank := func(f record.Finding) int {
-		if !caused[f.Check] {
+		if !caused[of(f)] {
 			return 0
 		}
 		return consequence(f)
