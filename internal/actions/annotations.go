@@ -88,7 +88,7 @@ func failingTests(run *Run, files *fileIndex) []failingTest {
 		found := map[report.TestID]report.Test{}
 		if located < MaxErrors && reread < MaxErrors {
 			reread++
-			for _, t := range explain.StoredFailedTests(run.Dir, rep) {
+			for _, t := range explain.StoredFailedTests(run.Dir, &c) {
 				found[t.ID] = t
 			}
 		}

@@ -137,7 +137,7 @@ func writeWhy(w io.Writer, d *evidence.Delivery, xs []explain.Explanation, runID
 		byCheck[x.Check] = append(byCheck[x.Check], x)
 	}
 	explained := map[string]bool{}
-	reasons := d.Verdict.Reasons()
+	reasons := explain.Order(d.Verdict.Reasons())
 	if len(reasons) > 0 {
 		fmt.Fprintln(w, "\nWhy:")
 	}

@@ -36,7 +36,7 @@ func (c Cause) Preservation() bool {
 // limit killed a process, which they do not), and missing and skipped
 // tests come first. Every finding of the verdict is in exactly one cause.
 func Causes(d *evidence.Delivery) []Cause {
-	reasons := d.Verdict.Reasons()
+	reasons := Order(d.Verdict.Reasons()) // each check's causes before their consequences
 	// A candidate-harness run's findings (issue 25) are its own: its exit
 	// code is never folded into the candidate run's tests, nor theirs.
 	own := func(f record.Finding) bool { return strings.Contains(f.Message, verdict.CandidateHarnessWords) }

@@ -38,7 +38,9 @@ func TestCauses(t *testing.T) {
 		candidateRun("big", 137, true, nil, []report.TestID{"t"}, nil), // the memory limit killed it
 		candidateRun("e2e", 0, false, []report.TestID{"a"}, nil, []report.TestID{"skipped"}),
 	}}
-	d.Verdict.Failed = []record.Finding{exit("unit"), failed("unit"), exit("lint"), exit("big"), failed("big"), missing, skipped}
+	oom := exit("big")
+	oom.Message = "the check exited with code 137" + verdict.OOMKilledNote
+	d.Verdict.Failed = []record.Finding{exit("unit"), failed("unit"), exit("lint"), oom, failed("big"), missing, skipped}
 	type row struct {
 		rule, check string
 		exit        int

@@ -173,7 +173,7 @@ func (j *judging) candidate() {
 	if r.Started && r.ExitCode != 0 && !r.TimedOut {
 		msg := fmt.Sprintf("the check exited with code %d", r.ExitCode)
 		if r.OOMKilled {
-			msg += "; the memory limit killed a process"
+			msg += OOMKilledNote
 		}
 		j.fail(record.Finding{Rule: RuleCheckFailed, Message: msg, Hint: "fix the failing check"})
 	}

@@ -121,6 +121,11 @@ func (v Verdict) Reasons() []record.Finding {
 	return record.Normalize(slices.Concat(v.Failed, v.Unproven, v.Failures))
 }
 
+// OOMKilledNote ends a RuleCheckFailed message when the memory limit
+// killed a process: that exit is a cause of its own, not what failing tests
+// explain.
+const OOMKilledNote = "; the memory limit killed a process"
+
 // Rules of this package (Finding.Rule).
 const (
 	RuleNoResult        = "coverage.no-result"
@@ -349,6 +354,11 @@ func (e *evaluation) candidate(r Result, req Requirement) {
 			Hint:    "declare a report (junit, tap or go-json) for the check so runmill can confirm what ran"}
 		if j.Status != record.Passed {
 			f.Message = "the required check's coverage is unproven"
+		}
+		if req.Report {
+			// Declared, so "declare a report" was a false lead: the cause is
+			// what kept it from being usable (issue 27).
+			f.Hint = "a report is declared but was not usable: fix what this check's other findings say (the report's own error, or what stopped the check)"
 		}
 		if e.allowUnproven {
 			e.note("coverage of required check %q is unproven (fail_on_skipped_check: false)", r.CheckID)
