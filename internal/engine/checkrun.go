@@ -61,6 +61,10 @@ type executor struct {
 	// conflicts are the paths the landing merge conflicted in: every run
 	// is refused and records them (nil: the change merges).
 	conflicts []string
+	// tamper is the tamper scan of the files the change adds or edits
+	// (issue 25): every candidate run records the facts that concern it
+	// before it is judged. nil: no scan (doctor).
+	tamper *pending[tamperScan]
 }
 
 // sameTree holds a checkout's "before" hash to the first one of its commit
@@ -147,6 +151,16 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 			for _, l := range explain.MovedLines(res.Moved, maxMovedLines) {
 				e.logf("%s (candidate): %s", c.ID, l)
 			}
+		}
+	}
+	if e.tamper != nil {
+		ts := e.tamper.wait()
+		if ts.err != nil {
+			return nil, ts.err
+		}
+		rec.Tamper = tamperFacts(c, ts.facts)
+		for _, t := range rec.Tamper {
+			e.logf("%s (candidate): tamper %s at %s:%d: %s", c.ID, t.Rule, t.File, t.Line, t.Code)
 		}
 	}
 	recs = append(recs, rec)

@@ -205,6 +205,13 @@ func checkRunGrammar(i int, r *record.CheckRun) *failure {
 	if f := checkMoved(r); f != "" {
 		return bad("%s", f)
 	}
+	for _, t := range r.Tamper {
+		// Only a candidate run carries the change's tamper facts, each
+		// naming a file and a rule (docs/outcome.md § Tamper).
+		if r.Phase != record.Candidate || t.File == "" || t.Rule == "" || t.Line < 0 || (t.ReportPath != "") != (t.Rule == "report-path") {
+			return bad("tamper: a fact %+v on a %s run; only candidate runs carry them, each with a file, a rule and a line ≥ 0, and report_path exactly on report-path", t, r.Phase)
+		}
+	}
 	if rep := r.Report; rep != nil {
 		if rep.Path == "" || !slices.Contains(report.Formats, rep.Format) ||
 			(rep.Identity != report.IdentityDefault && rep.Identity != report.IdentitySuitePath) {

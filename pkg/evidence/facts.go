@@ -57,6 +57,7 @@ func Facts(r *record.CheckRun) verdict.Result {
 		TreeMoved:        r.TreeBefore != r.TreeAfter,
 		Observations:     r.Observations,
 		LandingConflicts: r.LandingConflicts,
+		Tamper:           r.Tamper,
 	}
 	if rep := r.Report; rep != nil && rep.Inventory != nil {
 		res.Report = &verdict.ReportFacts{

@@ -89,6 +89,12 @@ type CheckRun struct {
 	// findings), as pkg/verdict.Judge consumes them.
 	Observations []Finding `json:"observations"`
 
+	// Tamper are the constructs of the change's test code that can decide
+	// from inside the test process what a candidate run reports (issue 25:
+	// pkg/outcome's tamper scan over the files the change adds or edits).
+	// Absent when none were found, and on baseline runs.
+	Tamper []Tamper `json:"tamper,omitempty"`
+
 	// Moved are the tests of a candidate run that passed at the baseline
 	// and were found under the id git's renames (or a parametrized case's
 	// renamed ids) map them to (pkg/outcome.Compare, issue 24): preserved,

@@ -178,6 +178,7 @@ func (j *judging) candidate() {
 		j.fail(record.Finding{Rule: RuleCheckFailed, Message: msg, Hint: "fix the failing check"})
 	}
 	j.observations()
+	j.tamper()
 	rep := r.Report
 	if rep == nil && !j.req.Report {
 		return
@@ -211,6 +212,49 @@ func (j *judging) candidate() {
 		j.fail(record.Finding{Rule: RuleClaimedFailed,
 			Message: fmt.Sprintf("the report's summary says %d tests failed or errored, but the file shows %d failure elements: the file says something failed", rep.ClaimedFailures, rep.ShownFailures),
 			Hint:    "make the reporter write every failing test case; a summary that claims failures is not a pass"})
+	}
+}
+
+// RuleTamper: the change's test code can decide from inside the test
+// process what the run reports (issue 25, docs/outcome.md § Tamper).
+const RuleTamper = "outcome.tamper"
+
+// tamperHints say, per construct, the honest way to do what it may have
+// been there for: each has one the scan accepts, so there is no exemption
+// to declare (an exemption would be the way round the rule).
+var tamperHints = map[string]string{
+	"pytest-outcome":  "a harness may only add failures: set a report's outcome to \"failed\" or leave it; expect a failure with @pytest.mark.xfail(strict=True), skip with pytest.mark.skip — both show in the report",
+	"pytest-deselect": "skip instead (item.add_marker(pytest.mark.skip(reason=...))), or announce the removal with config.hook.pytest_deselected(items=...); a new order (sorted(items, ...)) is accepted",
+	"atexit":          "clean up in a fixture's teardown, pytest_sessionfinish or pytest_unconfigure; an atexit handler runs after the runner wrote its report (one that only removes temporary files is accepted)",
+	"os-exit":         "let the process end through the runner (raise, pytest.exit, sys.exit); os._exit is accepted with a non-zero constant, in a forked child (if pid == 0 after os.fork()), or with pytest's exitstatus",
+	"go-output":       "do not replace os.Stdout/os.Stderr or their descriptors in TestMain or init, nor spell --- PASS/--- FAIL there: go test and test2json read the test binary's output; capture output inside a test and restore it",
+	"go-exit":         "exit with m.Run()'s result: os.Exit(m.Run()), or code := m.Run(); teardown(); os.Exit(code) (a non-zero constant for a failed setup is fine), or return from TestMain",
+	"report-path":     "test code must not name the check's report file; the runner writes it, and runmill reads it",
+	"unscanned":       "keep test code regular files inside the checkout and below the scan's 8 MiB cap",
+}
+
+// tamper makes every recorded tamper construct a finding: whatever the
+// report says, the change's own code could have decided it.
+func (j *judging) tamper() {
+	for _, t := range j.r.Tamper {
+		f := record.Finding{Rule: RuleTamper, File: t.File, Line: t.Line,
+			Hint: tamperHints[t.Rule]}
+		where := t.File
+		if t.Line > 0 {
+			where = fmt.Sprintf("%s:%d", t.File, t.Line)
+		}
+		switch {
+		case t.Rule == "unscanned":
+			f.Message = fmt.Sprintf("test code %s was not scanned for tamper (%s), so the run is not proven to report what ran", t.File, t.Code)
+		case t.Rule == "report-path":
+			f.Message = fmt.Sprintf("test code at %s names the declared report %s (%s): the report could be written by the tests, not the runner", where, quote(t.ReportPath), t.Code)
+		default:
+			f.Message = fmt.Sprintf("test code at %s can decide what the run reports (%s: %s), so its result proves nothing", where, t.Rule, t.Code)
+		}
+		if f.Hint == "" {
+			f.Hint = "remove the construct from the test code"
+		}
+		j.fail(f)
 	}
 }
 

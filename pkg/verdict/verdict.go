@@ -63,6 +63,9 @@ type Result struct {
 	// and dependency refusals, output phrases (rules OutputRulePrefix…),
 	// preservation findings, a commit's tree that changed between checkouts.
 	Observations []record.Finding `json:"observations,omitempty"`
+	// Tamper are the constructs of the change's test code that can decide
+	// from inside the test process what a candidate run reports (issue 25).
+	Tamper []record.Tamper `json:"tamper,omitempty"`
 	// HarnessChanged are, for a candidate or candidate-harness result, the
 	// harness files of the check whose base version the candidate run saw
 	// instead of the change's (pkg/harness Record.Changed), sorted. Not
