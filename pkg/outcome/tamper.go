@@ -90,7 +90,8 @@ import (
 // In both languages:
 //
 //   - report-path: a string literal in test code that is a check's
-//     declared report path (as written, ./-prefixed, or ending in /path):
+//     declared report path (as written, ./-prefixed, or — for a path with
+//     a directory, not a bare file name — ending in /path):
 //     test code has no honest business with the report the check reads.
 //
 // Size and reading: the same bounds as the focus scan (MaxFileBytes, 8 MiB
@@ -283,7 +284,11 @@ func namesReportPath(lit string, paths []string) string {
 	}
 	l := strings.TrimPrefix(lit, "./")
 	for _, p := range paths {
-		if l == p || strings.HasSuffix(l, "/"+p) {
+		// A bare file name (junit.xml) is matched only as written: a test
+		// suite of a reporting tool names /tmp/x/junit.xml honestly, while
+		// a path with a directory of its own (reports/unit.xml) is the
+		// check's choice, named by nothing but the check.
+		if l == p || strings.Contains(p, "/") && strings.HasSuffix(l, "/"+p) {
 			return p
 		}
 	}
