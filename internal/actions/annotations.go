@@ -88,7 +88,7 @@ func failingTests(run *Run, files *fileIndex) []failingTest {
 		found := map[report.TestID]report.Test{}
 		if located < MaxErrors && reread < MaxErrors {
 			reread++
-			for _, t := range explain.StoredFailedTests(run.Dir, rep) {
+			for _, t := range explain.StoredFailedTests(run.Dir, &c) {
 				found[t.ID] = t
 			}
 		}
@@ -393,10 +393,7 @@ func findingText(f record.Finding) string {
 // they are.
 func causeText(x explain.Explanation) string {
 	var b strings.Builder
-	phase := ""
-	if x.Phase == record.Baseline {
-		phase = " at the baseline"
-	}
+	phase := explain.PhaseWords(x.Phase)
 	for _, h := range x.Hints {
 		fmt.Fprintf(&b, "\nCause%s (%s): %s\n  seen: %s", phase, h.Cause, h.Fix, h.Line)
 	}

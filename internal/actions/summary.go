@@ -570,10 +570,7 @@ func whySection(run *Run) []string {
 		if x.Status == record.Passed {
 			continue
 		}
-		phase := ""
-		if x.Phase == record.Baseline {
-			phase = " at the baseline"
-		}
+		phase := explain.PhaseWords(x.Phase)
 		// The failing tests themselves are named once, in Findings.
 		var lines []string
 		for _, h := range x.Hints {

@@ -44,7 +44,7 @@ verify can run that commit's checks on it (docs/dependencies.md):
                   npm_config_userconfig=DIR/.user-npmrc npm_config_globalconfig=DIR/.global-npmrc \
                   npm_config_git="$(command -v git)" \
                   npm_config_ignore_scripts=true npm ci)
-                runmill deps import --repo REPO --commit REV --from DIR
+                runmill deps import --repo REPO --commit REV --out STATE --from DIR
 
               The GitHub Action does this for every commit of the run
               (prepare-dependencies; docs/action.md).
@@ -52,7 +52,8 @@ verify can run that commit's checks on it (docs/dependencies.md):
               each checked against its go.sum hash.
 
 The install is copied into the content-keyed cache under the state directory (--out,
-as for verify); a file already there, from another commit's install, is linked rather
+as for verify: pass the --out the verify that needs it uses; the directory is printed
+and is the receipt's state_dir); a file already there, from another commit's install, is linked rather
 than copied again. It runs no package manager and contacts no registry.
 
 Exit: 0 imported (the receipt as JSON on stdout) · 1 refused (RM-VERIFY-005, with the
@@ -94,7 +95,11 @@ func runDepsImport(ctx context.Context, s IO, o *depsImportOptions) error {
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 		return rmerr.New(rmerr.Usage, "--from %s is not a directory", abs).WithHint("pass the checkout where npm ci ran (npm) or the module cache (go-modules)")
 	}
-	res, err := deps.Import(ctx, repo, deps.ImportOptions{Strategy: o.strategy, Commit: commit, From: abs, StateDir: engine.StateDir(o.out, os.Getenv)})
+	state, err := filepath.Abs(engine.StateDir(o.out, os.Getenv))
+	if err != nil {
+		return rmerr.Wrap(rmerr.Usage, err, "resolving --out")
+	}
+	res, err := deps.Import(ctx, repo, deps.ImportOptions{Strategy: o.strategy, Commit: commit, From: abs, StateDir: state})
 	if err != nil {
 		return err
 	}
@@ -102,13 +107,15 @@ func runDepsImport(ctx context.Context, s IO, o *depsImportOptions) error {
 	if res.Receipt.Reused {
 		how = "already cached, every byte verified"
 	}
-	fmt.Fprintf(s.Err, "runmill: %s install for %s %s: cache %s (%d files, %d bytes; %d bytes copied, %d linked from other installs)\n",
-		o.strategy, commit, how, res.Receipt.Key, res.Receipt.Files, res.Receipt.Bytes, res.Copy.CopiedBytes, res.Copy.LinkedBytes)
+	// Where it went: a verify with another --out (or none) does not see it.
+	fmt.Fprintf(s.Err, "runmill: %s install for %s %s into the state directory %s: cache %s (%d files, %d bytes; %d bytes copied, %d linked from other installs); verify uses it with --out %s\n",
+		o.strategy, commit, how, state, res.Receipt.Key, res.Receipt.Files, res.Receipt.Bytes, res.Copy.CopiedBytes, res.Copy.LinkedBytes, state)
 	enc := json.NewEncoder(s.Out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
-		Commit  string         `json:"commit"`
-		Receipt deps.Receipt   `json:"receipt"`
-		Copy    deps.CopyStats `json:"copy"`
-	}{commit, res.Receipt, res.Copy})
+		Commit   string         `json:"commit"`
+		StateDir string         `json:"state_dir"`
+		Receipt  deps.Receipt   `json:"receipt"`
+		Copy     deps.CopyStats `json:"copy"`
+	}{commit, state, res.Receipt, res.Copy})
 }

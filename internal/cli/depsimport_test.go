@@ -47,23 +47,29 @@ func TestDepsImport(t *testing.T) {
 	// confined; its runmill step is the in-process CLI here.
 	t.Run("imported", func(t *testing.T) {
 		from := filepath.Join(t.TempDir(), "cand")
-		prepare, runmill, ok := strings.Cut(strings.ReplaceAll(deps.ImportCommand(r.Dir, commit), "DIR", from), " && runmill ")
-		if !ok || runmill != "deps import --repo "+r.Dir+" --commit "+commit+" --from "+from {
-			t.Fatalf("ImportCommand = %q: want the install, then runmill deps import of it", deps.ImportCommand(r.Dir, commit))
+		prepare, runmill, ok := strings.Cut(strings.ReplaceAll(deps.ImportCommand(r.Dir, commit, state), "DIR", from), " && runmill ")
+		if !ok || runmill != "deps import --repo "+r.Dir+" --commit "+commit+" --out "+state+" --from "+from {
+			t.Fatalf("ImportCommand = %q: want the install, then runmill deps import of it into %s", deps.ImportCommand(r.Dir, commit, state), state)
 		}
 		depstest.Run(t, "/", nil, "sh", "-c", prepare)
-		code, stdout, stderr := run(t, "deps", "import", "--repo", r.Dir, "--commit", commit, "--from", from, "--out", state)
+		// The command as given, word for word.
+		code, stdout, stderr := run(t, strings.Fields(runmill)...)
 		if code != 0 {
 			t.Fatalf("exit %d:\n%s", code, stderr)
 		}
+		// It says where it wrote, on both streams.
+		if !strings.Contains(stderr, "into the state directory "+state+":") || !strings.Contains(stderr, "verify uses it with --out "+state) {
+			t.Errorf("deps import does not name the state directory %s:\n%s", state, stderr)
+		}
 		var got struct {
-			Commit  string `json:"commit"`
-			Receipt struct {
+			Commit   string `json:"commit"`
+			StateDir string `json:"state_dir"`
+			Receipt  struct {
 				Key   string `json:"key"`
 				Files int    `json:"files"`
 			} `json:"receipt"`
 		}
-		if err := json.Unmarshal([]byte(stdout), &got); err != nil || got.Commit != commit || got.Receipt.Files == 0 {
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil || got.Commit != commit || got.Receipt.Files == 0 || got.StateDir != state {
 			t.Fatalf("stdout %s: %v", stdout, err)
 		}
 		idx := filepath.Join(state, "deps", "index", "npm", commit)

@@ -65,7 +65,7 @@ Exit: 0 every check passed · 1 a check failed · 2 usage.`,
 		fs.StringVar(&o.run.Base, "base", "HEAD", "base revision whose .runmill/checks.yaml governs")
 		fs.StringVar(&o.run.PolicyFile, "policy", "", "operator policy `FILE`")
 		fs.StringVar(&o.run.ContainerdAddress, "containerd-address", "", "containerd socket `ADDR` (default: the system socket, else a private daemon)")
-		fs.StringVar(&o.run.StateDir, "out", "", "state `DIR` for a private containerd (default: a temporary directory, removed)")
+		fs.StringVar(&o.run.StateDir, "out", "", "the state `DIR` verification uses, as for verify (default $RUNMILL_STATE_DIR, else /var/lib/runmill as root): the state check measures it and names it; containerd and the checks run there (without --out, in a temporary directory, removed)")
 		if err := fs.parseStrict(args); err != nil {
 			return err
 		}
@@ -117,6 +117,7 @@ func printDoctor(w io.Writer, results []doctorpkg.Result, ranBase bool) {
 			fmt.Fprintf(w, "      %-26s fix: %s\n", "", r.Fix)
 		}
 		writeBaseChecks(w, r.Checks)
+		writeOverrides(w, r.Overrides)
 	}
 	if !ranBase {
 		fmt.Fprintln(w, "note: the checks themselves were not run; 'runmill doctor --check checks' runs each once in the sandbox")

@@ -349,9 +349,15 @@ func TestDoctorState(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ := runCLI(t, "", "doctor", "--check", "state", "--out", state)
-	if code != 0 || !strings.HasPrefix(out, "PASS  state") || !strings.Contains(out, state+" uses ") ||
+	if code != 0 || !strings.HasPrefix(out, "PASS  state") || !strings.Contains(out, "the state directory "+state+" (--out) uses ") ||
 		!strings.Contains(out, ": 1 run (") || !strings.Contains(out, "KiB; each verify") ||
 		!strings.Contains(out, "keeps at most the newest 200 runs, none older than 14 days") {
+		t.Fatalf("exit %d, output:\n%s", code, out)
+	}
+	// Without --out, the directory verify would use, and where it came
+	// from: a verify given another --out is not measured here.
+	t.Setenv("RUNMILL_STATE_DIR", state)
+	if code, out, _ := runCLI(t, "", "doctor", "--check", "state"); code != 0 || !strings.Contains(out, "the state directory "+state+" ($RUNMILL_STATE_DIR) uses ") {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 }
@@ -418,5 +424,22 @@ func TestDoctorChecks(t *testing.T) {
 	a = doctor(t, "--check", "checks", "--repo", r.Dir, "--policy", op, "--containerd-address", containerdAddress)
 	if !a.OK || !strings.Contains(a.Checks[0].Detail, "2 passed, 0 failed, 1 unproven") {
 		t.Fatalf("pr-only answer %+v", a)
+	}
+
+	// An operator definition that replaces the repository's: the doctor
+	// prints the Overrides: block verify prints, word for word.
+	r.Write(".runmill/checks.yaml", "checks:\n  - id: pass\n    run: sh tests/tap.sh > reports/pass.tap\n    report: {path: reports/pass.tap, format: tap}\n  - id: smoke\n    run: \"true\"\n    timeout: 300s\n")
+	r.Commit("smoke has a timeout")
+	op = operatorFile(t, "autonomy: pr-only\nverification:\n  fail_on_skipped_check: false\n  commands:\n    - id: smoke\n      run: \"true\"\n")
+	code, out, _ = runCLI(t, "", "doctor", "--check", "checks", "--repo", r.Dir, "--policy", op, "--containerd-address", containerdAddress)
+	const overrides = "\nOverrides:\n  smoke: the operator policy's definition replaces the repository's; the repository's timeout no longer applies (copy them into the operator's definition: runmill init --operator-policy-out FILE writes them)\n"
+	if code != 0 || !strings.Contains(out, overrides) {
+		t.Errorf("exit %d; the doctor's output lacks %q:\n%s", code, overrides, out)
+	}
+	base := strings.TrimSpace(r.Git("rev-parse", "HEAD"))
+	code, out, _ = runCLI(t, "", "verify", "--repo", r.Dir, "--base", base, "--candidate", base, "--out", t.TempDir(), "--policy", op,
+		"--containerd-address", containerdAddress, "--no-github")
+	if !strings.Contains(out, overrides) {
+		t.Errorf("exit %d; verify's output lacks %q (the doctor must say what verify says):\n%s", code, overrides, out)
 	}
 }

@@ -131,7 +131,7 @@ func writeWhy(w io.Writer, d *evidence.Delivery, xs []explain.Explanation, runID
 		byCheck[x.Check] = append(byCheck[x.Check], x)
 	}
 	explained := map[string]bool{}
-	reasons := d.Verdict.Reasons()
+	reasons := explain.Order(d.Verdict.Reasons())
 	if len(reasons) > 0 {
 		fmt.Fprintln(w, "\nWhy:")
 	}
@@ -172,7 +172,11 @@ func writeReason(w io.Writer, f record.Finding, xs []explain.Explanation, runID 
 		// The message names the tests on one line; they are listed below,
 		// each with its message.
 		msg, _, _ = strings.Cut(msg, ": ")
-		listed = failedTests(xs, runID)
+		phase := record.Candidate
+		if strings.Contains(msg, verdict.CandidateHarnessWords) {
+			phase = record.CandidateHarness // issue 25: the change's own harness failed them
+		}
+		listed = failedTests(xs, runID, phase)
 	} else {
 		for j, id := range f.IDs {
 			if j == maxListedIDs {
@@ -194,12 +198,13 @@ func writeReason(w io.Writer, f record.Finding, xs []explain.Explanation, runID 
 	}
 }
 
-// failedTests lists the candidate's failed tests, each with its message,
-// and how many more the record holds.
-func failedTests(xs []explain.Explanation, runID string) []string {
+// failedTests lists the failed tests of the check's run of phase (the
+// candidate's, or the candidate-harness run's), each with its message, and
+// how many more the record holds.
+func failedTests(xs []explain.Explanation, runID string, phase record.Phase) []string {
 	var listed []string
 	for _, x := range xs {
-		if x.Phase != record.Candidate {
+		if x.Phase != phase {
 			continue
 		}
 		for _, t := range x.FailedTests {
@@ -259,10 +264,7 @@ func writeUnproven(w io.Writer, xs []explain.Explanation, failOnSkipped bool) {
 // writeCauses prints what a failing run printed and the causes runmill
 // recognised in it.
 func writeCauses(w io.Writer, x explain.Explanation, indent string) {
-	phase := ""
-	if x.Phase == record.Baseline {
-		phase = " at the baseline"
-	}
+	phase := explain.PhaseWords(x.Phase)
 	for _, s := range []struct {
 		name  string
 		lines []string

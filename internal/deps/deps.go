@@ -148,7 +148,7 @@ func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string
 	if o.ScratchDir == "" {
 		p.views = filepath.Join(o.StateDir, "deps", "views")
 	}
-	rl := roles{base: o.Base, candidate: o.Candidate, repoDir: o.SourceDir}
+	rl := roles{base: o.Base, candidate: o.Candidate, repoDir: o.SourceDir, stateDir: o.StateDir}
 	objs := newObjects(o.StateDir)
 	var errs []error
 	for _, s := range uniq(strategies) {

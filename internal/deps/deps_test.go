@@ -2,6 +2,7 @@ package deps_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -214,12 +215,69 @@ func TestNPMRefusals(t *testing.T) {
 			t.Fatalf("after removal: %v %+v", err, p3.Receipts())
 		}
 	})
+	t.Run("lockfile version 1", func(t *testing.T) {
+		// The install is real; the committed lockfile is the npm 6 form
+		// of the same dependencies (lockfileVersion 1: a nested
+		// "dependencies" map, no "packages"). Another npm ci cannot help,
+		// so the fix must not say it — at the base or the candidate.
+		r, _ := npmRepo(t)
+		r.Write("package-lock.json", lockfileV1(t, r.Dir))
+		base := r.Commit("an npm 6 lockfile")
+		_, err := prepare(t, r, t.TempDir(), base, base, deps.NPM, deps.GoOptions{})
+		want := "RM-VERIFY-005: npm: package-lock.json at " + base[:12] + ": lockfileVersion 1 has no packages map: it was written by npm 6 or older" +
+			" (fix: regenerate package-lock.json with npm 7 or later (npm install --package-lock-only --lockfile-version 3), commit it, and start a fresh run;" +
+			" running npm ci again cannot help, it keeps the lockfile as it is)"
+		if err == nil || err.Error() != want {
+			t.Fatalf("got %v\nwant %s", err, want)
+		}
+		r2, base2 := npmRepo(t)
+		p, err := prepare(t, r2, t.TempDir(), base2, base2, deps.NPM, deps.GoOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2.Git("checkout", "-q", "-b", "cand")
+		r2.Write("package-lock.json", lockfileV1(t, r2.Dir))
+		cand := r2.Commit("an npm 6 lockfile")
+		_, err = p.Attach(context.Background(), deps.NPM, checkout(t, r2, cand))
+		wantRefusal(t, err, "package-lock.json at "+cand[:12]+": lockfileVersion 1")
+		if msg := err.Error(); !strings.Contains(msg, "(fix: regenerate package-lock.json") || strings.Contains(msg, "npm ci)") || strings.Contains(msg, "deps import") {
+			t.Errorf("the candidate's v1 lockfile is sent to npm ci: %v", err)
+		}
+	})
 	t.Run("other package manager", func(t *testing.T) {
 		r := gittest.New(t)
 		base := r.Commit("empty")
 		_, err := prepare(t, r, t.TempDir(), base, base, "yarn", deps.GoOptions{})
 		wantRefusal(t, err, "npm, go-modules")
 	})
+}
+
+// lockfileV1 rewrites dir's package-lock.json as npm 6 wrote it: the
+// same packages as a "dependencies" map, lockfileVersion 1.
+func lockfileV1(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v3 struct {
+		Name, Version string
+		Packages      map[string]map[string]any
+	}
+	if err := json.Unmarshal(b, &v3); err != nil {
+		t.Fatal(err)
+	}
+	dependencies := map[string]any{}
+	for k, p := range v3.Packages {
+		if name, ok := strings.CutPrefix(k, "node_modules/"); ok && !strings.Contains(name, "/node_modules/") {
+			dependencies[name] = map[string]any{"version": p["version"], "resolved": p["resolved"], "integrity": p["integrity"]}
+		}
+	}
+	out, err := json.MarshalIndent(map[string]any{"name": v3.Name, "version": v3.Version, "lockfileVersion": 1, "requires": true, "dependencies": dependencies}, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out) + "\n"
 }
 
 // goRepo is a committed Go sample and a module cache downloaded for it,

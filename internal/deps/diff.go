@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/semver"
+
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/objectid"
@@ -80,11 +83,26 @@ func npmVersions(ctx context.Context, repo *git.Repo, commit string) (map[string
 	return out, nil
 }
 
+// goVersions is, per module with module-zip lines in go.sum, the version
+// go.mod requires (the one the build uses); go.sum keeps the zip lines of
+// versions a bump left behind, so listing them all made a bump read
+// "v1.0.9 → v1.0.10 v1.0.9" (issue 27). A module go.mod does not name
+// (an older go.mod that lists only direct requirements) shows its go.sum
+// versions in semantic-version order.
 func goVersions(ctx context.Context, repo *git.Repo, commit string) (map[string]string, error) {
-	if e, err := repo.Stat(ctx, commit, "go.mod"); err != nil {
+	e, err := repo.Stat(ctx, commit, "go.mod")
+	if err != nil {
 		return nil, err
 	} else if e.Kind != git.Blob && e.Kind != git.Executable {
 		return map[string]string{}, nil
+	}
+	required := map[string]string{}
+	if b, err := repo.ReadBlob(ctx, e, maxManifest); err != nil {
+		return nil, err
+	} else if f, err := modfile.ParseLax("go.mod", b, nil); err == nil {
+		for _, r := range f.Require {
+			required[r.Mod.Path] = r.Mod.Version
+		}
 	}
 	lines, err := readGoSum(ctx, repo, commit)
 	if err != nil {
@@ -98,8 +116,12 @@ func goVersions(ctx context.Context, repo *git.Repo, commit string) (map[string]
 	}
 	out := map[string]string{}
 	for m, v := range vs {
-		slices.Sort(v)
-		out[m] = strings.Join(slices.Compact(v), " ")
+		if r, ok := required[m]; ok && slices.Contains(v, r) {
+			out[m] = r
+			continue
+		}
+		slices.SortFunc(v, semver.Compare)
+		out[m] = strings.Join(slices.Compact(v), ", ")
 	}
 	return out, nil
 }

@@ -1,10 +1,14 @@
 package deps_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/runmill/verify/internal/deps"
+	"github.com/runmill/verify/internal/deps/depstest"
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/pkg/evidence"
 )
 
@@ -49,5 +53,46 @@ func TestDiffTable(t *testing.T) {
 	lines := deps.DiffLines(d, 10)
 	if len(lines) != 3 || lines[0] != "npm changed node_modules/semver 7.5.3 → 7.5.4" || strings.Contains(strings.Join(lines, ""), "\x1b") {
 		t.Errorf("console lines %q", lines)
+	}
+}
+
+// A Go module bump as `go get` leaves it: go.mod requires the new version,
+// go.sum keeps the old version's lines beside the new one's. The diff says
+// the version the build uses changed, not a list of every go.sum line
+// (issue 27: "v1.0.9 → v1.0.10 v1.0.9"); a module go.mod does not name
+// lists its versions in semantic-version order.
+func TestDiffGoBump(t *testing.T) {
+	depstest.Need(t, "git")
+	r := gittest.New(t)
+	const h = " h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n"
+	sum := func(lines ...string) string {
+		var b strings.Builder
+		for _, l := range lines {
+			b.WriteString(l + h)
+		}
+		return b.String()
+	}
+	r.Write("go.mod", "module example.com/app\n\ngo 1.22\n\nrequire github.com/acme/lib v1.0.9\n")
+	r.Write("go.sum", sum("github.com/acme/lib v1.0.9", "github.com/acme/lib v1.0.9/go.mod", "github.com/acme/tool v1.0.9"))
+	base := r.Commit("base")
+	r.Write("go.mod", "module example.com/app\n\ngo 1.22\n\nrequire github.com/acme/lib v1.0.10\n")
+	r.Write("go.sum", sum("github.com/acme/lib v1.0.10", "github.com/acme/lib v1.0.10/go.mod", "github.com/acme/lib v1.0.9", "github.com/acme/lib v1.0.9/go.mod",
+		"github.com/acme/tool v1.0.10", "github.com/acme/tool v1.0.9"))
+	cand := r.Commit("go get github.com/acme/lib@v1.0.10")
+	repo, err := git.Open(context.Background(), r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := deps.Diff(context.Background(), repo, deps.GoModules, base, cand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := deps.DiffLines([]evidence.DependencyDiff{d}, 10)
+	want := []string{
+		"go-modules changed github.com/acme/lib v1.0.9 → v1.0.10",
+		"go-modules changed github.com/acme/tool v1.0.9 → v1.0.9, v1.0.10",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("diff lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -356,7 +356,7 @@ func (g *goPrepared) atCommit(commit string, err error) error {
 		cache = "<module cache>"
 	}
 	return rmerr.New(rmerr.VerifyDependencies, "%s: %s has no prepared module cache: %s", GoModules, g.name(commit), strings.TrimPrefix(re.Msg, GoModules+": ")).
-		WithHint("outside verification, in a checkout of %s run `GOMODCACHE=%s GOFLAGS=-modcacherw go mod download` (or import a module cache made for it: `runmill deps import --strategy go-modules --repo %s --commit %s --from MODCACHE`), and start a fresh run", commit, cache, g.repoDir, commit)
+		WithHint("outside verification, in a checkout of %s run `GOMODCACHE=%s GOFLAGS=-modcacherw go mod download` (or import a module cache made for it: `runmill deps import --strategy go-modules --repo %s --commit %s --out %s --from MODCACHE`), and start a fresh run", commit, cache, g.repoDir, commit, absDir(g.stateDir))
 }
 
 // importModules copies the modules of lines from modcache to dst after

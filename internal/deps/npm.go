@@ -20,6 +20,7 @@ import (
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/objectid"
+	"github.com/runmill/verify/pkg/rmerr"
 )
 
 // The files of an npm install (spec § 3 step 3).
@@ -173,6 +174,9 @@ func validateNPMAt(ctx context.Context, repo *git.Repo, commit, srcDir string) (
 		return nil, refuse(NPM, "package.json at the base declares workspaces; npm workspace links are not supported")
 	}
 	lock, err := parseLockfile(baseLock)
+	if errors.Is(err, errOldLockfile) {
+		return nil, oldLockfile(objectid.Short(o.Base), err)
+	}
 	if err != nil {
 		return nil, refuse(NPM, "package-lock.json at the base: %v", err)
 	}
@@ -330,6 +334,9 @@ func (n *npmPrepared) attach(ctx context.Context, dir, views string, cow bool) (
 		}
 	}
 	if side == nil {
+		if _, err := parseLockfile(lock); errors.Is(err, errOldLockfile) {
+			return nil, oldLockfile(objectid.Short(commit), err)
+		}
 		return nil, n.missing(commit)
 	}
 	ignored, err := r.Ignored(ctx, nodeModules+"/")
@@ -369,13 +376,30 @@ func (n *npmPrepared) attach(ctx context.Context, dir, views string, cow bool) (
 	return v, nil
 }
 
+// errOldLockfile is a lockfile npm 6 or older wrote (lockfileVersion 1):
+// no install can be validated against it, so the fix is a new lockfile,
+// not another npm ci (which keeps the lockfile as it is).
+var errOldLockfile = errors.New("it was written by npm 6 or older")
+
+// lockfileHint says how to replace a v1 lockfile.
+const lockfileHint = "regenerate package-lock.json with npm 7 or later (npm install --package-lock-only --lockfile-version 3), " +
+	"commit it, and start a fresh run; running npm ci again cannot help, it keeps the lockfile as it is"
+
+// oldLockfile is the refusal of a v1 lockfile at commit: it keeps its own
+// hint wherever it is reported (atCommit).
+func oldLockfile(commit string, err error) *rmerr.Error {
+	e := refuse(NPM, "package-lock.json at %s", commit).WithHint(lockfileHint)
+	e.Err = err
+	return e
+}
+
 func parseLockfile(b []byte) (*lockfile, error) {
 	var l lockfile
 	if err := json.Unmarshal(b, &l); err != nil {
 		return nil, err
 	}
 	if l.LockfileVersion < 2 || l.Packages == nil {
-		return nil, fmt.Errorf("lockfileVersion %d has no packages map; regenerate it with npm 7 or later", l.LockfileVersion)
+		return nil, fmt.Errorf("lockfileVersion %d has no packages map: %w", l.LockfileVersion, errOldLockfile)
 	}
 	return &l, nil
 }

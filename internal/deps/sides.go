@@ -37,6 +37,9 @@ import (
 type roles struct {
 	base, candidate string
 	repoDir         string
+	// stateDir is the run's state directory: the import the hint gives
+	// must land where this run looks (the --out it was given).
+	stateDir string
 }
 
 // commits are the distinct commits of the run, base first.
@@ -71,12 +74,24 @@ func (r roles) name(commit string) string {
 // commit's package.json and package-lock.json alone, copied from git into
 // DIR (so there is no project .npmrc), with its user and global configs
 // empty files, git fixed and scripts off. Never in a checkout of the commit: its .npmrc (git=…) would
-// run the pull request's code, which --ignore-scripts does not stop.
-func ImportCommand(repoDir, commit string) string {
+// run the pull request's code, which --ignore-scripts does not stop. The
+// import goes into stateDir, the state directory of the run that needs it:
+// without --out it would land in the default one, where that run never
+// looks.
+func ImportCommand(repoDir, commit, stateDir string) string {
 	return fmt.Sprintf("mkdir DIR && for f in package.json package-lock.json; do git -C %s show %s:$f >DIR/$f; done && "+
 		"(cd DIR && : >DIR/.user-npmrc && : >DIR/.global-npmrc && npm_config_userconfig=DIR/.user-npmrc npm_config_globalconfig=DIR/.global-npmrc "+
 		`npm_config_git="$(command -v git)" npm_config_ignore_scripts=true npm ci) && `+
-		"runmill deps import --repo %s --commit %s --from DIR", repoDir, commit, repoDir, commit)
+		"runmill deps import --repo %s --commit %s --out %s --from DIR", repoDir, commit, repoDir, commit, absDir(stateDir))
+}
+
+// absDir is dir made absolute, so a pasted command means the same
+// directory from anywhere.
+func absDir(dir string) string {
+	if a, err := filepath.Abs(dir); err == nil {
+		return a
+	}
+	return dir
 }
 
 // missing is the refusal of a checkout at commit no npm install serves.
@@ -106,8 +121,12 @@ func (n *npmPrepared) atCommit(commit string, err error) error {
 		return err
 	}
 	msg := strings.TrimPrefix(re.Msg, NPM+": ")
-	return rmerr.New(rmerr.VerifyDependencies, "%s: %s: %s", NPM, n.name(commit), msg).
-		WithHint("prepare it outside verification, scripts off: %s; then start a fresh run", ImportCommand(n.repoDir, commit))
+	e := rmerr.New(rmerr.VerifyDependencies, "%s: %s: %s", NPM, n.name(commit), msg)
+	e.Err = re.Err
+	if errors.Is(err, errOldLockfile) { // no install can serve it: the lockfile must change
+		return e.WithHint("%s", re.Hint)
+	}
+	return e.WithHint("prepare it outside verification, scripts off: %s; then start a fresh run", ImportCommand(n.repoDir, commit, n.stateDir))
 }
 
 // prepareNPM finds an install for each commit of the run: one imported for
@@ -179,6 +198,9 @@ func npmFilesAt(ctx context.Context, repo *git.Repo, commit string) ([]byte, str
 	lock, err := readAt(ctx, repo, commit, packageLock)
 	if err != nil {
 		return nil, "", err
+	}
+	if _, err := parseLockfile(lock); errors.Is(err, errOldLockfile) {
+		return nil, "", oldLockfile(objectid.Short(commit), err)
 	}
 	deps, err := dependencyDigest(pkg)
 	if err != nil {

@@ -36,7 +36,7 @@ func checkBase(ctx context.Context, o Options) Result {
 			unprovenN++
 		}
 	}
-	r := Result{Name: BaseChecks, Checks: bc.Checks,
+	r := Result{Name: BaseChecks, Checks: bc.Checks, Overrides: bc.Overrides,
 		Detail: fmt.Sprintf("%s run once at the base %s: %d passed, %d failed, %d unproven", printable.Plural(len(bc.Checks), "check", "checks"), objectid.Short(bc.Base),
 			len(bc.Checks)-failedN, failedN, unprovenN)}
 	blocked := unprovenN > 0 && bc.FailOnSkippedCheck
@@ -55,7 +55,7 @@ func checkBase(ctx context.Context, o Options) Result {
 // checkState reports what the state directory holds, part by part, and
 // the bounds each verify prunes it to (issue #13 S3, issue 23): a number to
 // watch, not a failure — unless it cannot be measured.
-func checkState(stateDir string) Result {
+func checkState(stateDir, source string) Result {
 	u, err := engine.MeasureState(stateDir)
 	if err != nil {
 		return failed(State, rmerr.Wrap(rmerr.SandboxCleanup, err, "reading the state directory").
@@ -63,9 +63,9 @@ func checkState(stateDir string) Result {
 	}
 	rest := u.Bytes - u.RunsBytes - u.DepsBytes - u.ToolCacheBytes - u.SandboxBytes
 	return Result{Name: State, OK: true, Detail: fmt.Sprintf(
-		"%s uses %s: %s (%s), prepared dependencies %s, Go toolchain caches %s, the sandbox's directory (a private containerd's image store) %s, the rest %s; "+
+		"the state directory %s (%s) uses %s: %s (%s), prepared dependencies %s, Go toolchain caches %s, the sandbox's directory (a private containerd's image store) %s, the rest %s; "+
 			"each verify keeps %s (verify --keep-runs, --keep-days); of the dependency and toolchain caches %s; images unused for %s go",
-		stateDir, printable.Bytes(u.Bytes), printable.Plural(u.Runs, "run", "runs"), printable.Bytes(u.RunsBytes), printable.Bytes(u.DepsBytes),
+		stateDir, source, printable.Bytes(u.Bytes), printable.Plural(u.Runs, "run", "runs"), printable.Bytes(u.RunsBytes), printable.Bytes(u.DepsBytes),
 		printable.Bytes(u.ToolCacheBytes), printable.Bytes(u.SandboxBytes), printable.Bytes(rest),
 		engine.DefaultRetention, engine.CacheLimitsText(engine.DefaultCacheLimits), printable.Days(engine.DefaultCacheLimits.UnusedFor))}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -61,6 +62,9 @@ type Result struct {
 	Fix    string     `json:"fix,omitempty"`
 	// Checks are the base's checks as doctor --check checks ran them.
 	Checks []engine.CheckDiagnosis `json:"checks,omitempty"`
+	// Overrides are the base's checks whose operator definition replaced
+	// the repository's, as verify lists them under Overrides:.
+	Overrides []discovery.Conflict `json:"overrides,omitempty"`
 }
 
 // failed is the result of a check that err failed, its hint as the fix.
@@ -118,7 +122,7 @@ func Run(ctx context.Context, o Options) []Result {
 		}
 	}
 	if want(State) {
-		out = append(out, checkState(engine.StateDir(o.StateDir, o.Getenv)))
+		out = append(out, checkState(engine.StateDir(o.StateDir, o.Getenv), stateSource(o.StateDir, o.Getenv)))
 	}
 	return out
 }
@@ -145,6 +149,19 @@ func sandboxChecks(ctx context.Context, o Options, want func(string) bool, pol *
 		out = append(out, checkPytest(ctx, sb, err, pol, polErr))
 	}
 	return out, true
+}
+
+// stateSource says where the state directory the state check measures
+// came from: the same flag and variable verify reads, so a user whose
+// verify runs elsewhere sees that this is not that directory.
+func stateSource(flag string, getenv func(string) string) string {
+	switch {
+	case flag != "":
+		return "--out"
+	case getenv("RUNMILL_STATE_DIR") != "":
+		return "$RUNMILL_STATE_DIR"
+	}
+	return "the default: no --out, $RUNMILL_STATE_DIR unset; a verify given another --out keeps its state there, pass the same --out here"
 }
 
 // stateDirFor returns dir, or without one a temporary directory and the

@@ -100,7 +100,7 @@ func TestStateCheck(t *testing.T) {
 	if err != nil || u.DepsBytes == 0 || u.ToolCacheBytes == 0 || u.SandboxBytes == 0 {
 		t.Fatalf("MeasureState = %+v, %v", u, err)
 	}
-	for _, want := range []string{state + " uses " + printable.Bytes(u.Bytes), "1 run (" + printable.Bytes(u.RunsBytes) + ")",
+	for _, want := range []string{"the state directory " + state + " (--out) uses " + printable.Bytes(u.Bytes), "1 run (" + printable.Bytes(u.RunsBytes) + ")",
 		"prepared dependencies " + printable.Bytes(u.DepsBytes), "Go toolchain caches " + printable.Bytes(u.ToolCacheBytes),
 		"image store) " + printable.Bytes(u.SandboxBytes),
 		"each verify keeps at most the newest 200 runs, none older than 14 days (verify --keep-runs, --keep-days)",

@@ -34,9 +34,36 @@ func (e *executor) baselineAsync(ctx context.Context, sem chan struct{}, c disco
 		rec, inv, err := e.runKeyed(ctx, c, record.Baseline, baseline)
 		<-sem
 		if err == nil {
-			e.judged(&rec)
+			e.judged(&rec, nil) // a baseline's judgement weighs no other run
 		}
 		out <- sideResult{rec, inv, err}
 	}()
 	return out
+}
+
+// ownHarnessAsync starts, when c's candidate run lays the base's version of
+// some harness file over the landing commit (issue 25), the run of the
+// landing commit with the change's own harness, in its own slot beside the
+// other two: the tests a change wires into its harness run in that change,
+// and its findings can only add failures. The channel is nil when the
+// harness did not change. It is never reused: it is the change's own.
+func (e *executor) ownHarnessAsync(ctx context.Context, sem chan struct{}, c discovery.Check, commit string) (<-chan sideResult, error) {
+	if e.harness == nil || e.conflicts != nil {
+		return nil, nil
+	}
+	hr, err := e.harness.record(ctx, c, commit)
+	if err != nil {
+		return nil, err
+	}
+	if !hr.Changed() {
+		return nil, nil
+	}
+	out := make(chan sideResult, 1)
+	go func() {
+		sem <- struct{}{}
+		rec, inv, err := e.runKeyed(ctx, c, record.CandidateHarness, commit)
+		<-sem
+		out <- sideResult{rec, inv, err}
+	}()
+	return out, nil
 }

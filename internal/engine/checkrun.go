@@ -61,6 +61,10 @@ type executor struct {
 	// conflicts are the paths the landing merge conflicted in: every run
 	// is refused and records them (nil: the change merges).
 	conflicts []string
+	// tamper is the tamper scan of the files the change adds or edits
+	// (issue 25): every candidate run records the facts that concern it
+	// before it is judged. nil: no scan (doctor).
+	tamper *pending[tamperScan]
 }
 
 // sameTree holds a checkout's "before" hash to the first one of its commit
@@ -101,9 +105,21 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 	// takes its own slot; the candidate waits for its result only to
 	// compare inventories.
 	baseC := e.baselineAsync(ctx, sem, c, baseline)
+	ownC, err := e.ownHarnessAsync(ctx, sem, c, cmp.candidate())
+	if err != nil {
+		if c.Report != nil {
+			<-baseC
+		}
+		return nil, err
+	}
 	sem <- struct{}{}
 	rec, inv, err := e.runKeyed(ctx, c, record.Candidate, cmp.candidate())
 	<-sem
+	var own *sideResult
+	if ownC != nil {
+		o := <-ownC
+		own = &o
+	}
 	if c.Report != nil {
 		b := <-baseC
 		if b.err != nil {
@@ -113,6 +129,9 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 	}
 	if err != nil {
 		return nil, err
+	}
+	if own != nil && own.err != nil {
+		return nil, own.err
 	}
 	if baseInv != nil && inv != nil {
 		rn := e.renames.wait()
@@ -134,8 +153,25 @@ func (e *executor) check(ctx context.Context, sem chan struct{}, c discovery.Che
 			}
 		}
 	}
-	e.judged(&rec)
-	return append(recs, rec), nil
+	if e.tamper != nil {
+		ts := e.tamper.wait()
+		if ts.err != nil {
+			return nil, ts.err
+		}
+		rec.Tamper = tamperFacts(c, ts.facts)
+		for _, t := range rec.Tamper {
+			e.logf("%s (candidate): tamper %s at %s:%d: %s", c.ID, t.Rule, t.File, t.Line, t.Code)
+		}
+	}
+	recs = append(recs, rec)
+	e.judged(&recs[len(recs)-1], recs)
+	if own != nil {
+		// Judged last: its findings name the harness files the candidate
+		// run's record shows the change edited.
+		recs = append(recs, own.rec)
+		e.judged(&recs[len(recs)-1], recs)
+	}
+	return recs, nil
 }
 
 // maxMovedLines bounds the moved tests the progress stream names per run.
@@ -143,8 +179,12 @@ const maxMovedLines = 10
 
 // judged decides rec's status through the one decision function and says
 // what it decided: the progress line, the event and the record agree.
-func (e *executor) judged(rec *record.CheckRun) {
-	j := evidence.Judge(e.manifest, rec)
+//
+// runs are the check's runs so far (rec among them): what its judgement
+// weighs from the others (evidence.Judge), as Verify recomputes it
+// from the whole delivery.
+func (e *executor) judged(rec *record.CheckRun, runs []record.CheckRun) {
+	j := evidence.Judge(e.manifest, rec, runs)
 	e.event("check.finished", map[string]any{"check": rec.CheckID, "phase": string(rec.Phase), "status": string(j.Status), "exit_code": rec.ExitCode})
 	how := fmt.Sprintf("exit %d", rec.ExitCode)
 	dur := ", " + (time.Duration(rec.DurationMS) * time.Millisecond).String()

@@ -87,7 +87,7 @@ func TestVerifyDependencyBump(t *testing.T) {
 		}
 		for _, want := range []string{
 			"RM-VERIFY-005|unit|npm: the candidate " + bump + ": package-lock.json changed in the candidate and no install was prepared for it",
-			"runmill deps import --repo " + r.Dir + " --commit " + bump,
+			"runmill deps import --repo " + r.Dir + " --commit " + bump + " --out " + state + " --from DIR",
 			"RM-VERIFY-005|go|go-modules: the candidate " + bump + " has no prepared module cache",
 			"github.com/google/go-cmp@v0.7.0 is not in the module cache",
 			"go mod download",

@@ -11,6 +11,7 @@ import (
 	"github.com/runmill/verify/internal/explain"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/pkg/discovery"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/record"
 )
@@ -50,6 +51,9 @@ type BaseChecks struct {
 	// required check blocks merge-readiness.
 	FailOnSkippedCheck bool             `json:"fail_on_skipped_check"`
 	Checks             []CheckDiagnosis `json:"checks"`
+	// Overrides are the manifest's conflicts: verify prints them under
+	// Overrides:, and the doctor says the same before the first run.
+	Overrides []discovery.Conflict `json:"overrides,omitempty"`
 }
 
 // TestCounts are a report's tests by status.
@@ -134,10 +138,10 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 		if err != nil {
 			return nil, err
 		}
-		evidence.Judge(m, &rec)
+		evidence.Judge(m, &rec, nil)
 		d.Checks = append(d.Checks, rec)
 	}
-	return &BaseChecks{Base: m.Base, FailOnSkippedCheck: m.FailOnSkippedCheck, Checks: diagnoses(dir, d)}, nil
+	return &BaseChecks{Base: m.Base, FailOnSkippedCheck: m.FailOnSkippedCheck, Checks: diagnoses(dir, d), Overrides: m.Conflicts}, nil
 }
 
 // diagnoses says what each check run of d did: its status, its tests by

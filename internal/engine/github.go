@@ -267,7 +267,7 @@ func failedTestAnnotations(runDir string, d *evidence.Delivery) []github.Annotat
 		if c.Phase != record.Candidate || rep == nil || rep.Inventory == nil || len(rep.Inventory.Failed) == 0 {
 			continue
 		}
-		for _, t := range explain.StoredFailedTests(runDir, rep) {
+		for _, t := range explain.StoredFailedTests(runDir, &c) {
 			if t.File == "" || len(out) >= maxTestAnnotations {
 				continue
 			}

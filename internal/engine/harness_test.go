@@ -96,10 +96,16 @@ func TestHarnessIsReadFromTheBase(t *testing.T) {
 			ready: false, want: []string{verdict.RuleTestsFailed, "tests/slow/c.t"}, notWant: []string{outcome.RuleSkipped},
 			ran:  map[string]harness.Source{"tests/env.sh": harness.FromBase, "tests/run.sh": harness.FromBase},
 			note: "harness changed in this change: ran the base's version of tests/env.sh"},
-		{name: "an honest change to the harness and the code together",
-			// The candidate's script would fail every test (it expects
-			// "ok"); the base's passes them: the base's version ran.
+		{name: "a harness change that fails under its own version",
+			// The candidate's script fails every test (it expects "ok");
+			// the base's passes them: the base's version ran, and the
+			// candidate's ran too and fails the change (issue 25).
 			base: suiteBase(), cand: files{"tests/run.sh": strings.Replace(suiteScript, `= pass ]`, `= ok ]`, 1), "tests/unit/d.t": "pass\n"},
+			ready: false, want: []string{verdict.CandidateHarnessWords}, notWant: []string{outcome.RuleMissing},
+			ran:  map[string]harness.Source{"tests/run.sh": harness.FromBase},
+			note: "harness changed in this change: ran the base's version of tests/run.sh"},
+		{name: "an honest change to the harness and the code together",
+			base: suiteBase(), cand: files{"tests/run.sh": strings.Replace(suiteScript, `= pass ]`, `= "pass" ]`, 1), "tests/unit/d.t": "pass\n"},
 			ready: true,
 			ran:   map[string]harness.Source{"tests/run.sh": harness.FromBase},
 			note:  "harness changed in this change: ran the base's version of tests/run.sh"},

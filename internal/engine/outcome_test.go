@@ -73,7 +73,7 @@ func rejudge(t *testing.T, run *engine.Run) {
 	d := run.Delivery
 	for i := range d.Checks {
 		rec := d.Checks[i]
-		j := evidence.Judge(&d.Manifest, &rec)
+		j := evidence.Judge(&d.Manifest, &rec, d.Checks)
 		if j.Status != d.Checks[i].Status || j.Coverage != d.Checks[i].Coverage || len(j.Findings) != len(d.Checks[i].Findings) {
 			t.Errorf("check %s (%s): recorded %s/%s/%d findings, its facts give %s/%s/%d", rec.CheckID, rec.Phase,
 				d.Checks[i].Status, d.Checks[i].Coverage, len(d.Checks[i].Findings), j.Status, j.Coverage, len(j.Findings))

@@ -302,6 +302,9 @@ func (e *executor) inputKey(ctx context.Context, c discovery.Check, phase record
 		if hr, err = e.harness.record(ctx, c, commit); err != nil {
 			return runKey{}, false
 		}
+		if phase == record.CandidateHarness {
+			hr = evidence.OwnHarness(hr) // nothing laid over (issue 25)
+		}
 	}
 	env := baseEnv(e.hostPaths)
 	digs := e.goCaches.digests()
@@ -407,7 +410,7 @@ func (e *executor) reusedBaseline(ctx context.Context, c discovery.Check, commit
 	ref := rec.ReusedFrom
 	e.logf("%s (baseline): reused from run %s (bundle %s, run %d), input key %s", c.ID, ref.RunID, ref.Bundle, ref.Index, k.key[:16])
 	e.event("check.reused", map[string]any{"check": c.ID, "phase": string(record.Baseline), "commit": commit, "input_key": k.key, "bundle": ref.Bundle, "run_id": ref.RunID, "index": ref.Index})
-	e.judged(&rec)
+	e.judged(&rec, nil)
 	return sideResult{rec: rec, inv: evidence.ReportInventory(rec.Report)}, true
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/discovery"
+	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/harness"
 	"github.com/runmill/verify/pkg/outcome"
 	"github.com/runmill/verify/pkg/record"
@@ -101,7 +102,8 @@ func (r *checkRun) ran() bool {
 }
 
 // checkout makes the run's fresh checkout of commit, the base's harness
-// laid over it (harness.go).
+// laid over it (harness.go) — except for a candidate-harness run, which
+// runs the commit as it stands, every harness file in its own version.
 func (r *checkRun) checkout(ctx context.Context, commit string) error {
 	if r.e.harness != nil {
 		hr, err := r.e.harness.record(ctx, r.c, commit)
@@ -109,6 +111,9 @@ func (r *checkRun) checkout(ctx context.Context, commit string) error {
 			return err
 		}
 		r.hr, r.pins = hr, hr.Overlay()
+		if r.rec.Phase == record.CandidateHarness {
+			r.hr, r.pins = evidence.OwnHarness(hr), nil
+		}
 	}
 	co, err := r.e.checkouts.CreatePinned(ctx, commit, r.pins)
 	if err != nil {

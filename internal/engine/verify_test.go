@@ -127,11 +127,12 @@ func TestVerifyEndToEnd(t *testing.T) {
 		}, false, []string{"symlink"}},
 		{"rewrites its runner to write a fixture", func(r *gittest.Repo) {
 			// The runner is the check's harness, read from the base (issue
-			// 19): the rewritten one never runs, the base's passes. (That
-			// a check cannot write its read-only checkout is the sandbox
-			// probe's and TestTreeMovedIsInvalidated's.)
+			// 19): the base's passes; the rewritten one runs too (issue
+			// 25) and fails on the read-only checkout, which fails the
+			// change. (That a check cannot write its read-only checkout is
+			// the sandbox probe's and TestTreeMovedIsInvalidated's.)
 			r.Write("tests/run.sh", "set -e\necho 'a 1' > fixtures/prices.txt\n"+tapRunner)
-		}, true, nil},
+		}, false, []string{verdict.CandidateHarnessWords}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r.Checkout("main", false)

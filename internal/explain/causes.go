@@ -3,6 +3,7 @@ package explain
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/outcome"
@@ -35,10 +36,13 @@ func (c Cause) Preservation() bool {
 // limit killed a process, which they do not), and missing and skipped
 // tests come first. Every finding of the verdict is in exactly one cause.
 func Causes(d *evidence.Delivery) []Cause {
-	reasons := d.Verdict.Reasons()
+	reasons := Order(d.Verdict.Reasons()) // each check's causes before their consequences
+	// A candidate-harness run's findings (issue 25) are its own: its exit
+	// code is never folded into the candidate run's tests, nor theirs.
+	own := func(f record.Finding) bool { return strings.Contains(f.Message, verdict.CandidateHarnessWords) }
 	failedTests := map[string]bool{}
 	for _, f := range reasons {
-		if f.Rule == verdict.RuleTestsFailed && f.Check != "" {
+		if f.Rule == verdict.RuleTestsFailed && f.Check != "" && !own(f) {
 			failedTests[f.Check] = true
 		}
 	}
@@ -50,11 +54,11 @@ func Causes(d *evidence.Delivery) []Cause {
 	}
 	var first, rest []Cause
 	for _, f := range reasons {
-		if f.Rule == verdict.RuleCheckFailed && failedTests[f.Check] && exit[f.Check] != 0 {
+		if f.Rule == verdict.RuleCheckFailed && !own(f) && failedTests[f.Check] && exit[f.Check] != 0 {
 			continue // folded into the check's tests-failed cause
 		}
 		c := Cause{Finding: f}
-		if c.TestsFailed() {
+		if c.TestsFailed() && !own(f) {
 			c.ExitCode = exit[f.Check]
 		}
 		if c.Preservation() {

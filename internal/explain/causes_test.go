@@ -1,7 +1,9 @@
 package explain_test
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/runmill/verify/internal/explain"
@@ -36,7 +38,9 @@ func TestCauses(t *testing.T) {
 		candidateRun("big", 137, true, nil, []report.TestID{"t"}, nil), // the memory limit killed it
 		candidateRun("e2e", 0, false, []report.TestID{"a"}, nil, []report.TestID{"skipped"}),
 	}}
-	d.Verdict.Failed = []record.Finding{exit("unit"), failed("unit"), exit("lint"), exit("big"), failed("big"), missing, skipped}
+	oom := exit("big")
+	oom.Message = "the check exited with code 137" + verdict.OOMKilledNote
+	d.Verdict.Failed = []record.Finding{exit("unit"), failed("unit"), exit("lint"), oom, failed("big"), missing, skipped}
 	type row struct {
 		rule, check string
 		exit        int
@@ -77,5 +81,27 @@ func TestInventories(t *testing.T) {
 	if got.Passed != want.Passed || got.Failed != want.Failed || got.Skipped != want.Skipped || got.Missing != want.Missing ||
 		got.NewlySkipped != want.NewlySkipped || got.Added != want.Added || got.Removed != want.Removed || got.Moved != want.Moved {
 		t.Errorf("Inventories = %+v, want %+v", got, want)
+	}
+}
+
+// TestCausesKeepTheCandidateHarnessApart (issue 25): the candidate-harness
+// run's failing tests do not swallow the base-harness run's exit code, nor
+// its own exit code the candidate's tests.
+func TestCausesKeepTheCandidateHarnessApart(t *testing.T) {
+	own := " with the candidate's own harness"
+	if !strings.Contains(own, verdict.CandidateHarnessWords) {
+		t.Fatal("the marker changed")
+	}
+	d := &evidence.Delivery{Checks: []record.CheckRun{candidateRun("unit", 1, false, nil, nil, nil)}}
+	d.Verdict.Failed = []record.Finding{
+		{Rule: verdict.RuleCheckFailed, Check: "unit", Message: "the check exited with code 1"},
+		{Rule: verdict.RuleTestsFailed, Check: "unit", Message: "1 test failed," + own + ": \"x\"", IDs: []report.TestID{"x"}},
+	}
+	var got []string
+	for _, c := range explain.Causes(d) {
+		got = append(got, fmt.Sprintf("%s/%d", c.Rule, c.ExitCode))
+	}
+	if want := []string{verdict.RuleCheckFailed + "/0", verdict.RuleTestsFailed + "/0"}; !slices.Equal(got, want) {
+		t.Errorf("causes %q, want %q", got, want)
 	}
 }

@@ -78,6 +78,7 @@ const (
 	CauseNoCommand   = "command not found"
 	CauseLockfile    = "lockfile write"
 	CauseUnknownFlag = "flag rejected by the tests' own argument parsing"
+	CausePyImport    = "Python module not importable"
 )
 
 type pattern struct {
@@ -96,8 +97,13 @@ var patterns = []pattern{
 		"the checkout is read-only during verification; write scratch files under $TMPDIR"},
 	{CauseReadOnly, regexp.MustCompile(`(?i)\b(open|mkdir|create|creat|write|rename|symlink) ['"]?(` + regexp.QuoteMeta(sandbox.CheckoutPath) + `/|(\./)?[\w.-]+/)[^ :'"]*['"]?: (no such file or directory|permission denied)|EACCES: permission denied, (open|mkdir) '` + regexp.QuoteMeta(sandbox.CheckoutPath) + `|(permission denied|no such file or directory): '` + regexp.QuoteMeta(sandbox.CheckoutPath) + `/`),
 		"a file in the checkout could not be opened or created: if the check creates it (or its directory), the checkout is read-only during verification; write scratch files under $TMPDIR"},
-	{CauseOffline, regexp.MustCompile(`(?i)module lookup disabled by GOPROXY=off|GOFLAGS=-mod=mod|cannot find module providing package|missing go\.sum entry|ENOTCACHED|no matching distribution found|could not find a version that satisfies|no matching package named|failed to (download|get|load source for)|attempting to make an HTTP request, but --offline|Cannot find module '[^./]|ModuleNotFoundError: No module named|ERR_MODULE_NOT_FOUND`),
+	{CauseOffline, regexp.MustCompile(`(?i)module lookup disabled by GOPROXY=off|GOFLAGS=-mod=mod|cannot find module providing package|missing go\.sum entry|ENOTCACHED|no matching distribution found|could not find a version that satisfies|no matching package named|failed to (download|get|load source for)|attempting to make an HTTP request, but --offline|Cannot find module '[^./]|ERR_MODULE_NOT_FOUND`),
 		"a module or package was looked up with the network off: declare the check's dependencies: (docs/dependencies.md), or install them into the toolchain the sandbox sees"},
+	// A Python import error is as often the project's own package (a src/
+	// layout pytest is not told about) as a dependency the sandbox lacks:
+	// the fix names both (issue 27).
+	{CausePyImport, regexp.MustCompile(`ModuleNotFoundError: No module named|ImportError: cannot import name|ImportError while importing test module`),
+		"Python could not import a module: if it is the project's own code in a src/ layout, pytest does not put src/ on the path — add pythonpath = [\"src\"] under [tool.pytest.ini_options] in pyproject.toml (pytest 7 or later), or run PYTHONPATH=src python3 -m pytest; if it is a third-party package, install it into the interpreter the sandbox sees (the network is off during verification)"},
 	{CauseNoNetwork, regexp.MustCompile(`(?i)network is unreachable|temporary failure in name resolution|could not resolve host|name or service not known|getaddrinfo (ENOTFOUND|EAI_AGAIN)|\bEAI_AGAIN\b|no such host|ENETUNREACH|ECONNREFUSED`),
 		"the sandbox has no network: a check must not reach the network (fetch what it needs before, as prepared dependencies)"},
 	{CauseNoCommand, regexp.MustCompile(`(?i)command not found|: not found$|executable file not found in \$PATH|env: '?[\w.-]+'?: no such file or directory|exec: "[^"]+": (executable file not found|no such file)`),
@@ -172,6 +178,9 @@ func Checks(dir string, d *evidence.Delivery) []Explanation {
 		// placeholder: node:test records a file that failed to load as one
 		// test named by its path with "test failed", and prints the error
 		// only to its output.
+		if r.Started && slices.ContainsFunc(x.FailedTests, isVague) {
+			x.FailedTests = loadErrors(x.FailedTests, slices.Concat(tail(dir, r.Stdout), tail(dir, r.Stderr)))
+		}
 		noReport := r.Report == nil || r.Report.Inventory == nil
 		vague := x.FailedCount > 0 && !slices.ContainsFunc(x.FailedTests, informative)
 		if r.Status != record.Passed && r.Started && (x.FailedCount == 0 || vague) && (noReport || r.ExitCode != 0 || r.TimedOut || vague) {
@@ -197,7 +206,26 @@ func Checks(dir string, d *evidence.Delivery) []Explanation {
 // unprovenText says what an unproven required check cannot detect, and how
 // to make it proven.
 func unprovenText(r *record.CheckRun, spec discovery.Check) string {
+	if !r.Started {
+		// Nothing was run, so nothing could write the report: the command
+		// is not at fault, what stopped it is (issue 27).
+		cause := "it was refused before it ran"
+		for _, f := range r.Findings {
+			if f.Code != "" {
+				cause = string(f.Code) + " under Why: stopped it"
+				break
+			}
+		}
+		return fmt.Sprintf("the check never started (%s), so no report was written and a deleted or skipped test cannot be detected for this check; fix that cause and start a fresh run", cause)
+	}
 	if spec.Report != nil {
+		for _, f := range r.Findings {
+			if strings.HasPrefix(string(f.Code), "RM-REPORT-") {
+				// Written, but refused: the command is not the fix.
+				return fmt.Sprintf("the declared report %s was written but refused (%s under Why:), so a deleted or skipped test cannot be detected for this check; fix what that says",
+					printable.Text(spec.Report.Path, maxLineBytes), f.Code)
+			}
+		}
 		return fmt.Sprintf("the declared report %s was not usable, so a deleted or skipped test cannot be detected for this check; make the command write it", printable.Text(spec.Report.Path, maxLineBytes))
 	}
 	return "no report is declared, so a deleted or skipped test cannot be detected for this check; declare one: " + ReporterAdvice(r.Command)
@@ -269,6 +297,69 @@ func tail(dir string, o record.Output) []string {
 		}
 	}
 	return lines
+}
+
+func isVague(t record.FailedTest) bool { return !informative(t) }
+
+// loadErrors gives each failed test named by a file that only "failed"
+// the error its output states for that file: node:test records a test
+// file that throws while loading as one test named by its path, with the
+// message "test failed", and its spec reporter prints the file's own
+// error just before the "✖ PATH" line (issue 27). The report's messages
+// are not modified; a test whose error is not found keeps its message.
+func loadErrors(ts []record.FailedTest, output []string) []record.FailedTest {
+	out := slices.Clone(ts)
+	for n, t := range out {
+		id := string(t.ID)
+		i := strings.LastIndex(id, "::")
+		if informative(t) || i < 0 || !strings.HasPrefix(id[i+2:], "/") {
+			continue
+		}
+		if e := loadError(output, id[i+2:]); e != "" {
+			out[n].Message = "the file did not load: " + e
+		}
+	}
+	return out
+}
+
+// statesError matches a line that states a JavaScript error, as node
+// prints an uncaught one: "Error: …", "TypeError: …", "Error
+// [ERR_MODULE_NOT_FOUND]: …" — not the source line that threw it.
+var statesError = regexp.MustCompile(`^[\w.]*(Error|Exception)( \[[\w]+\])?: `)
+
+// loadError is the error output states for file: the first line stating
+// one among the unindented lines just before the first "✖ file" result
+// line, back to the previous result line.
+func loadError(output []string, file string) string {
+	end := slices.IndexFunc(output, func(l string) bool {
+		rest, ok := strings.CutPrefix(l, "✖ "+file)
+		return ok && (rest == "" || rest[0] == ' ')
+	})
+	if end < 0 {
+		return ""
+	}
+	start := end
+	for start > 0 && !isResultLine(output[start-1]) {
+		start--
+	}
+	for _, l := range output[start:end] {
+		if statesError.MatchString(l) {
+			return printable.FirstLine(l, maxLineBytes)
+		}
+	}
+	return ""
+}
+
+// isResultLine: a line of node's spec reporter that reports a test or a
+// summary figure, indented or not.
+func isResultLine(l string) bool {
+	l = strings.TrimLeft(l, " ")
+	for _, g := range []string{"✔ ", "✖ ", "﹣ ", "▶ ", "ℹ "} {
+		if strings.HasPrefix(l, g) {
+			return true
+		}
+	}
+	return false
 }
 
 // informative: a failed test whose message says more than that it failed.

@@ -3,6 +3,7 @@ package explain
 import (
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/runmill/verify/internal/sandbox"
 	"github.com/runmill/verify/pkg/evidence"
@@ -16,9 +17,12 @@ import (
 // only. It is the one failed-test reader of the check run's annotations and
 // the Actions annotations. A report that cannot be read again (no run
 // directory, an address the store never writes, a missing or unparsable
-// file) yields nil: the ids in the statement still stand, unlocated.
-func StoredFailedTests(runDir string, rep *record.ReportRecord) []report.Test {
-	if runDir == "" {
+// file) yields nil: the ids in the statement still stand, unlocated. A test
+// file node:test could not load gets the error its output states
+// (loadErrors), as the Why: block says it.
+func StoredFailedTests(runDir string, r *record.CheckRun) []report.Test {
+	rep := r.Report
+	if runDir == "" || rep == nil {
 		return nil
 	}
 	p, ok := evidence.ArtifactPath(filepath.Join(runDir, "artifacts"), rep.Artifact)
@@ -37,9 +41,16 @@ func StoredFailedTests(runDir string, rep *record.ReportRecord) []report.Test {
 		return nil
 	}
 	var out []report.Test
+	var vague []record.FailedTest
 	for _, t := range inv.Tests {
 		if t.Status == report.Failed {
 			out = append(out, t)
+			vague = append(vague, record.FailedTest{ID: t.ID, Message: t.Message})
+		}
+	}
+	if r.Started && slices.ContainsFunc(vague, isVague) {
+		for i, t := range loadErrors(vague, slices.Concat(tail(runDir, r.Stdout), tail(runDir, r.Stderr))) {
+			out[i].Message = t.Message
 		}
 	}
 	return out

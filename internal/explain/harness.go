@@ -15,6 +15,17 @@ func HarnessNotes(phase record.Phase, hr *harness.Record) []string {
 		return nil
 	}
 	var out []string
+	if phase == record.CandidateHarness {
+		// Issue 25: the run of the landing commit as it stands.
+		var edited []string
+		for _, f := range hr.Files {
+			if f.Base == nil || f.Commit == nil || *f.Commit != *f.Base {
+				edited = append(edited, f.Path) // edited, removed or new in the change
+			}
+		}
+		return []string{"the candidate's harness ran too: the change's own version of " + strings.Join(edited, ", ") +
+			"; its failures count, its passes prove nothing about the base's tests"}
+	}
 	if !hr.Pinned && len(hr.Files) > 0 {
 		out = append(out, "harness not pinned: "+hr.Reason)
 	}
@@ -45,12 +56,13 @@ func UnpinnedLines(us []harness.Unpinned) []string {
 }
 
 // HarnessLines are the harness lines of a delivery, one per candidate run
-// whose harness the change edited or added, for the console's and the job
-// summary's per-check blocks ("check: note").
+// whose harness the change edited or added and one per run of the
+// candidate's own harness, for the console's and the job summary's
+// per-check blocks ("check: note").
 func HarnessLines(d *evidence.Delivery) []string {
 	var out []string
 	for _, r := range d.Checks {
-		if r.Phase != record.Candidate {
+		if r.Phase != record.Candidate && r.Phase != record.CandidateHarness {
 			continue
 		}
 		for _, n := range HarnessNotes(r.Phase, r.Harness) {
@@ -58,4 +70,18 @@ func HarnessLines(d *evidence.Delivery) []string {
 		}
 	}
 	return out
+}
+
+// PhaseWords says where a run's output and failures came from, after a
+// check's name: "" for the candidate run, " at the baseline", " under the
+// candidate's harness" (issue 25: the landing commit with the change's own
+// harness, whose failures are the change's).
+func PhaseWords(p record.Phase) string {
+	switch p {
+	case record.Baseline:
+		return " at the baseline"
+	case record.CandidateHarness:
+		return " under the candidate's harness"
+	}
+	return ""
 }

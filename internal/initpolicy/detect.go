@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -250,6 +251,16 @@ func detectNode(fsys fs.FS, p *Plan) error {
 		}
 		p.Notes = append(p.Notes, "package.json's test script uses no recognised runner: the npm-test check stays unproven")
 	}
+	if rest := droppedCommands(pj.Scripts["test"], runnerWords[runner]); len(rest) > 0 {
+		// The check runs the runner alone, with its reporter; what else
+		// the test script chains (a type check, a lint) would vanish
+		// without a word (issue 27: "&& npm run check:type:ts").
+		list := "`" + strings.Join(rest, "`, `") + "`"
+		c.Comment = append(c.Comment, "NOT RUN by this check: the test script also runs "+list+";",
+			"declare a check of its own for each that must gate merges.")
+		p.Notes = append(p.Notes, fmt.Sprintf("package.json's test script also runs %s: the %s check runs %s alone, so declare a check of its own for each that must gate merges (run: npm run --silent NAME for a script)",
+			list, c.Spec.ID, runnerWords[runner]))
+	}
 	c.Spec.Timeout = defaultTimeout
 	c.Spec.Harness = runnerHarness(fsys, runner)
 	lock, err := read(fsys, "package-lock.json")
@@ -282,6 +293,27 @@ func detectNode(fsys fs.FS, p *Plan) error {
 // (a CLI's own tests) rejects it (issue 14: "error: unknown option '--ci'").
 var jestNoCI = []string{"No --ci: the sandbox sets CI=true, which turns on Jest's CI mode; a flag here would",
 	"also reach tests that parse process.argv (a CLI's own tests reject it)."}
+
+// runnerWords are the words nodeRunner finds each runner by in a test
+// script; the npm-test check runs the whole script, so it drops nothing.
+var runnerWords = map[string]string{"vitest": "vitest", "jest": "jest", "mocha": "mocha", "node-test": "node --test"}
+
+var shellChain = regexp.MustCompile(`\s*(?:&&|\|\||;)\s*`)
+
+// droppedCommands are the commands a test script chains (&&, ||, ;)
+// besides the one that runs the runner: the check does not run them.
+func droppedCommands(script, runner string) []string {
+	if runner == "" || strings.TrimSpace(script) == "" {
+		return nil
+	}
+	var out []string
+	for _, part := range shellChain.Split(strings.TrimSpace(script), -1) {
+		if part != "" && !strings.Contains(part, runner) {
+			out = append(out, part)
+		}
+	}
+	return out
+}
 
 // nodeTestArgs keeps the file and directory arguments of a plain
 // `node --test ARGS` script so the check runs the same files; anything more

@@ -60,7 +60,10 @@ func TestDetectAndRender(t *testing.T) {
 	}{
 		{"go-with-modules", fstest.MapFS{"go.mod": file("module x\n"), "go.sum": file("golang.org/x/text v0.1.0 h1:abc=\n")}, []string{"go"}, 0, nil},
 		{"node-test-plain", fstest.MapFS{"package.json": file(`{"scripts":{"test":"node --test"}}`)}, []string{"node-test"}, 0, nil},
-		{"node-test-shell", fstest.MapFS{"package.json": file(`{"scripts":{"test":"node --test test/ && echo ok"}}`)}, []string{"node-test"}, 0, nil},
+		{"node-test-shell", fstest.MapFS{"package.json": file(`{"scripts":{"test":"node --test test/ && echo ok"}}`)}, []string{"node-test"}, 1, nil},
+		// Issue 27: what the test script chains besides the runner is said,
+		// not dropped.
+		{"vitest-and-typecheck", fstest.MapFS{"package.json": file(`{"scripts":{"test":"vitest run && npm run check:type:ts"},"devDependencies":{"vitest":"4"}}`), "package-lock.json": file("{}")}, []string{"vitest"}, 1, nil},
 		{"vitest-npm", fstest.MapFS{"package.json": file(`{"devDependencies":{"vitest":"^4.1.0"}}`), "package-lock.json": file("{}")}, []string{"vitest"}, 0, nil},
 		{"jest-junit", fstest.MapFS{"package.json": file(`{"scripts":{"test":"jest"},"devDependencies":{"jest":"30","jest-junit":"17"}}`), "package-lock.json": file("{}")}, []string{"jest"}, 0, nil},
 		{"jest-bare", fstest.MapFS{"package.json": file(`{"scripts":{"test":"jest"},"devDependencies":{"jest":"30"}}`), "package-lock.json": file("{}")}, []string{"jest"}, 1, nil},

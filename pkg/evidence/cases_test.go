@@ -237,7 +237,7 @@ func TestVerifyCases(t *testing.T) {
 		{"path traversal address", traversal, nil, nil, VerifyOptions{ArtifactsDir: dir}, ReasonStatement},
 		{"candidate run with a finding", resignWith(t, f, func(p *Delivery) {
 			p.Checks[1].Observations = []record.Finding{{Rule: "outcome.focused", Message: "a focused test"}}
-			Judge(&p.Manifest, &p.Checks[1])
+			Judge(&p.Manifest, &p.Checks[1], p.Checks)
 			Decide(p)
 		}), nil, nil, VerifyOptions{}, ReasonRequiredEvidence},
 		// Issue 12: a correctly signed statement whose recorded status
@@ -273,7 +273,7 @@ func TestVerifyCases(t *testing.T) {
 			b.ExitCode, b.Report = 127, nil
 			b.Observations = []record.Finding{{Rule: "report.empty", Message: "the command did not write the report"}}
 			b.Notes = []string{}
-			Judge(&p.Manifest, b)
+			Judge(&p.Manifest, b, p.Checks)
 			p.Checks[1].Moved = nil // nothing to have moved from
 			Decide(p)
 		}), nil, withReadFrom(t, f.expectations, discovery.ReadFromWorkingTree), VerifyOptions{}, valid},

@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	phases      = []record.Phase{record.Baseline, record.Candidate}
+	phases      = []record.Phase{record.Baseline, record.Candidate, record.CandidateHarness}
 	statuses    = []record.Status{record.Passed, record.Failed}
 	coverages   = []record.Coverage{record.Proven, record.Unproven}
 	reviewState = []string{"approved", "changes_requested", "commented", "dismissed"}
@@ -164,7 +164,7 @@ func checkRunGrammar(i int, r *record.CheckRun) *failure {
 	case r.CheckID == "" || r.Executor == "":
 		return bad("check_id and executor must not be empty")
 	case !slices.Contains(phases, r.Phase):
-		return bad("phase %q is not baseline or candidate", r.Phase)
+		return bad("phase %q is not baseline, candidate or candidate-harness", r.Phase)
 	case !slices.Contains(statuses, r.Status):
 		return bad("status %q is not passed or failed", r.Status)
 	case !slices.Contains(coverages, r.Coverage):
@@ -188,8 +188,11 @@ func checkRunGrammar(i int, r *record.CheckRun) *failure {
 			return bad("%s needs a hex sha256, sizes ≥ 0 and an artifact address sha256/<hex>", o.name)
 		}
 	}
+	if r.Phase == record.CandidateHarness && r.Harness == nil {
+		return bad("a candidate-harness run records the harness it ran")
+	}
 	if h := r.Harness; h != nil {
-		if msg := harnessGrammar(h, true); msg != "" {
+		if msg := harnessGrammar(h, true, r.Phase == record.CandidateHarness); msg != "" {
 			return bad("harness: %s", msg)
 		}
 		if len(h.Overlay()) == 0 && h.CommitTree != r.TreeBefore {
@@ -201,6 +204,13 @@ func checkRunGrammar(i int, r *record.CheckRun) *failure {
 	}
 	if f := checkMoved(r); f != "" {
 		return bad("%s", f)
+	}
+	for _, t := range r.Tamper {
+		// Only a candidate run carries the change's tamper facts, each
+		// naming a file and a rule (docs/outcome.md § Tamper).
+		if r.Phase != record.Candidate || t.File == "" || t.Rule == "" || t.Line < 0 || (t.ReportPath != "") != (t.Rule == "report-path") {
+			return bad("tamper: a fact %+v on a %s run; only candidate runs carry them, each with a file, a rule and a line ≥ 0, and report_path exactly on report-path", t, r.Phase)
+		}
 	}
 	if rep := r.Report; rep != nil {
 		if rep.Path == "" || !slices.Contains(report.Formats, rep.Format) ||
@@ -382,6 +392,13 @@ func (v *verification) bindDelivery() *failure {
 			if f := bindHarness(i, &r, harnesses[r.CheckID], e.CandidateTree); f != nil {
 				return f
 			}
+		case record.CandidateHarness:
+			if want := e.Landing.measured(e.Head); r.Commit != want {
+				return bad("predicate.checks[%d] (%s, candidate-harness) ran at commit %s, not the landing commit %s", i, r.CheckID, r.Commit, want)
+			}
+			if f := bindOwnHarness(i, &r, harnesses[r.CheckID], e.CandidateTree); f != nil {
+				return f
+			}
 		case record.Baseline:
 			if r.Commit != e.Base {
 				return bad("predicate.checks[%d] (%s, baseline) ran at commit %s, not the base tip %s", i, r.CheckID, r.Commit, e.Base)
@@ -432,8 +449,42 @@ func bindHarness(i int, r *record.CheckRun, want *HarnessExpectation, candidateT
 	return nil
 }
 
-// harnessGrammar checks one harness record's encoding; "" when valid.
-func harnessGrammar(h *harness.Record, needTree bool) string {
+// bindOwnHarness holds a candidate-harness run (issue 25) to what git
+// shows: it exists only when the candidate run's harness differs from the
+// commit, and it ran the candidate tree itself, every harness file in the
+// commit's version.
+func bindOwnHarness(i int, r *record.CheckRun, want *HarnessExpectation, candidateTree string) *failure {
+	bad := func(format string, args ...any) *failure {
+		return fail(ReasonBinding, "predicate.checks[%d] (%s, candidate-harness): %s", i, r.CheckID, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case want == nil || !want.Candidate.Changed():
+		return bad("a run with the candidate's own harness, but git shows no harness change for the check")
+	case r.Harness == nil || !harness.Equal(r.Harness, OwnHarness(&want.Candidate)):
+		return bad("records a harness other than the candidate's own (every harness file in the commit's version)")
+	case r.Harness.CommitTree != candidateTree || r.TreeBefore != candidateTree:
+		return bad("ran tree %s (commit tree %s), not the candidate tree %s", r.TreeBefore, r.Harness.CommitTree, candidateTree)
+	}
+	return nil
+}
+
+// OwnHarness is the harness record of a candidate-harness run (issue 25):
+// h's files, each in the commit's own version, nothing laid over. The
+// engine records it and Verify derives it from the expected candidate
+// record, so the two are one derivation.
+func OwnHarness(h *harness.Record) *harness.Record {
+	own := *h
+	own.Files = slices.Clone(h.Files)
+	for i := range own.Files {
+		own.Files[i].Ran = harness.FromCommit
+	}
+	return &own
+}
+
+// harnessGrammar checks one harness record's encoding; "" when valid. own:
+// the record of a candidate-harness run, in which every file ran the
+// commit's version.
+func harnessGrammar(h *harness.Record, needTree, own bool) string {
 	switch {
 	case h.Pinned && (!isCommit(h.Base) || h.Reason != ""):
 		return "a pinned harness names its base commit and no reason"
@@ -461,11 +512,14 @@ func harnessGrammar(h *harness.Record, needTree bool) string {
 		case harness.FromBase:
 			// The base's version, or for a file new in the change its
 			// absence (issue 25).
+			if own {
+				return fmt.Sprintf("harness file %s ran the base's version in a run with the candidate's own harness", f.Path)
+			}
 			if !h.Pinned {
 				return fmt.Sprintf("harness file %s ran the base's version, unpinned", f.Path)
 			}
 		case harness.FromCommit:
-			if h.Pinned {
+			if h.Pinned && !own {
 				return fmt.Sprintf("harness file %s ran the commit's version in a pinned harness", f.Path)
 			}
 		default:
@@ -568,6 +622,12 @@ func (v *verification) checkRequired() *failure {
 	bad := func(id, format string, args ...any) *failure {
 		return fail(ReasonRequiredEvidence, "required check %q: %s", id, fmt.Sprintf(format, args...))
 	}
+	// Issue 25: where git shows the harness changed, the candidate's own
+	// harness must have run too, and passed.
+	changed := map[string]bool{}
+	for _, h := range e.Harness {
+		changed[h.CheckID] = h.Candidate.Changed()
+	}
 	for _, id := range e.RequiredChecks {
 		spec, ok := specs[id]
 		if !ok || !spec.Required {
@@ -591,10 +651,13 @@ func (v *verification) checkRequired() *failure {
 			}
 			continue
 		}
-		for _, phase := range []record.Phase{record.Candidate, record.Baseline} {
+		for _, phase := range []record.Phase{record.Candidate, record.Baseline, record.CandidateHarness} {
 			// A check of a policy new in the change has no baseline
 			// contract (spec § 1): its candidate run stands alone.
 			if phase == record.Baseline && (spec.Report == nil || Requirement(&p.Manifest, spec).NewInChange) {
+				continue
+			}
+			if phase == record.CandidateHarness && !changed[id] {
 				continue
 			}
 			n := 0
@@ -615,8 +678,8 @@ func (v *verification) checkRequired() *failure {
 				}
 				// Status and findings were recomputed from the facts by
 				// checkJudgements before this step.
-				if phase == record.Candidate && (r.Status != record.Passed || len(r.Findings) > 0) {
-					return bad(id, "the candidate run did not pass (status %s, exit code %d, timed out %t, %d findings)", r.Status, r.ExitCode, r.TimedOut, len(r.Findings))
+				if phase != record.Baseline && (r.Status != record.Passed || len(r.Findings) > 0) {
+					return bad(id, "the %s run did not pass (status %s, exit code %d, timed out %t, %d findings)", phase, r.Status, r.ExitCode, r.TimedOut, len(r.Findings))
 				}
 				if phase == record.Baseline && len(r.Findings) > 0 {
 					return bad(id, "the baseline run is not valid evidence (timed out %t, %d findings)", r.TimedOut, len(r.Findings))

@@ -231,11 +231,11 @@ func (e *Expectations) validate() error {
 		if !isDigest(h.Tree) {
 			bad(f+".tree", "%q is not a tree digest", h.Tree)
 		}
-		if msg := harnessGrammar(&h.Candidate, true); msg != "" {
+		if msg := harnessGrammar(&h.Candidate, true, false); msg != "" {
 			bad(f+".candidate", "%s", msg)
 		}
 		if h.Baseline != nil {
-			if msg := harnessGrammar(h.Baseline, false); msg != "" {
+			if msg := harnessGrammar(h.Baseline, false, false); msg != "" {
 				bad(f+".baseline", "%s", msg)
 			}
 		}

@@ -59,6 +59,7 @@ func Facts(r *record.CheckRun) verdict.Result {
 		TreeMoved:        r.TreeBefore != r.TreeAfter,
 		Observations:     r.Observations,
 		LandingConflicts: r.LandingConflicts,
+		Tamper:           r.Tamper,
 	}
 	if r.Harness != nil {
 		for _, u := range r.Harness.Unpinned {
@@ -75,12 +76,77 @@ func Facts(r *record.CheckRun) verdict.Result {
 	return res
 }
 
-// Judge decides r's status, coverage and findings from its facts through
-// verdict.Judge and stores them in r: what the engine calls once a run's
-// facts are complete, and exactly what Verify recomputes.
-func Judge(m *discovery.Manifest, r *record.CheckRun) verdict.Judgement {
+// checkContext is what a run's judgement weighs from the other runs of its
+// check (issue 25): the harness files the change edited, from its
+// candidate runs' harness records, and whether its baseline failed.
+type checkContext struct {
+	changed        []string
+	baselineFailed bool
+}
+
+// contexts indexes runs by check: one pass, so 10 000 runs stay linear.
+// Only the orchestrator's runs count, as in the verdict.
+func contexts(m *discovery.Manifest, runs []record.CheckRun) map[string]*checkContext {
+	out := map[string]*checkContext{}
+	at := func(id string) *checkContext {
+		if out[id] == nil {
+			out[id] = &checkContext{}
+		}
+		return out[id]
+	}
+	for i := range runs {
+		r := &runs[i]
+		if r.Executor != record.Orchestrator {
+			continue
+		}
+		switch r.Phase {
+		case record.Candidate:
+			if r.Harness != nil {
+				for _, p := range r.Harness.Overlay() {
+					at(r.CheckID).changed = append(at(r.CheckID).changed, p.Path)
+				}
+			}
+		case record.Baseline:
+			c, _ := m.Check(r.CheckID)
+			if verdict.Judge(Requirement(m, c), Facts(r)).Status != record.Passed {
+				at(r.CheckID).baselineFailed = true
+			}
+		}
+	}
+	for _, x := range out {
+		slices.Sort(x.changed)
+		x.changed = slices.Compact(x.changed)
+	}
+	return out
+}
+
+// withContext adds to res what its check's other runs say.
+func withContext(res verdict.Result, x *checkContext) verdict.Result {
+	if x == nil {
+		return res
+	}
+	switch res.Phase {
+	case record.Candidate:
+		res.HarnessChanged, res.BaselineFailed = x.changed, x.baselineFailed
+	case record.CandidateHarness:
+		res.HarnessChanged = x.changed
+	}
+	return res
+}
+
+// checkFacts is Facts(r) with what r's judgement weighs from the other runs
+// of its check among runs (the delivery's, or at least its check's).
+func checkFacts(m *discovery.Manifest, r *record.CheckRun, runs []record.CheckRun) verdict.Result {
+	return withContext(Facts(r), contexts(m, runs)[r.CheckID])
+}
+
+// Judge decides r's status, coverage and findings from its facts (and its
+// check's other runs among runs) through verdict.Judge and stores them in
+// r: what the engine calls once a run's facts are complete, and exactly
+// what Verify recomputes.
+func Judge(m *discovery.Manifest, r *record.CheckRun, runs []record.CheckRun) verdict.Judgement {
 	c, _ := m.Check(r.CheckID)
-	j := verdict.Judge(Requirement(m, c), Facts(r))
+	j := verdict.Judge(Requirement(m, c), checkFacts(m, r, runs))
 	r.Status, r.Coverage, r.Findings = j.Status, j.Coverage, j.Findings
 	return j
 }
@@ -96,8 +162,10 @@ func VerdictInput(p *Delivery) verdict.Input {
 		Failures:        p.Failures,
 		AllowUnproven:   !p.Manifest.FailOnSkippedCheck,
 	}
+	ctx := contexts(&p.Manifest, p.Checks)
 	for i := range p.Checks {
-		in.Results = append(in.Results, Facts(&p.Checks[i]))
+		r := &p.Checks[i]
+		in.Results = append(in.Results, withContext(Facts(r), ctx[r.CheckID]))
 	}
 	return in
 }

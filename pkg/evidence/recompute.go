@@ -25,6 +25,7 @@ import (
 // It also holds each report's named failures to its inventory.
 func (v *verification) checkJudgements() *failure {
 	p := &v.dst.Predicate
+	ctx := contexts(&p.Manifest, p.Checks)
 	for i := range p.Checks {
 		r := &p.Checks[i]
 		bad := func(format string, args ...any) *failure {
@@ -42,7 +43,7 @@ func (v *verification) checkJudgements() *failure {
 			}
 		}
 		c, _ := p.Manifest.Check(r.CheckID)
-		j := verdict.Judge(Requirement(&p.Manifest, c), Facts(r))
+		j := verdict.Judge(Requirement(&p.Manifest, c), withContext(Facts(r), ctx[r.CheckID]))
 		if j.Status != r.Status || j.Coverage != r.Coverage {
 			return bad("recorded status %s and coverage %s, but its facts give %s and %s", r.Status, r.Coverage, j.Status, j.Coverage)
 		}

@@ -38,6 +38,9 @@ func checkReuseGrammar(r *record.CheckRun) string {
 		return "reused_from needs the source's run_id and a run index ≥ 0"
 	case !r.Started:
 		return "a reused run was started by its source; a refused run is never reused"
+	case r.Phase == record.CandidateHarness:
+		// Issue 25: the change's own harness is the change's, run fresh.
+		return "a candidate-harness run is always executed, never reused"
 	}
 	return ""
 }

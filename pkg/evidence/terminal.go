@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/runmill/verify/pkg/record"
 )
 
 // EventDigest is the digest that chains an event to the next one: the
@@ -200,7 +198,7 @@ func (v *verification) checkCleanup() *failure {
 func (v *verification) checkBudget() *failure {
 	for i, b := range v.tst.Predicate.Budget {
 		switch {
-		case b.CheckID == "" || (b.Phase != record.Baseline && b.Phase != record.Candidate):
+		case b.CheckID == "" || !slices.Contains(phases, b.Phase):
 			return fail(ReasonBudget, "predicate.budget[%d] needs a check id and a phase", i)
 		case !slices.Contains(budgetResources, b.Resource):
 			return fail(ReasonBudget, "predicate.budget[%d].resource %q is not one of %v", i, b.Resource, budgetResources)

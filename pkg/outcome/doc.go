@@ -7,6 +7,11 @@
 //     facts by verdict.Judge.
 //   - Focused execution: FindFocus over every tracked JavaScript/TypeScript
 //     source of a commit (the candidate, and the baseline: spec § 3).
+//   - Tamper: FindTamper over the files a change adds or edits — pytest
+//     hooks, atexit and os._exit in Python test code, a Go TestMain's
+//     output and exit code, literals naming a declared report path — each
+//     a record.Tamper fact that verdict.Judge makes an outcome.tamper
+//     finding (docs/outcome.md § Tamper).
 //   - Skipped or missing tests: Compare of the base and candidate
 //     inventories against the check's declared skips, on exact identities.
 //
@@ -17,6 +22,6 @@
 // imports verdict and verdict never imports outcome (it judges records, not
 // outputs), so the dependency runs one way, as the data does.
 //
-// The package is pure: FindFocus reads the files it is given and nothing
-// else; nothing prints.
+// The package is pure: FindFocus and FindTamper read the files they are
+// given and nothing else; nothing prints.
 package outcome

@@ -180,7 +180,13 @@ type FocusReport struct {
 func (r *FocusReport) Findings() []record.Finding {
 	out := make([]record.Finding, 0, len(r.Focused)+len(r.Unscanned))
 	for _, f := range r.Focused {
-		msg := fmt.Sprintf("focused test marker %s at %s:%d:%d: the whole suite did not run, so the suite did not pass", f.Marker, f.File, f.Line, f.Column)
+		// The scan reads the code, not the run: a runner that honours the
+		// marker (mocha, jest, vitest; node:test with --test-only) runs
+		// only the focused tests, one that does not runs them all, and
+		// either way the tests the run reported passing prove nothing of
+		// the rest. Saying "the whole suite did not run" was false for
+		// the latter (issue 27).
+		msg := fmt.Sprintf("focus marker %s found at %s:%d:%d: a runner that honours it runs only the focused tests, so this run does not prove the whole suite passes", f.Marker, f.File, f.Line, f.Column)
 		if f.Note != "" {
 			msg += " (" + f.Note + ")"
 		}

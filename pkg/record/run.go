@@ -12,6 +12,11 @@ type Phase string
 const (
 	Baseline  Phase = "baseline"
 	Candidate Phase = "candidate"
+	// CandidateHarness is the landing commit run with its own harness, no
+	// base version laid over it (issue 25): recorded only when the
+	// candidate run's harness differs from the commit. It can only add
+	// failures; preservation comes from the candidate run alone.
+	CandidateHarness Phase = "candidate-harness"
 )
 
 // Status is what the orchestrator recorded for one run.
@@ -83,6 +88,12 @@ type CheckRun struct {
 	// above (report and dependency refusals, output phrases, preservation
 	// findings), as pkg/verdict.Judge consumes them.
 	Observations []Finding `json:"observations"`
+
+	// Tamper are the constructs of the change's test code that can decide
+	// from inside the test process what a candidate run reports (issue 25:
+	// pkg/outcome's tamper scan over the files the change adds or edits).
+	// Absent when none were found, and on baseline runs.
+	Tamper []Tamper `json:"tamper,omitempty"`
 
 	// Moved are the tests of a candidate run that passed at the baseline
 	// and were found under the id git's renames (or a parametrized case's

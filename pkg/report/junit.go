@@ -176,6 +176,10 @@ const (
 	jmFailure
 	jmRerun
 	jmSkipped
+	// jmOutput is the testcase's own first <system-out> or <system-err>:
+	// not a message, but where libtest's JUnit formatter puts a failed
+	// Rust test's panic (its <failure> carries neither message nor text).
+	jmOutput
 	jmCount
 )
 
@@ -222,6 +226,9 @@ type jbCase struct {
 	rline    int32  // the testcase has none (Catch2 writes them there)
 	rfound   bool
 	shown    int64 // failure-like result elements, for Claims.Shown
+	// collection: its <error> is pytest's "collection failure", whose
+	// text is kept to quote the error (collectionMessage).
+	collection bool
 }
 
 // junitBuilder applies the JUnit rules of parseJUnit to a stream of
@@ -362,6 +369,13 @@ func (b *junitBuilder) Start(name, parent []byte, a *xmlscan.Attrs) error {
 	default:
 		if pk == jkCase {
 			f.kind = jkCaseIgnored
+			if k := string(name); (k == "system-out" || k == "system-err") && !b.tc.seen[jmOutput] {
+				b.tc.seen[jmOutput] = true
+				m := &b.tc.msg[jmOutput]
+				m.Reset()
+				m.Set = true
+				f.capture = m
+			}
 		}
 	}
 	b.frames = append(b.frames, f)
@@ -419,7 +433,7 @@ func (b *junitBuilder) startCase(a *xmlscan.Attrs) error {
 		}
 	}
 	tc := &b.tc
-	tc.flags, tc.file, tc.line, tc.rfound, tc.shown = 0, -1, 0, false, 0
+	tc.flags, tc.file, tc.line, tc.rfound, tc.shown, tc.collection = 0, -1, 0, false, 0, false
 	tc.rfile = tc.rfile[:0]
 	for i := range tc.msg {
 		tc.msg[i].Reset()
@@ -543,10 +557,35 @@ func (b *junitBuilder) startResult(kind jbKind, a *xmlscan.Attrs) *textcap.Field
 	// A blank message= (some reporters write message="") says nothing; the
 	// element's text is then the message.
 	if v := a.Get(jaMessage); v != nil && len(bytes.TrimSpace(v.Buf)) > 0 {
+		if kind == jkError && string(bytes.TrimSpace(v.Buf)) == pytestCollection {
+			tc.collection = true
+			return m // the text holds the error; endCase quotes it
+		}
 		v.MoveTo(m)
 		return nil
 	}
 	return m
+}
+
+// pytestCollection is pytest's message for a test module that failed to
+// import; the element's text holds the traceback, its "E   " lines the
+// error itself.
+const pytestCollection = "collection failure"
+
+// collectionMessage is a pytest collection failure with the error it
+// states ("collection failure: ModuleNotFoundError: No module named
+// 'calc'"): alone, "collection failure" hid the cause (issue 27).
+func collectionMessage(text []byte) string {
+	var last string
+	for _, l := range strings.Split(string(text), "\n") {
+		if e, ok := strings.CutPrefix(l, "E "); ok && strings.TrimSpace(e) != "" {
+			last = strings.TrimSpace(e)
+		}
+	}
+	if last == "" {
+		return pytestCollection
+	}
+	return pytestCollection + ": " + last
 }
 
 // End is xmlscan's call for an element closing.
@@ -623,6 +662,32 @@ func (b *junitBuilder) message(f *textcap.Field, whose, name string) string {
 	return string(bytes.TrimSpace(t))
 }
 
+// panicMessage is the panic a failed Rust test's captured output states
+// ("thread 'tests::adds' (8778) panicked at src/lib.rs:9:5:" and the
+// message on the next line), as "panicked at src/lib.rs:9:5: MESSAGE";
+// "" when it states none. Without it a failure shows no message and the
+// explanation falls back to what cargo printed, which is about the run,
+// not the test (issue 27).
+func panicMessage(out []byte) string {
+	lines := strings.Split(string(out), "\n")
+	for i, l := range lines {
+		_, at, ok := strings.Cut(l, "' panicked at ")
+		if !ok {
+			if _, at, ok = strings.Cut(l, ") panicked at "); !ok {
+				continue
+			}
+		}
+		msg := "panicked at " + strings.TrimSpace(at)
+		if i+1 < len(lines) {
+			if next := strings.TrimSpace(lines[i+1]); next != "" {
+				msg += " " + next
+			}
+		}
+		return msg
+	}
+	return ""
+}
+
 func (b *junitBuilder) endCase() error {
 	tc := &b.tc
 	status, slot := uint8(0), -1
@@ -670,8 +735,17 @@ func (b *junitBuilder) endCase() error {
 	if tc.flags&(jfFlaky|jfRerunFail|jfRerunError) != 0 {
 		r.meta |= jbFlakyFlag
 	}
-	if slot >= 0 && tc.seen[slot] {
+	if slot == jmError && tc.collection {
+		r.msg = int32(len(b.msgs))
+		b.msgs = append(b.msgs, collectionMessage(tc.msg[slot].Text()))
+	} else if slot >= 0 && tc.seen[slot] {
 		if m := b.message(&tc.msg[slot], "test", tc.id); m != "" {
+			r.msg = int32(len(b.msgs))
+			b.msgs = append(b.msgs, m)
+		}
+	}
+	if status == 1 && r.msg < 0 && tc.seen[jmOutput] {
+		if m := panicMessage(tc.msg[jmOutput].Text()); m != "" {
 			r.msg = int32(len(b.msgs))
 			b.msgs = append(b.msgs, m)
 		}

@@ -32,6 +32,14 @@ import (
 //   - output phrases (zero tests, identity-free skips) decide only where no
 //     valid report with executed tests exists: a valid report is the
 //     authority on what ran, and a phrase a passing test printed is a note;
+//   - a candidate-harness run (the landing commit with the change's own
+//     harness, issue 25) is held to every candidate rule, and each of its
+//     findings names it and the harness files the change edited; it has no
+//     preservation findings, and its passes prove nothing about the base's
+//     tests — it can only add failures;
+//   - a candidate run that fails while its baseline failed too, in a change
+//     that edits the check's harness, names the way out of the deadlock: no
+//     change can fix a base harness, so only the operator's command can;
 //   - a baseline run keeps preservation authority for the tests its report
 //     shows passed, also when it exited non-zero, failed tests or ended early
 //     (spec § 3: "the tests the report says passed still do"); malformed,
@@ -44,9 +52,11 @@ func Judge(req Requirement, r Result) Judgement {
 		j.candidate()
 	case record.Baseline:
 		j.baseline()
+	case record.CandidateHarness:
+		j.candidateHarness()
 	default:
 		j.fail(record.Finding{Rule: RuleInvalidRecord,
-			Message: fmt.Sprintf("result has phase %q; want baseline or candidate", r.Phase),
+			Message: fmt.Sprintf("result has phase %q; want baseline, candidate or candidate-harness", r.Phase),
 			Hint:    "a result must say which commit it measured"})
 	}
 	out := Judgement{Status: record.Passed, Coverage: record.Unproven, Findings: record.Normalize(j.findings), Notes: j.notes}
@@ -147,6 +157,7 @@ func (j *judging) executed() bool {
 }
 
 func (j *judging) candidate() {
+	defer j.baseHarnessBroken()
 	r := j.r
 	j.ran = r.Started
 	if len(r.LandingConflicts) > 0 {
@@ -166,7 +177,7 @@ func (j *judging) candidate() {
 	if r.Started && r.ExitCode != 0 && !r.TimedOut {
 		msg := fmt.Sprintf("the check exited with code %d", r.ExitCode)
 		if r.OOMKilled {
-			msg += "; the memory limit killed a process"
+			msg += OOMKilledNote
 		}
 		j.fail(record.Finding{Rule: RuleCheckFailed, Message: msg, Hint: "fix the failing check"})
 	}
@@ -178,6 +189,7 @@ func (j *judging) candidate() {
 		}
 	}
 	j.observations()
+	j.tamper()
 	rep := r.Report
 	if rep == nil && !j.req.Report {
 		return
@@ -212,6 +224,107 @@ func (j *judging) candidate() {
 			Message: fmt.Sprintf("the report's summary says %d tests failed or errored, but the file shows %d failure elements: the file says something failed", rep.ClaimedFailures, rep.ShownFailures),
 			Hint:    "make the reporter write every failing test case; a summary that claims failures is not a pass"})
 	}
+}
+
+// RuleTamper: the change's test code can decide from inside the test
+// process what the run reports (issue 25, docs/outcome.md § Tamper).
+const RuleTamper = "outcome.tamper"
+
+// tamperHints say, per construct, the honest way to do what it may have
+// been there for: each has one the scan accepts, so there is no exemption
+// to declare (an exemption would be the way round the rule).
+var tamperHints = map[string]string{
+	"pytest-outcome":  "a harness may only add failures: set a report's outcome to \"failed\" or leave it; expect a failure with @pytest.mark.xfail(strict=True), skip with pytest.mark.skip — both show in the report",
+	"pytest-deselect": "skip instead (item.add_marker(pytest.mark.skip(reason=...))), or announce the removal with config.hook.pytest_deselected(items=...); a new order (sorted(items, ...)) is accepted",
+	"atexit":          "clean up in a fixture's teardown, pytest_sessionfinish or pytest_unconfigure; an atexit handler runs after the runner wrote its report (one that only removes temporary files is accepted)",
+	"os-exit":         "let the process end through the runner (raise, pytest.exit, sys.exit); os._exit is accepted with a non-zero constant, in a forked child (if pid == 0 after os.fork()), or with pytest's exitstatus",
+	"go-output":       "do not replace os.Stdout/os.Stderr or their descriptors in TestMain or init, nor spell --- PASS/--- FAIL there: go test and test2json read the test binary's output; capture output inside a test and restore it",
+	"go-exit":         "exit with m.Run()'s result: os.Exit(m.Run()), or code := m.Run(); teardown(); os.Exit(code) (a non-zero constant for a failed setup is fine), or return from TestMain",
+	"report-path":     "test code must not name the check's report file; the runner writes it, and runmill reads it",
+	"unscanned":       "keep test code regular files inside the checkout and below the scan's 8 MiB cap",
+}
+
+// tamper makes every recorded tamper construct a finding: whatever the
+// report says, the change's own code could have decided it.
+func (j *judging) tamper() {
+	for _, t := range j.r.Tamper {
+		f := record.Finding{Rule: RuleTamper, File: t.File, Line: t.Line,
+			Hint: tamperHints[t.Rule]}
+		where := t.File
+		if t.Line > 0 {
+			where = fmt.Sprintf("%s:%d", t.File, t.Line)
+		}
+		switch {
+		case t.Rule == "unscanned":
+			f.Message = fmt.Sprintf("test code %s was not scanned for tamper (%s), so the run is not proven to report what ran", t.File, t.Code)
+		case t.Rule == "report-path":
+			f.Message = fmt.Sprintf("test code at %s names the declared report %s (%s): the report could be written by the tests, not the runner", where, quote(t.ReportPath), t.Code)
+		default:
+			f.Message = fmt.Sprintf("test code at %s can decide what the run reports (%s: %s), so its result proves nothing", where, t.Rule, t.Code)
+		}
+		if f.Hint == "" {
+			f.Hint = "remove the construct from the test code"
+		}
+		j.fail(f)
+	}
+}
+
+// Rules of the harness (issue 25).
+const (
+	// RuleBaseHarnessBroken: the base's own harness fails at the base tip
+	// and the change edits it; the finding names the operator's override.
+	RuleBaseHarnessBroken = "harness.base-broken"
+)
+
+// candidateHarness judges the landing commit run with the change's own
+// harness: every candidate rule, each finding naming the run. Preservation
+// is the candidate run's alone (the engine compares nothing here), so a
+// test that passes here proves nothing about the base's tests.
+func (j *judging) candidateHarness() {
+	sub := &judging{req: j.req, r: j.r}
+	sub.r.BaselineFailed = false // the deadlock is the base-harness run's to name
+	sub.candidate()
+	j.ran, j.proven, j.notes = sub.ran, sub.proven, sub.notes
+	what := ", " + CandidateHarnessWords
+	if len(j.r.HarnessChanged) > 0 {
+		what += " (the change's version of " + quoteAll(j.r.HarnessChanged) + ")"
+	}
+	for _, f := range sub.findings {
+		// Before the list a message names (failed tests, a fault), so
+		// the reader sees which run failed before what failed.
+		if head, list, ok := strings.Cut(f.Message, ": "); ok {
+			f.Message = head + what + ": " + list
+		} else {
+			f.Message += what
+		}
+		j.fail(f)
+	}
+}
+
+// CandidateHarnessWords mark every finding of a candidate-harness run (issue
+// 25), so a reader tells its failures from the candidate run's.
+const CandidateHarnessWords = "with the candidate's own harness"
+
+// baseHarnessBroken adds, to a failing candidate run whose baseline failed
+// too in a change that edits the check's harness, the finding that names
+// the way out: the base's harness runs for every change, so a change cannot
+// repair it, and the operator's command override is the only path.
+func (j *judging) baseHarnessBroken() {
+	r := j.r
+	if !r.BaselineFailed || len(r.HarnessChanged) == 0 || len(r.LandingConflicts) > 0 || (j.ran && len(j.findings) == 0) {
+		return
+	}
+	j.fail(record.Finding{Rule: RuleBaseHarnessBroken,
+		Message: fmt.Sprintf("the base's own harness fails at the base tip (its baseline run did not pass), and this change edits it (%s); every change runs the base's version, so no change can repair it", quoteAll(r.HarnessChanged)),
+		Hint:    "an operator can give the check the repaired command for this change: define it under verification.commands in the operator policy (docs/policy.md; it wins every conflict), and remove it once the repair has landed"})
+}
+
+func quoteAll(ps []string) string {
+	q := make([]string, len(ps))
+	for i, p := range ps {
+		q[i] = quote(p)
+	}
+	return strings.Join(q, ", ")
 }
 
 // MaxNamedConflicts is how many conflicting paths a finding names; the

@@ -70,6 +70,16 @@ func TestJudge(t *testing.T) {
 			}),
 			status: F, coverage: Pr, rules: []string{verdict.RuleHarnessUnpinned}, contains: "harness not pinned: mvn test: runmill does not know which files mvn reads; list it under harness:"},
 		{name: "require_pinned_harness: a resolved harness passes", req: pinnedOnly, run: cand(nil), status: P, coverage: Pr},
+		{name: "a tamper fact fails a passing report, naming file:line", req: reportCheck,
+			run: cand(func(r *verdict.Result) {
+				r.Tamper = []record.Tamper{{File: "tests/conftest.py", Line: 7, Rule: "atexit", Code: "atexit.register(fix)"}}
+			}),
+			status: F, coverage: Pr, rules: []string{verdict.RuleTamper}, contains: "tests/conftest.py:7 can decide what the run reports (atexit: atexit.register(fix))"},
+		{name: "a report-path fact names the report", req: reportCheck,
+			run: cand(func(r *verdict.Result) {
+				r.Tamper = []record.Tamper{{File: "x_test.go", Line: 3, Rule: "report-path", Code: `"reports/u.json"`, ReportPath: "reports/u.json"}}
+			}),
+			status: F, coverage: Pr, rules: []string{verdict.RuleTamper}, contains: `names the declared report "reports/u.json"`},
 		{name: "no report declared passes unproven", req: plainCheck, run: cand(func(r *verdict.Result) { r.Report = nil }), status: P, coverage: Un},
 		{name: "masked failure: exit 0 with a failed test", req: reportCheck,
 			run: cand(func(r *verdict.Result) {

@@ -70,6 +70,19 @@ type Result struct {
 	// and dependency refusals, output phrases (rules OutputRulePrefix…),
 	// preservation findings, a commit's tree that changed between checkouts.
 	Observations []record.Finding `json:"observations,omitempty"`
+	// Tamper are the constructs of the change's test code that can decide
+	// from inside the test process what a candidate run reports (issue 25).
+	Tamper []record.Tamper `json:"tamper,omitempty"`
+	// HarnessChanged are, for a candidate or candidate-harness result, the
+	// harness files of the check whose base version the candidate run saw
+	// instead of the change's (pkg/harness Record.Changed), sorted. Not
+	// empty: the check is covered only with a candidate-harness result too
+	// (issue 25).
+	HarnessChanged []string `json:"harness_changed,omitempty"`
+	// BaselineFailed: for a candidate result, the check's baseline run at
+	// the base tip did not pass (Judge's status of it). With HarnessChanged
+	// it is the deadlock of a broken base harness that no change can fix.
+	BaselineFailed bool `json:"baseline_failed,omitempty"`
 }
 
 // Input is every record the verdict is computed from.
@@ -115,6 +128,11 @@ func (v Verdict) Reasons() []record.Finding {
 	return record.Normalize(slices.Concat(v.Failed, v.Unproven, v.Failures))
 }
 
+// OOMKilledNote ends a RuleCheckFailed message when the memory limit
+// killed a process: that exit is a cause of its own, not what failing tests
+// explain.
+const OOMKilledNote = "; the memory limit killed a process"
+
 // Rules of this package (Finding.Rule).
 const (
 	RuleNoResult        = "coverage.no-result"
@@ -132,9 +150,12 @@ const (
 	RuleTreeMoved       = "freshness.tree-moved"
 	RuleMergeConflict   = "freshness.merge-conflict"
 	RuleBaselineInvalid = "baseline.invalid"
-	RuleInvalidRecord   = "record.invalid"
-	RuleUnlistedCheck   = "record.unlisted-check"
-	RuleDuplicateCheck  = "record.duplicate-check"
+	// RuleNoCandidateHarness: the harness changed, and the candidate's own
+	// harness did not run (issue 25).
+	RuleNoCandidateHarness = "coverage.no-candidate-harness-result"
+	RuleInvalidRecord      = "record.invalid"
+	RuleUnlistedCheck      = "record.unlisted-check"
+	RuleDuplicateCheck     = "record.duplicate-check"
 )
 
 // Evaluate computes the verdict. It never fails: a record it cannot make sense
@@ -148,6 +169,7 @@ func Evaluate(in Input) Verdict {
 		phase record.Phase
 	}
 	ran := map[key]int{}
+	changed := map[string][]string{} // check → harness files the change edited
 	for _, r := range in.Results {
 		if r.Executor != record.Orchestrator {
 			// Spec § 2: merge-readiness counts only the orchestrator's own
@@ -174,11 +196,20 @@ func Evaluate(in Input) Verdict {
 		switch r.Phase {
 		case record.Candidate:
 			e.candidate(r, req)
+			if len(r.HarnessChanged) > 0 && len(r.LandingConflicts) == 0 {
+				// A change that does not merge runs nothing; the
+				// conflict is its reason.
+				changed[r.CheckID] = r.HarnessChanged
+			}
+		case record.CandidateHarness:
+			// Its findings fail the change; its coverage proves nothing
+			// about the base's tests, so it meets no proof gate.
+			e.baseline(r, req)
 		case record.Baseline:
 			e.baseline(r, req)
 		default:
 			e.failures = append(e.failures, record.Finding{Rule: RuleInvalidRecord, Check: r.CheckID,
-				Message: fmt.Sprintf("result has phase %q; want baseline or candidate", r.Phase),
+				Message: fmt.Sprintf("result has phase %q; want baseline, candidate or candidate-harness", r.Phase),
 				Hint:    "a result must say which commit it measured"})
 			continue
 		}
@@ -226,6 +257,13 @@ func Evaluate(in Input) Verdict {
 			e.failures = append(e.failures, record.Finding{Rule: RuleNoBaseline, Check: id,
 				Message: fmt.Sprintf("report-producing check %q has no baseline result", id),
 				Hint:    "the check must also run at the base commit so its inventory can be compared"})
+		}
+		if ps, ok := changed[id]; ok && ran[key{id, record.CandidateHarness}] == 0 {
+			// Issue 25: the base-harness run never ran the change's own
+			// harness, so the tests it wires in would go unrun.
+			e.failures = append(e.failures, record.Finding{Rule: RuleNoCandidateHarness, Check: id,
+				Message: fmt.Sprintf("check %q's harness changed in this change (%s), but the check did not run with the change's own harness: it is covered only when both runs exist", id, quoteAll(ps)),
+				Hint:    "rerun verification: when a change edits a check's harness, runmill runs the check with the base's harness and again with the change's own"})
 		}
 		if req.Required && !req.Runnable && !req.Remote {
 			e.failures = append(e.failures, record.Finding{Code: rmerr.VerifyNoRunnable, Rule: RuleNoRunnable, Check: id,
@@ -324,6 +362,11 @@ func (e *evaluation) candidate(r Result, req Requirement) {
 		if j.Status != record.Passed {
 			f.Message = "the required check's coverage is unproven"
 		}
+		if req.Report {
+			// Declared, so "declare a report" was a false lead: the cause is
+			// what kept it from being usable (issue 27).
+			f.Hint = "a report is declared but was not usable: fix what this check's other findings say (the report's own error, or what stopped the check)"
+		}
 		if e.allowUnproven {
 			e.note("coverage of required check %q is unproven (fail_on_skipped_check: false)", r.CheckID)
 		} else {
@@ -332,7 +375,7 @@ func (e *evaluation) candidate(r Result, req Requirement) {
 	}
 }
 
-// baseline adds a baseline run's judgement (spec § 3: a non-zero baseline
+// baseline adds a baseline's or a candidate-harness run's judgement (spec § 3: a non-zero baseline
 // exit is allowed when its report is valid, while missing, malformed,
 // zero-test, focused, timed-out or mutating baseline evidence fails closed).
 func (e *evaluation) baseline(r Result, req Requirement) {
