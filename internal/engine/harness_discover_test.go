@@ -244,8 +244,11 @@ func TestHarnessDiscoveredLies(t *testing.T) {
 		}
 	}
 	u := runs["unknown"]
-	if u.Status != record.Failed || len(u.Findings) != 1 || u.Findings[0].Rule != verdict.RuleHarnessUnpinned ||
-		!strings.Contains(u.Findings[0].Message, "harness not pinned: awk BEGIN { exit 0 }: runmill does not know which files awk reads; list it under harness:") {
+	// (The tamper scan names the lying conftest.py files in every run too.)
+	if u.Status != record.Failed || !slices.ContainsFunc(u.Findings, func(f record.Finding) bool {
+		return f.Rule == verdict.RuleHarnessUnpinned &&
+			f.Message == "harness not pinned: awk BEGIN { exit 0 }: runmill does not know which files awk reads; list it under harness:"
+	}) {
 		t.Errorf("unknown: %s %+v; want the unresolved harness to fail under require_pinned_harness", u.Status, u.Findings)
 	}
 	rejudge(t, run)
