@@ -83,6 +83,11 @@ type Result struct {
 	// the base tip did not pass (Judge's status of it). With HarnessChanged
 	// it is the deadlock of a broken base harness that no change can fix.
 	BaselineFailed bool `json:"baseline_failed,omitempty"`
+	// NewFailed: for a candidate result whose harness changed, how many of
+	// its failed tests the check's baseline report does not list (tests new
+	// in the change). They failed under the base's harness, which keeps the
+	// change's new harness files out: the candidate-harness run judges them.
+	NewFailed int `json:"new_failed,omitempty"`
 }
 
 // Input is every record the verdict is computed from.
