@@ -299,7 +299,8 @@ func (m *Manager) Create(ctx context.Context, commit string) (*Checkout, error) 
 }
 
 // CreatePinned makes a fresh checkout of commit with each of pins laid over
-// it (pkg/harness: the base's version of a check's harness files). In
+// it (pkg/harness: the base's version of a check's harness files, and the
+// removal of those new in the commit). In
 // layered mode the pins are one more lower layer above the commit's; the
 // checkout is then as fresh and as read-only as any other. A commit over
 // the Manager's limits is refused before anything is written (limits.go).

@@ -216,6 +216,7 @@ func (m *Manager) mountLayered(ctx context.Context, c *Checkout, s git.TreeSize,
 	if err != nil {
 		return err
 	}
+	pins, removals := splitPins(pins)
 	if len(pins) > 0 {
 		top, err := m.pinLayerOf(ctx, pins)
 		if err != nil {
@@ -239,7 +240,9 @@ func (m *Manager) mountLayered(ctx context.Context, c *Checkout, s git.TreeSize,
 		return fail(err, "mounting the overlay")
 	}
 	c.mounted = true
-	return nil
+	// Removals are whiteouts in this checkout's own upper directory: the
+	// shared layers stay as git wrote them.
+	return removePins(c.Dir, removals)
 }
 
 func mountOverlay(lower, upper, work, target string) error {

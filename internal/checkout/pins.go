@@ -42,25 +42,80 @@ func (m *Manager) pinLayerOf(ctx context.Context, pins []harness.Pin) (string, e
 	})
 }
 
+// splitPins separates the files laid from the removals.
+func splitPins(pins []harness.Pin) (files, removals []harness.Pin) {
+	for _, p := range pins {
+		if p.Remove {
+			removals = append(removals, p)
+		} else {
+			files = append(files, p)
+		}
+	}
+	return files, removals
+}
+
 // writePins writes each pin's blob at its path below root, replacing
-// whatever the commit has there. No path component is followed through a
-// symlink: a candidate that made scripts/ a symlink cannot direct the
-// base's script anywhere but into its own checkout.
+// whatever the commit has there, and then deletes each removal's path (issue
+// 25: a harness file new in the change is absent from the run with the
+// base's harness). A layered checkout lays its files as a layer of their
+// own and removes in its merged tree (overlay.go), where the deletion is a
+// whiteout in the checkout's private upper directory. No path component is
+// followed through a symlink: a candidate that made scripts/ a symlink
+// cannot direct the base's script anywhere but into its own checkout, nor a
+// removal at anything outside it.
 func (m *Manager) writePins(ctx context.Context, root string, pins []harness.Pin) error {
-	if len(pins) == 0 {
-		return nil
+	files, removals := splitPins(pins)
+	if len(files) > 0 {
+		blobs, err := m.readBlobs(ctx, files)
+		if err != nil {
+			return rmerr.Wrap(rmerr.CheckoutCreate, err, "reading the base's harness files")
+		}
+		for i, p := range files {
+			if err := m.writePin(root, p, blobs[i]); err != nil {
+				return rmerr.Wrap(rmerr.CheckoutCreate, err, "laying the base's harness file %s", p.Path).
+					WithHint("the harness file must be a regular file or symlink at the base")
+			}
+		}
 	}
-	blobs, err := m.readBlobs(ctx, pins)
-	if err != nil {
-		return rmerr.Wrap(rmerr.CheckoutCreate, err, "reading the base's harness files")
-	}
-	for i, p := range pins {
-		if err := m.writePin(root, p, blobs[i]); err != nil {
-			return rmerr.Wrap(rmerr.CheckoutCreate, err, "laying the base's harness file %s", p.Path).
-				WithHint("the harness file must be a regular file or symlink at the base")
+	return removePins(root, removals)
+}
+
+// removePins deletes each removal's path below root; a path whose
+// directory is missing or not a directory is already absent.
+func removePins(root string, removals []harness.Pin) error {
+	for _, p := range removals {
+		if err := removePin(root, p.Path); err != nil {
+			return rmerr.Wrap(rmerr.CheckoutCreate, err, "keeping the harness file %s (new in the change) out of the checkout", p.Path)
 		}
 	}
 	return nil
+}
+
+func removePin(root, name string) error {
+	segs := strings.Split(name, "/")
+	for _, s := range segs {
+		if s == "" || s == "." || s == ".." || s == ".git" {
+			return fmt.Errorf("not a clean repository path")
+		}
+	}
+	dir := root
+	for _, s := range segs[:len(segs)-1] {
+		dir = filepath.Join(dir, s)
+		st, err := os.Lstat(dir)
+		switch {
+		case err == nil && st.IsDir():
+			continue
+		case err == nil, errors.Is(err, os.ErrNotExist):
+			return nil // no directory here (a symlink is not followed): nothing lies below
+		default:
+			return err
+		}
+	}
+	err := os.RemoveAll(filepath.Join(dir, segs[len(segs)-1]))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // readBlobs reads every pin's blob with one git process: a process per file

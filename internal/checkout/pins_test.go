@@ -82,3 +82,61 @@ func TestCreatePinned(t *testing.T) {
 		t.Errorf("full checkout hashes %s, layered %s", a, b)
 	}
 }
+
+// TestCreatePinnedRemoves (issue 25): a harness file new in the candidate
+// (at the root, in a directory the candidate adds, beside files of a
+// directory it shares with the base) is kept out of a pinned checkout, in
+// full and layered checkouts alike, and the two hash the same; a removal
+// under a laid file, or through the candidate's symlink, touches nothing
+// outside the checkout.
+func TestCreatePinnedRemoves(t *testing.T) {
+	r := newRepo(t)
+	outside := t.TempDir()
+	writeFile(t, filepath.Join(outside, "keep.py"), "kept\n", 0o644)
+	git(t, r.dir, "checkout", "-q", "-b", "adds", r.candidate)
+	writeFile(t, filepath.Join(r.dir, "conftest.py"), "forged\n", 0o644)
+	writeFile(t, filepath.Join(r.dir, "tests/new/conftest.py"), "forged\n", 0o644)
+	writeFile(t, filepath.Join(r.dir, "internal/a/GNUmakefile"), "forged\n", 0o644)
+	if err := os.Symlink(outside, filepath.Join(r.dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	git(t, r.dir, "add", "-A")
+	git(t, r.dir, "commit", "-q", "-m", "adds")
+	adds := git(t, r.dir, "rev-parse", "HEAD")
+	pins := []harness.Pin{
+		{Path: "conftest.py", Remove: true},
+		{Path: "internal/a/GNUmakefile", Remove: true},
+		{Path: "out/keep.py", Remove: true},
+		{Path: "tests/new/conftest.py", Remove: true},
+	}
+	digests := map[string]string{}
+	modes(t, func(t *testing.T, newM func(testing.TB, string) *checkout.Manager) {
+		m := newM(t, r.dir)
+		c, err := m.CreatePinned(context.Background(), adds, pins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Remove()
+		for _, p := range []string{"conftest.py", "tests/new/conftest.py", "internal/a/GNUmakefile"} {
+			if _, err := os.Lstat(filepath.Join(c.Dir, p)); !os.IsNotExist(err) {
+				t.Errorf("%s: %v, want it absent", p, err)
+			}
+		}
+		for p, want := range map[string]string{"internal/a/a.go": "package a\n", "main.go": "package main\n\nfunc main() { println(1) }\n"} {
+			if b, err := os.ReadFile(filepath.Join(c.Dir, p)); err != nil || string(b) != want {
+				t.Errorf("%s = %q, %v; want the commit's", p, b, err)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(outside, "keep.py")); err != nil || string(b) != "kept\n" {
+			t.Errorf("a removal reached through the candidate's symlink: %q, %v", b, err)
+		}
+		d, _, err := treehash.Sum(context.Background(), c.Dir, treehash.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests[t.Name()] = d.String()
+	})
+	if a, b := digests["TestCreatePinnedRemoves/full"], digests["TestCreatePinnedRemoves/layered"]; a == "" || a != b {
+		t.Errorf("full checkout hashes %s, layered %s", a, b)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/pkg/harness"
 )
 
 // runCLI runs one command line and returns exit code, stdout and stderr.
@@ -57,7 +58,9 @@ func TestUsageErrors(t *testing.T) {
 
 func TestManifestCommand(t *testing.T) {
 	r := gittest.New(t)
-	r.Write(".runmill/checks.yaml", "checks:\n  - id: unit\n    run: go test ./...\n")
+	r.Write(".runmill/checks.yaml", "checks:\n  - id: unit\n    run: go test ./... && mvn verify\n")
+	r.Write("go.mod", "module example.com/m\n")
+	r.Write("go.work", "go 1.22\n\nuse .\n")
 	base := r.Commit("base")
 	r.Checkout("pr", true)
 	r.Write(".runmill/checks.yaml", "checks: []\n")
@@ -75,12 +78,22 @@ func TestManifestCommand(t *testing.T) {
 			Sources []string `json:"sources"`
 		} `json:"checks"`
 		Ignored []struct{ ID string } `json:"ignored_proposals"`
+		Harness []struct {
+			CheckID string          `json:"check_id"`
+			Harness *harness.Record `json:"harness"`
+		} `json:"harness"`
 	}
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
 	}
 	if m.ReadFrom != "base-ref" || len(m.Checks) != 3 || m.Checks[2].ID != "unit" || len(m.Ignored) != 1 {
 		t.Fatalf("unexpected manifest: %s", out)
+	}
+	// Issue 25: each runnable check's resolved harness, and what runmill
+	// could not resolve.
+	if len(m.Harness) != 1 || m.Harness[0].CheckID != "unit" || len(m.Harness[0].Harness.Files) != 1 || m.Harness[0].Harness.Files[0].Path != "go.work" ||
+		len(m.Harness[0].Harness.Unpinned) != 1 || m.Harness[0].Harness.Unpinned[0].Part != "mvn verify" {
+		t.Fatalf("unexpected harness: %s", out)
 	}
 	if errOut != "" {
 		t.Fatalf("stderr not empty on success: %q", errOut)

@@ -136,6 +136,9 @@ func writeBaseChecks(w io.Writer, cs []engine.CheckDiagnosis) {
 		for _, f := range c.Findings {
 			fmt.Fprintf(w, "        - %s\n", printable.Text(f.Message, maxMessageBytes))
 		}
+		for _, l := range c.Harness {
+			fmt.Fprintf(w, "        note: %s\n", printable.Text(l, maxMessageBytes))
+		}
 		if c.Why != nil {
 			writeCauses(w, *c.Why, "        ")
 			if c.Why.Unproven != "" {

@@ -83,6 +83,7 @@ func runInspect(_ context.Context, s IO, o *inspectOptions) error {
 	}
 	writeReused(s.Out, d)
 	writeWhy(s.Out, d, why, d.RunID)
+	writeHarness(s.Out, d)
 	return nil
 }
 

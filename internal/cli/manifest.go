@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/pkg/discovery"
 )
 
 // manifestOptions are manifest's flags.
@@ -48,13 +49,17 @@ func runManifest(ctx context.Context, s IO, o *manifestOptions) error {
 	d.Stdin = s.In
 	d.GitHubContexts = splitList(o.contexts)
 	d.GitHubConsulted = o.contexts != ""
-	m, err := engine.Discover(ctx, d)
+	m, hs, err := engine.DiscoverHarness(ctx, d)
 	if err != nil {
 		return err
 	}
 	enc := json.NewEncoder(s.Out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(m)
+	// The manifest as signed, plus each check's resolved harness.
+	return enc.Encode(struct {
+		*discovery.Manifest
+		Harness []engine.CheckHarness `json:"harness"`
+	}{m, hs})
 }
 
 func splitList(s string) []string {

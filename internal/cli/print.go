@@ -76,13 +76,7 @@ func printRun(w io.Writer, r *engine.Run) {
 	tw.Flush()
 	writeReused(w, d)
 	writeWhy(w, d, explain.Checks(r.Dir, d), r.ID)
-	if ls := explain.HarnessLines(d); len(ls) > 0 {
-		// Issue 19: a harness the change edited ran in the base's version.
-		fmt.Fprintln(w, "\nHarness:")
-		for _, l := range ls {
-			fmt.Fprintln(w, "  "+printable.Text(l, 0))
-		}
-	}
+	writeHarness(w, d)
 	if ls := explain.MovedBlock(d, maxMovedLines); len(ls) > 0 {
 		// Issue 24: a test found under its moved id is preserved.
 		fmt.Fprintln(w, "\nMoved (git detected the renames; the tests kept their authority):")
@@ -333,4 +327,16 @@ func githubLine(d *evidence.Delivery) string {
 		s += fmt.Sprintf("; own job excluded: %s", printable.Text(strings.Join(g.Excluded, ", "), maxMessageBytes))
 	}
 	return s
+}
+
+// writeHarness renders the Harness: block of verify and inspect: a harness
+// the change edited or added ran in the base's version (issue 19), and what
+// runmill could not pin says so (issue 25).
+func writeHarness(w io.Writer, d *evidence.Delivery) {
+	if ls := explain.HarnessLines(d); len(ls) > 0 {
+		fmt.Fprintln(w, "\nHarness:")
+		for _, l := range ls {
+			fmt.Fprintln(w, "  "+printable.Text(l, 0))
+		}
+	}
 }

@@ -79,12 +79,16 @@ func TestVerifyWhy(t *testing.T) {
 			// names a tool the sandbox cannot see.
 			operator: "verification:\n  fail_on_skipped_check: false\n  commands:\n    - id: lint\n      run: runmill-no-such-linter --all\n"},
 		{name: "no network",
-			base:     map[string]string{".runmill/checks.yaml": "checks:\n  - id: fetch\n    run: node scripts/fetch.js\n", "scripts/fetch.js": "console.log('ok');\n"},
-			cand:     map[string]string{"scripts/fetch.js": "require('node:dns').lookup('registry.npmjs.org', (err) => {\n  if (err) { console.error('Error: ' + err.message); process.exit(1); }\n});\n"},
+			// The script the command names is harness (the base's runs,
+			// issue 25); the code it loads is the change's.
+			base: map[string]string{".runmill/checks.yaml": "checks:\n  - id: fetch\n    run: node scripts/fetch.js\n",
+				"scripts/fetch.js": "require('./lookup.js');\n", "scripts/lookup.js": "console.log('ok');\n"},
+			cand:     map[string]string{"scripts/lookup.js": "require('node:dns').lookup('registry.npmjs.org', (err) => {\n  if (err) { console.error('Error: ' + err.message); process.exit(1); }\n});\n"},
 			operator: "verification:\n  fail_on_skipped_check: false\n"},
 		{name: "flag rejected by the tests' argument parsing",
-			base:     map[string]string{".runmill/checks.yaml": "checks:\n  - id: cli\n    run: node tests/cli.test.js --ci\n", "tests/cli.test.js": "console.log('ok');\n"},
-			cand:     map[string]string{"tests/cli.test.js": "const { parseArgs } = require('node:util');\ntry { parseArgs({ options: { verbose: { type: 'boolean' } } }); } catch (e) { console.error('error: ' + e.message); process.exit(1); }\n"},
+			base: map[string]string{".runmill/checks.yaml": "checks:\n  - id: cli\n    run: node tests/cli.test.js --ci\n",
+				"tests/cli.test.js": "require('./cli.js');\n", "tests/cli.js": "console.log('ok');\n"},
+			cand:     map[string]string{"tests/cli.js": "const { parseArgs } = require('node:util');\ntry { parseArgs({ options: { verbose: { type: 'boolean' } } }); } catch (e) { console.error('error: ' + e.message); process.exit(1); }\n"},
 			operator: "verification:\n  fail_on_skipped_check: false\n"},
 		{name: "a deleted test file lists its ids one per line",
 			base: map[string]string{

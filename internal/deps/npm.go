@@ -296,7 +296,7 @@ func compareInstall(src string, lock, hidden *lockfile, rt nodeRuntime) error {
 }
 
 // attach is spec § 3 step 5 for one fresh checkout: the install whose
-// lockfile and dependency fields equal the checkout's, hard-linked.
+// lockfile and dependency fields equal its commit's, hard-linked.
 func (n *npmPrepared) attach(ctx context.Context, dir, views string, cow bool) (*View, error) {
 	nm := filepath.Join(dir, nodeModules)
 	if _, err := os.Lstat(nm); err == nil {
@@ -310,11 +310,15 @@ func (n *npmPrepared) attach(ctx context.Context, dir, views string, cow bool) (
 	if err != nil {
 		return nil, err
 	}
-	lock, err := readFileCapped(filepath.Join(dir, packageLock))
+	// The commit's own files, from git, not the checkout's: a run with the
+	// base's harness has the base's package.json laid over the checkout
+	// (its scripts decide how tests run, issue 25), while the install is
+	// the commit's dependencies.
+	lock, err := readAt(ctx, r, commit, packageLock)
 	if err != nil {
 		return nil, refuse(NPM, "package-lock.json is missing in the checked-out commit: %v", err)
 	}
-	pkg, err := readFileCapped(filepath.Join(dir, packageJSON))
+	pkg, err := readAt(ctx, r, commit, packageJSON)
 	if err != nil {
 		return nil, refuse(NPM, "package.json is missing in the checked-out commit: %v", err)
 	}

@@ -39,6 +39,9 @@ type CheckDiagnosis struct {
 	Findings []record.Finding `json:"findings"`
 	// Why is explain.Checks' explanation; nil when it passed proven.
 	Why *explain.Explanation `json:"why,omitempty"`
+	// Harness says what of the check's harness runmill could not pin
+	// ("harness not pinned: …; list it under harness:", issue 25).
+	Harness []string `json:"harness,omitempty"`
 }
 
 // BaseChecks is CheckBase's answer.
@@ -149,6 +152,9 @@ func diagnoses(dir string, d *evidence.Delivery) []CheckDiagnosis {
 	out := make([]CheckDiagnosis, 0, len(d.Checks))
 	for _, r := range d.Checks {
 		cd := CheckDiagnosis{Check: r.CheckID, Status: r.Status, Coverage: r.Coverage, Findings: r.Findings}
+		if r.Harness != nil {
+			cd.Harness = explain.UnpinnedLines(r.Harness.Unpinned)
+		}
 		if r.Report != nil && r.Report.Inventory != nil {
 			inv := r.Report.Inventory
 			cd.Tests = &TestCounts{Passed: len(inv.Passed), Failed: len(inv.Failed), Skipped: len(inv.Skipped)}

@@ -32,6 +32,9 @@ type harnesses struct {
 	mu    sync.Mutex
 	files map[string]*onceValue[harness.Tree]
 	trees map[string]*onceValue[string]
+	// found is each command's discovered harness over the base (the same
+	// for every run of every check with that command).
+	found map[string]*onceValue[harness.Discovery]
 }
 
 type onceValue[T any] struct {
@@ -42,7 +45,8 @@ type onceValue[T any] struct {
 
 func newHarnesses(repo *git.Repo, co *checkout.Manager, m *discovery.Manifest) *harnesses {
 	return &harnesses{repo: repo, checkouts: co, m: m,
-		files: map[string]*onceValue[harness.Tree]{}, trees: map[string]*onceValue[string]{}}
+		files: map[string]*onceValue[harness.Tree]{}, trees: map[string]*onceValue[string]{},
+		found: map[string]*onceValue[harness.Discovery]{}}
 }
 
 func cached[T any](h *harnesses, mp map[string]*onceValue[T], key string, f func() (T, error)) (T, error) {
@@ -64,26 +68,50 @@ func (h *harnesses) tree(ctx context.Context, commit string) (harness.Tree, erro
 // record is the harness of a run of c at commit, before its checkout
 // exists (its Overlay is what that checkout lays over the commit).
 func (h *harnesses) record(ctx context.Context, c discovery.Check, commit string) (*harness.Record, error) {
-	return harnessRecord(ctx, h.tree, h.m, c, commit)
+	return harnessRecord(ctx, h.tree, h.discover, h.m, c, commit)
+}
+
+// maxHarnessBlob bounds a base file Discover reads (a script, a makefile, a
+// package.json); it skips what is larger than it reads.
+const maxHarnessBlob = 64 << 20
+
+// discover is command's harness as pkg/harness.Discover resolves it over
+// the base, once per command.
+func (h *harnesses) discover(ctx context.Context, command string) (harness.Discovery, error) {
+	return cached(h, h.found, command, func() (harness.Discovery, error) {
+		base, err := h.tree(ctx, h.m.Base)
+		if err != nil {
+			return harness.Discovery{}, err
+		}
+		return harness.Discover(command, base, func(blob string) ([]byte, error) {
+			b, err := h.repo.ReadBlobs(ctx, []string{blob}, maxHarnessBlob)
+			if err != nil {
+				return nil, err
+			}
+			return b[0], nil
+		})
+	})
 }
 
 // harnessRecord is the one derivation of a run's harness, shared by the
-// engine and Expect: the base is the policy's base, and nothing is pinned
-// when the check's repository policy is new in the change.
-func harnessRecord(ctx context.Context, tree func(context.Context, string) (harness.Tree, error), m *discovery.Manifest, c discovery.Check, commit string) (*harness.Record, error) {
-	var base, at harness.Tree
-	// A check that names no harness needs no file list (most npm and go
-	// checks): the record is empty without listing either tree.
-	if _, ok := harness.Script(c.Command); ok || len(c.Harness) > 0 {
-		var err error
-		if base, err = tree(ctx, m.Base); err != nil {
-			return nil, err
-		}
-		if at, err = tree(ctx, commit); err != nil {
-			return nil, err
-		}
+// engine and Expect: the base is the policy's base, the command's harness
+// is discovered over it, and nothing is pinned when the check's repository
+// policy is new in the change.
+func harnessRecord(ctx context.Context, tree func(context.Context, string) (harness.Tree, error),
+	discover func(context.Context, string) (harness.Discovery, error), m *discovery.Manifest, c discovery.Check, commit string) (*harness.Record, error) {
+	base, err := tree(ctx, m.Base)
+	if err != nil {
+		return nil, err
 	}
-	rec, err := harness.Resolve(ctx, c.Command, c.Harness, base, at, !evidence.Requirement(m, c).NewInChange, m.Base)
+	at, err := tree(ctx, commit)
+	if err != nil {
+		return nil, err
+	}
+	d, err := discover(ctx, c.Command)
+	if err != nil {
+		return nil, fmt.Errorf("check %s: discovering its harness: %w", c.ID, err)
+	}
+	rec, err := harness.Resolve(ctx, d, c.Harness, base, at, !evidence.Requirement(m, c).NewInChange, m.Base)
 	if err != nil {
 		return nil, fmt.Errorf("check %s: %w", c.ID, err)
 	}
@@ -151,7 +179,11 @@ func pinKey(commit string, pins []harness.Pin) string {
 	var b strings.Builder
 	b.WriteString(commit + " with the base's harness")
 	for _, p := range pins {
-		fmt.Fprintf(&b, " %q@%s:%s", p.Path, p.Mode, p.Blob)
+		if p.Remove {
+			fmt.Fprintf(&b, " %q removed", p.Path)
+		} else {
+			fmt.Fprintf(&b, " %q@%s:%s", p.Path, p.Mode, p.Blob)
+		}
 	}
 	return b.String()
 }
@@ -199,4 +231,39 @@ func expectHarness(ctx context.Context, h *harnesses, m *discovery.Manifest, cmp
 		out = append(out, x)
 	}
 	return out, nil
+}
+
+// CheckHarness is one check's harness as a candidate run of it would take
+// it: the files discovery and its harness: entries name, whose version
+// runs, and what runmill could not resolve.
+type CheckHarness struct {
+	CheckID string          `json:"check_id"`
+	Harness *harness.Record `json:"harness"`
+}
+
+// DiscoverHarness is Discover with each runnable check's resolved harness
+// at the candidate (`runmill manifest`; issue 25: the rules in
+// docs/policy.md, visible before a run).
+func DiscoverHarness(ctx context.Context, o DiscoverOptions) (*discovery.Manifest, []CheckHarness, error) {
+	repo, err := git.Open(ctx, o.RepoDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, _, cmp, err := discoverIn(ctx, repo, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := newHarnesses(repo, nil, m)
+	out := []CheckHarness{}
+	for _, c := range m.Checks {
+		if !c.Runnable() || slices.ContainsFunc(out, func(x CheckHarness) bool { return x.CheckID == c.ID }) {
+			continue
+		}
+		rec, err := h.record(ctx, c, cmp.candidate())
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, CheckHarness{CheckID: c.ID, Harness: rec})
+	}
+	return m, out, nil
 }

@@ -112,13 +112,16 @@ func TestHarnessIsReadFromTheBase(t *testing.T) {
 		{name: "an unchanged harness",
 			base: suiteBase(), cand: files{"tests/unit/d.t": "pass\n"}, ready: true,
 			ran: map[string]harness.Source{"tests/run.sh": harness.FromBase, "tests/env.sh": harness.FromBase}},
-		{name: "a harness new in the change is the candidate's",
+		{name: "a harness new in the change is kept out: the base's absence ran",
+			// Issue 25: the base has no lint script, so the base's harness
+			// runs none: the check fails as it does at the base (a base
+			// whose own check is broken).
 			base: files{".runmill/checks.yaml": suitePolicy + "  - id: lint\n    run: ./scripts/lint.sh\n    required: false\n    harness: [\"lint/*.conf\"]\n",
 				"tests/run.sh": suiteScript, "tests/env.sh": "\n", "tests/unit/a.t": "pass\n"},
 			cand:  files{"scripts/lint.sh": "#!/bin/sh\ncat lint/rules.conf\n", "lint/rules.conf": "strict\n"},
-			ready: true,
-			ran:   map[string]harness.Source{"scripts/lint.sh": harness.FromCommit, "lint/rules.conf": harness.FromCommit},
-			note:  "harness new in the change (not at the base): ran the candidate's version of lint/rules.conf, scripts/lint.sh"},
+			ready: false, want: []string{verdict.RuleCheckFailed, "lint"},
+			ran:  map[string]harness.Source{"scripts/lint.sh": harness.FromBase, "lint/rules.conf": harness.FromBase},
+			note: "harness new in the change (not at the base): ran without lint/rules.conf, scripts/lint.sh, as the base has none"},
 	} {
 		t.Run(c.name, func(t *testing.T) { runHarnessCase(t, c) })
 	}

@@ -37,7 +37,20 @@ func HarnessNotes(phase record.Phase, hr *harness.Record) []string {
 		}
 	}
 	if ps := hr.NewPaths(); len(ps) > 0 && hr.Pinned {
-		out = append(out, "harness new in the change (not at the base): ran the candidate's version of "+strings.Join(ps, ", "))
+		out = append(out, "harness new in the change (not at the base): ran without "+strings.Join(ps, ", ")+", as the base has none")
+	}
+	out = append(out, UnpinnedLines(hr.Unpinned)...)
+	return out
+}
+
+// UnpinnedLines say, for each part of a command runmill could not resolve
+// to harness files, that nothing of it is pinned and how to pin it (issue
+// 25: never silently unpinned): the console, the summary, inspect and
+// doctor show these words.
+func UnpinnedLines(us []harness.Unpinned) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, "harness not pinned: "+u.Part+": "+u.Reason+"; list it under harness:")
 	}
 	return out
 }

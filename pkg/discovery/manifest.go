@@ -181,6 +181,11 @@ type Manifest struct {
 	// (default with_approval): whether the change's own declared skips
 	// count.
 	ChangeDeclarations policy.ChangeDeclarations `json:"change_declarations"`
+
+	// RequirePinnedHarness is the operator's
+	// verification.require_pinned_harness: a candidate run whose harness
+	// runmill could not resolve fails (issue 25).
+	RequirePinnedHarness bool `json:"require_pinned_harness,omitempty"`
 }
 
 // Check returns the entry with id, if any.

@@ -128,6 +128,7 @@ func Resolve(in Input) (*Manifest, error) {
 			m.Autonomy = policy.PROnly
 		}
 		m.FailOnSkippedCheck = in.Operator.Doc.Verification.FailOnSkipped()
+		m.RequirePinnedHarness = in.Operator.Doc.Verification.RequirePinnedHarness
 		m.ChangeDeclarations = in.Operator.Doc.Verification.ChangeDeclarationsMode()
 		for _, c := range in.Operator.Doc.Verification.Commands {
 			if err := add(c, DefinedByOperator); err != nil {

@@ -440,7 +440,7 @@ func bindHarness(i int, r *record.CheckRun, want *HarnessExpectation, candidateT
 	}
 	switch {
 	case r.Harness == nil || !harness.Equal(r.Harness, &want.Candidate):
-		return bad("records a harness other than the one git shows (base's version of each harness file the change edited)")
+		return bad("records a harness other than the one git shows (base's version of each harness file the change edited, none of those it added)")
 	case r.Harness.CommitTree != candidateTree:
 		return bad("its commit tree %s is not the candidate tree %s", r.Harness.CommitTree, candidateTree)
 	case r.TreeBefore != want.Tree:
@@ -493,6 +493,14 @@ func harnessGrammar(h *harness.Record, needTree, own bool) string {
 	case needTree && !isDigest(h.CommitTree), !needTree && h.CommitTree != "" && !isDigest(h.CommitTree):
 		return "commit_tree must be a sha256:<hex> tree digest"
 	}
+	if len(h.Unpinned) > 0 && !h.Pinned {
+		return "an unpinned harness lists no unresolved parts: nothing of it is pinned"
+	}
+	for _, u := range h.Unpinned {
+		if u.Part == "" || u.Reason == "" {
+			return "an unresolved part of the command names the part and the reason"
+		}
+	}
 	for j, f := range h.Files {
 		if f.Path == "" || (j > 0 && h.Files[j-1].Path >= f.Path) {
 			return "files must have paths, sorted and unique"
@@ -502,15 +510,17 @@ func harnessGrammar(h *harness.Record, needTree, own bool) string {
 		}
 		switch f.Ran {
 		case harness.FromBase:
+			// The base's version, or for a file new in the change its
+			// absence (issue 25).
 			if own {
 				return fmt.Sprintf("harness file %s ran the base's version in a run with the candidate's own harness", f.Path)
 			}
-			if f.Base == nil || !h.Pinned {
-				return fmt.Sprintf("harness file %s ran the base's version without one, or unpinned", f.Path)
+			if !h.Pinned {
+				return fmt.Sprintf("harness file %s ran the base's version, unpinned", f.Path)
 			}
 		case harness.FromCommit:
-			if f.Base != nil && h.Pinned && !own {
-				return fmt.Sprintf("harness file %s exists at the base but ran the commit's version", f.Path)
+			if h.Pinned && !own {
+				return fmt.Sprintf("harness file %s ran the commit's version in a pinned harness", f.Path)
 			}
 		default:
 			return fmt.Sprintf("harness file %s: ran is %q, not base or commit", f.Path, f.Ran)

@@ -35,6 +35,8 @@ func Requirement(m *discovery.Manifest, c discovery.Check) verdict.Requirement {
 		Remote:      c.HasSource(discovery.SourceGitHub),
 		Report:      c.Report != nil,
 		NewInChange: m.ReadFrom == discovery.ReadFromWorkingTree && c.DefinedBy == discovery.DefinedByRepository,
+
+		RequirePinnedHarness: m.RequirePinnedHarness,
 	}
 	for _, s := range c.Sources {
 		r.Sources = append(r.Sources, string(s))
@@ -59,6 +61,11 @@ func Facts(r *record.CheckRun) verdict.Result {
 		LandingConflicts: r.LandingConflicts,
 		Tamper:           r.Tamper,
 	}
+	if r.Harness != nil {
+		for _, u := range r.Harness.Unpinned {
+			res.HarnessUnpinned = append(res.HarnessUnpinned, u.Part+": "+u.Reason)
+		}
+	}
 	if rep := r.Report; rep != nil && rep.Inventory != nil {
 		res.Report = &verdict.ReportFacts{
 			Passed: len(rep.Inventory.Passed), Failed: len(rep.Inventory.Failed), Skipped: len(rep.Inventory.Skipped),
@@ -75,6 +82,12 @@ func Facts(r *record.CheckRun) verdict.Result {
 type checkContext struct {
 	changed        []string
 	baselineFailed bool
+	// baseline and candidate are the check's runs of those phases, for
+	// newFailed.
+	baseline, candidate *record.CheckRun
+	// newFailed: how many of the candidate run's failed tests the
+	// baseline's report does not list (verdict.Result.NewFailed).
+	newFailed int
 }
 
 // contexts indexes runs by check: one pass, so 10 000 runs stay linear.
@@ -94,12 +107,14 @@ func contexts(m *discovery.Manifest, runs []record.CheckRun) map[string]*checkCo
 		}
 		switch r.Phase {
 		case record.Candidate:
+			at(r.CheckID).candidate = r
 			if r.Harness != nil {
 				for _, p := range r.Harness.Overlay() {
 					at(r.CheckID).changed = append(at(r.CheckID).changed, p.Path)
 				}
 			}
 		case record.Baseline:
+			at(r.CheckID).baseline = r
 			c, _ := m.Check(r.CheckID)
 			if verdict.Judge(Requirement(m, c), Facts(r)).Status != record.Passed {
 				at(r.CheckID).baselineFailed = true
@@ -109,8 +124,31 @@ func contexts(m *discovery.Manifest, runs []record.CheckRun) map[string]*checkCo
 	for _, x := range out {
 		slices.Sort(x.changed)
 		x.changed = slices.Compact(x.changed)
+		if len(x.changed) > 0 {
+			x.newFailed = newFailed(x.baseline, x.candidate)
+		}
 	}
 	return out
+}
+
+// newFailed counts the candidate's failed tests that its check's baseline
+// report does not list at all (passed, failed or skipped): tests new in
+// the change. Without both inventories nothing is new.
+func newFailed(base, cand *record.CheckRun) int {
+	if base == nil || cand == nil || base.Report == nil || base.Report.Inventory == nil || cand.Report == nil || cand.Report.Inventory == nil {
+		return 0
+	}
+	b := base.Report.Inventory
+	n := 0
+	for _, id := range cand.Report.Inventory.Failed {
+		_, p := slices.BinarySearch(b.Passed, id)
+		_, f := slices.BinarySearch(b.Failed, id)
+		_, s := slices.BinarySearch(b.Skipped, id)
+		if !p && !f && !s {
+			n++
+		}
+	}
+	return n
 }
 
 // withContext adds to res what its check's other runs say.
@@ -120,7 +158,7 @@ func withContext(res verdict.Result, x *checkContext) verdict.Result {
 	}
 	switch res.Phase {
 	case record.Candidate:
-		res.HarnessChanged, res.BaselineFailed = x.changed, x.baselineFailed
+		res.HarnessChanged, res.BaselineFailed, res.NewFailed = x.changed, x.baselineFailed, x.newFailed
 	case record.CandidateHarness:
 		res.HarnessChanged = x.changed
 	}

@@ -9,8 +9,9 @@ import (
 )
 
 // TestHarnessExpectationGrammar: an expectations document's harness records
-// have one encoding; a record that says the base's version ran without a
-// base entry, or the commit's although the base has the file, is refused.
+// have one encoding; a pinned record that says the commit's version ran, or
+// an unpinned one that says the base's did, is refused. A file new in the
+// change ran the base's absence (issue 25).
 func TestHarnessExpectationGrammar(t *testing.T) {
 	commit, blob, tree := strings.Repeat("a", 40), strings.Repeat("b", 40), "sha256:"+strings.Repeat("c", 64)
 	entry := &harness.Entry{Mode: "100644", Blob: blob}
@@ -45,12 +46,20 @@ func TestHarnessExpectationGrammar(t *testing.T) {
 	}{
 		{"a pinned, changed script", harness.Record{Pinned: true, Base: commit, CommitTree: tree,
 			Files: []harness.File{{Path: "scripts/test.sh", Ran: harness.FromBase, Base: entry}}}, true},
-		{"a file new in the change", harness.Record{Pinned: true, Base: commit, CommitTree: tree,
-			Files: []harness.File{{Path: "scripts/new.sh", Ran: harness.FromCommit, Commit: entry}}}, true},
+		{"a file new in the change: its absence ran", harness.Record{Pinned: true, Base: commit, CommitTree: tree,
+			Files: []harness.File{{Path: "scripts/new.sh", Ran: harness.FromBase, Commit: entry}}}, true},
+		{"a file new in the change ran in a pinned harness", harness.Record{Pinned: true, Base: commit, CommitTree: tree,
+			Files: []harness.File{{Path: "scripts/new.sh", Ran: harness.FromCommit, Commit: entry}}}, false},
+		{"an unresolved part with its reason", harness.Record{Pinned: true, Base: commit, CommitTree: tree,
+			Unpinned: []harness.Unpinned{{Part: "mvn test", Reason: "runmill does not know which files mvn reads"}}}, true},
+		{"an unresolved part without a reason", harness.Record{Pinned: true, Base: commit, CommitTree: tree,
+			Unpinned: []harness.Unpinned{{Part: "mvn test"}}}, false},
+		{"unresolved parts of an unpinned harness", harness.Record{Reason: harness.ReasonPolicyNew, CommitTree: tree,
+			Unpinned: []harness.Unpinned{{Part: "mvn test", Reason: "x"}}}, false},
+		{"the base's version in an unpinned harness", harness.Record{Reason: harness.ReasonPolicyNew, CommitTree: tree,
+			Files: []harness.File{{Path: "scripts/test.sh", Ran: harness.FromBase, Base: entry, Commit: entry}}}, false},
 		{"unpinned with its reason", harness.Record{Reason: harness.ReasonPolicyNew, CommitTree: tree,
 			Files: []harness.File{{Path: "scripts/test.sh", Ran: harness.FromCommit, Base: entry, Commit: entry}}}, true},
-		{"the base's version without a base entry", harness.Record{Pinned: true, Base: commit, CommitTree: tree,
-			Files: []harness.File{{Path: "scripts/test.sh", Ran: harness.FromBase, Commit: entry}}}, false},
 		{"the commit's version of a file the base has", harness.Record{Pinned: true, Base: commit, CommitTree: tree,
 			Files: []harness.File{{Path: "scripts/test.sh", Ran: harness.FromCommit, Base: entry, Commit: entry}}}, false},
 		{"unpinned without a reason", harness.Record{CommitTree: tree}, false},

@@ -35,7 +35,7 @@ func BenchmarkResolve(b *testing.B) {
 			base, cand := wideTrees(n)
 			cpu := cpuTime()
 			for b.Loop() {
-				_, err := harness.Resolve(context.Background(), "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+				_, err := harness.Resolve(context.Background(), harness.Discovery{}, []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
 				if (n > harness.MaxFiles) != (rmerr.CodeOf(err) == rmerr.LimitHarnessFiles) {
 					b.Fatal(err)
 				}
@@ -52,4 +52,32 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkResolveDiscovered: what every check run now pays when its
+// command names a runner (issue 25) — a pytest or npm discovery's globs
+// (conftest.py, *.pth, pytest/**, .npmrc, node_modules/.bin/**) matched
+// over the base and the candidate of an ordinary 500 000-file repository
+// (the default checkout limit), none of whose files match.
+func BenchmarkResolveDiscovered(b *testing.B) {
+	base, cand := harness.Tree{}, harness.Tree{}
+	for i := range 500_000 {
+		p := fmt.Sprintf("src/pkg%03d/mod%03d/file%d.py", i/5000, (i/50)%100, i%50)
+		base[p], cand[p] = entry("a"), entry("b")
+	}
+	for _, command := range []string{"python3 -m pytest -q", "npm test"} {
+		b.Run(strings.Fields(command)[len(strings.Fields(command))-2], func(b *testing.B) {
+			d, err := harness.Discover(command, base, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cpu := cpuTime()
+			for b.Loop() {
+				if _, err := harness.Resolve(context.Background(), d, nil, base, cand, true, strings.Repeat("f", 40)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
 }

@@ -5,25 +5,28 @@
 // command runs are as much a part of that contract as the command string.
 //
 // A check's harness is
-//   - the repository file its command directly executes, read from the
-//     command string and nothing guessed: `sh FILE`, `bash FILE` or
-//     `./FILE` as its first words (Script);
+//   - what Discover resolves from its command and the base (issue 25): the
+//     files it runs or reads as programs and scripts, and per runner the
+//     files that decide how it collects, runs or reports tests;
 //   - every file its policy lists under `harness:` (paths or pkg/pathglob
 //     globs).
 //
-// Each harness file that exists at the base runs in the base's version (a
-// change that updates its harness takes effect from the next change on, as
-// with the policy); one that does not exist at the base is new in the change
-// and runs in the candidate's version. The package is pure: callers hand it
-// the two trees' entries (git ls-tree), so the engine and `evidence expect`
-// compute the same record from the same commits.
+// Each is matched in both trees. A harness file runs in the base's
+// version: one the change edited is laid over the checkout from the base,
+// one the change removed is restored, and one new in the change is kept out
+// of it — the base-harness run sees its absence (a new conftest.py or
+// GNUmakefile is a harness change, not a file that runs in the candidate's
+// version). A change that updates its harness takes effect from the next
+// change on, as with the policy. The package is pure: callers hand it the
+// two trees' entries (git ls-tree) and a reader of the base's blobs, so the
+// engine and `evidence expect` compute the same record from the same
+// commits.
 package harness
 
 import (
 	"cmp"
 	"context"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -46,10 +49,12 @@ type Tree map[string]Entry
 type Source string
 
 const (
-	// FromBase: the base's version, laid over the checkout.
+	// FromBase: the base's version, laid over the checkout; for a file the
+	// base does not have (new in the change), its absence: the file is
+	// kept out of the checkout.
 	FromBase Source = "base"
-	// FromCommit: the checked-out commit's own version — the file does not
-	// exist at the base (new in the change), or nothing is pinned.
+	// FromCommit: the checked-out commit's own version — nothing is pinned
+	// (the repository policy is new in the change).
 	FromCommit Source = "commit"
 )
 
@@ -65,10 +70,10 @@ type File struct {
 	Commit *Entry `json:"commit,omitempty"`
 }
 
-// Changed reports whether the change edited (or removed) the file: the run
-// saw the base's version, not the commit's.
+// Changed reports whether the change edited, removed or added the file: the
+// run saw the base's version (or its absence), not the commit's.
 func (f File) Changed() bool {
-	return f.Ran == FromBase && (f.Commit == nil || *f.Commit != *f.Base)
+	return f.Ran == FromBase && !sameEntry(f.Base, f.Commit)
 }
 
 // Record is the harness of one check run, as the evidence records it.
@@ -80,6 +85,10 @@ type Record struct {
 	Base string `json:"base,omitempty"`
 	// Files are the harness files, sorted by path.
 	Files []File `json:"files"`
+	// Unpinned are the parts of the command whose harness runmill cannot
+	// name (Discover), for a pinned check whose policy lists no harness:
+	// entries; "harness not pinned: …; list it under harness:".
+	Unpinned []Unpinned `json:"unpinned,omitempty"`
 	// CommitTree is pkg/treehash's digest of the run's commit alone; the
 	// run's tree_before is the tree as run (commit + base harness). They
 	// are equal when no harness file differs.
@@ -91,11 +100,17 @@ type Record struct {
 const ReasonPolicyNew = "the repository policy is new in the change (read_from: working-tree): no prior contract, nothing pinned"
 
 // Overlay is what the run lays over its checkout: the base's version of
-// every changed harness file, sorted by path.
+// every changed harness file, and the removal of every one new in the
+// change, sorted by path.
 func (r *Record) Overlay() []Pin {
 	var out []Pin
 	for _, f := range r.Files {
-		if f.Changed() {
+		if !f.Changed() {
+			continue
+		}
+		if f.Base == nil {
+			out = append(out, Pin{Path: f.Path, Remove: true})
+		} else {
 			out = append(out, Pin{Path: f.Path, Entry: *f.Base})
 		}
 	}
@@ -107,66 +122,36 @@ func (r *Record) Overlay() []Pin {
 // a file new in the change, kept out of) its checkout.
 func (r *Record) Changed() bool { return len(r.Overlay()) > 0 }
 
-// ChangedPaths lists the harness files the change edited, whose base
-// version ran.
+// ChangedPaths lists the harness files the change edited or removed,
+// whose base version ran.
 func (r *Record) ChangedPaths() []string {
 	var out []string
 	for _, f := range r.Files {
-		if f.Changed() {
+		if f.Changed() && f.Base != nil {
 			out = append(out, f.Path)
 		}
 	}
 	return out
 }
 
-// NewPaths lists the harness files new in the change (taken from the commit).
+// NewPaths lists the harness files new in the change: kept out of a pinned
+// run, the candidate's version in an unpinned one.
 func (r *Record) NewPaths() []string {
 	var out []string
 	for _, f := range r.Files {
-		if f.Ran == FromCommit && f.Base == nil {
+		if f.Base == nil && f.Commit != nil {
 			out = append(out, f.Path)
 		}
 	}
 	return out
 }
 
-// Pin is one file laid over a checkout.
+// Pin is one file laid over a checkout: the entry written at Path, or, with
+// Remove, Path kept out of it.
 type Pin struct {
 	Path string
 	Entry
-}
-
-// Script returns the repository file the command directly executes when it
-// starts with `sh FILE`, `bash FILE` or `./FILE`, cleaned and relative to
-// the repository root. Anything else — an option before the file, quoting,
-// a variable, a path outside the checkout — names no file, and nothing is
-// guessed.
-func Script(command string) (string, bool) {
-	words := strings.Fields(command)
-	if len(words) == 0 {
-		return "", false
-	}
-	var file string
-	switch {
-	case words[0] == "sh" || words[0] == "bash":
-		if len(words) < 2 {
-			return "", false
-		}
-		file = words[1]
-	case strings.HasPrefix(words[0], "./"):
-		file = words[0]
-	default:
-		return "", false
-	}
-	// A word the shell would rewrite is not a literal path.
-	if strings.ContainsAny(file, "\"'`$\\*?[]{}~;&|<>()#=") || strings.HasPrefix(file, "-") {
-		return "", false
-	}
-	clean := path.Clean(file)
-	if path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", false
-	}
-	return clean, true
+	Remove bool
 }
 
 // MaxFiles bounds the files one run's harness may name, base and commit
@@ -185,26 +170,38 @@ const MaxFiles = 10_000
 // its context: a few milliseconds of globbing.
 const cancelEvery = 4096
 
-// Resolve computes the harness of one run of a check whose command is
-// command and whose policy lists patterns under harness:, given the base's
-// tree and the run's commit's tree. pinned=false (the policy is new in the
-// change) records the files but takes every one from the commit. A harness
+// Resolve computes the harness of one run of a check whose command
+// discovered d (Discover, over the base) and whose policy lists patterns
+// under harness:, given the base's tree and the run's commit's tree: every
+// discovered path and glob and every pattern matched in both trees.
+// pinned=false (the policy is new in the change) records the files but takes
+// every one from the commit. d's unresolved parts are recorded for a pinned
+// check whose policy lists no harness: entries (a policy that lists them
+// has named what discovery cannot). A harness
 // of more than MaxFiles files is refused (RM-LIMIT-001) before anything is
 // sorted or compared. The pass over the trees (as many entries as the
 // checkout limits admit: 500 000 by default) ends with ctx, so a cancelled
 // run never waits for it.
-func Resolve(ctx context.Context, command string, patterns []string, base, commit Tree, pinned bool, baseCommit string) (*Record, error) {
-	globs := make([]*pathglob.Pattern, len(patterns))
-	for i, p := range patterns {
+func Resolve(ctx context.Context, d Discovery, patterns []string, base, commit Tree, pinned bool, baseCommit string) (*Record, error) {
+	all := slices.Concat(patterns, d.Globs)
+	globs := make([]*pathglob.Pattern, len(all))
+	for i, p := range all {
 		g, err := pathglob.Compile(p)
 		if err != nil {
 			return nil, fmt.Errorf("harness pattern %q: %w", p, err)
 		}
 		globs[i] = g
 	}
+	exact := make(map[string]bool, len(d.Paths))
+	for _, p := range d.Paths {
+		exact[p] = true
+	}
 	named := func(name string) bool {
+		if exact[name] {
+			return true
+		}
 		for i, g := range globs {
-			if name == patterns[i] || g.Match(name) {
+			if name == all[i] || g.Match(name) {
 				return true
 			}
 		}
@@ -241,20 +238,15 @@ func Resolve(ctx context.Context, command string, patterns []string, base, commi
 			add(name)
 		}
 	}
-	if s, ok := Script(command); ok && !named(s) {
-		if _, ok := base[s]; ok {
-			add(s)
-		} else if _, ok := commit[s]; ok {
-			add(s)
-		}
-	}
 	if n > MaxFiles {
-		return nil, rmerr.New(rmerr.LimitHarnessFiles, "the harness (command %q, harness: %q) names %d files at the base and the commit together, more than the %d a run may take (pkg/harness.MaxFiles)", command, patterns, n, MaxFiles).
+		return nil, rmerr.New(rmerr.LimitHarnessFiles, "the harness (harness: %q, discovered %q) names %d files at the base and the commit together, more than the %d a run may take (pkg/harness.MaxFiles)", patterns, d.Globs, n, MaxFiles).
 			WithHint("a harness is the scripts and runner configs a check runs: narrow the check's harness: globs in the base's .runmill/checks.yaml, and do not add thousands of files matching them in one change")
 	}
 	rec := &Record{Pinned: pinned, Base: baseCommit, Files: make([]File, 0, n)}
 	if !pinned {
 		rec.Reason = ReasonPolicyNew
+	} else if len(patterns) == 0 && len(d.Unpinned) > 0 {
+		rec.Unpinned = slices.Clone(d.Unpinned)
 	}
 	for _, p := range paths {
 		f := File{Path: p}
@@ -265,7 +257,7 @@ func Resolve(ctx context.Context, command string, patterns []string, base, commi
 			f.Commit = &e
 		}
 		f.Ran = FromCommit
-		if pinned && f.Base != nil {
+		if pinned {
 			f.Ran = FromBase
 		}
 		rec.Files = append(rec.Files, f)
@@ -279,13 +271,16 @@ func Resolve(ctx context.Context, command string, patterns []string, base, commi
 
 // layable refuses a harness in which a file laid from the base is also a
 // directory of another file laid from the base: both cannot be laid down.
+// A file kept out (new in the change) conflicts with none: under a laid
+// file it is gone with the commit's directory, and a laid file under it
+// replaces it.
 // Sorted by path components, every path under a file F follows F directly,
 // so comparing each laid file with the next one finds every such pair
 // (O(n log n); comparing every pair took 56 s at 40 000 files).
 func layable(files []File) error {
 	var laid []string
 	for _, f := range files {
-		if f.Ran == FromBase {
+		if f.Ran == FromBase && f.Base != nil {
 			laid = append(laid, f.Path)
 		}
 	}
@@ -322,7 +317,7 @@ func Equal(a, b *Record) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if a.Pinned != b.Pinned || a.Reason != b.Reason || a.Base != b.Base || len(a.Files) != len(b.Files) {
+	if a.Pinned != b.Pinned || a.Reason != b.Reason || a.Base != b.Base || len(a.Files) != len(b.Files) || !slices.Equal(a.Unpinned, b.Unpinned) {
 		return false
 	}
 	for i := range a.Files {

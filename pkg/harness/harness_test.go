@@ -13,41 +13,6 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-func TestScript(t *testing.T) {
-	run := func(t *testing.T, command, want string) {
-		t.Helper()
-		got, ok := harness.Script(command)
-		if ok != (want != "") || got != want {
-			t.Fatalf("Script(%q) = %q, %v; want %q", command, got, ok, want)
-		}
-	}
-	for _, c := range []struct{ command, want string }{
-		{"sh scripts/test.sh", "scripts/test.sh"},
-		{"bash scripts/test.sh --fast > reports/unit.xml", "scripts/test.sh"},
-		{"./scripts/test.sh", "scripts/test.sh"},
-		{"  sh ./tests/run.sh arg", "tests/run.sh"},
-		{"sh tests/../scripts/t.sh", "scripts/t.sh"},
-		// Nothing guessed: options, quoting, variables, other programs,
-		// paths outside the checkout.
-		{"sh -e scripts/test.sh", ""},
-		{`sh "scripts/test.sh"`, ""},
-		{"sh $SCRIPT", ""},
-		{"sh scripts/*.sh", ""},
-		{"npm test", ""},
-		{"cd sub && sh test.sh", ""},
-		{"sh /usr/local/bin/test.sh", ""},
-		{"sh ../outside.sh", ""},
-		{"./", ""},
-		{"sh", ""},
-		{"./x;rm -rf /", ""},
-		{"", ""},
-		{"zsh scripts/test.sh", ""},
-		{"shx scripts/test.sh", ""},
-	} {
-		t.Run(c.command, func(t *testing.T) { run(t, c.command, c.want) })
-	}
-}
-
 func entry(blob string) harness.Entry {
 	return harness.Entry{Mode: "100644", Blob: strings.Repeat(blob, 40)}
 }
@@ -60,7 +25,11 @@ func TestResolve(t *testing.T) {
 	}
 	run := func(t *testing.T, command string, patterns []string, commit harness.Tree, pinned bool, w want) {
 		t.Helper()
-		rec, err := harness.Resolve(context.Background(), command, patterns, base, commit, pinned, strings.Repeat("f", 40))
+		d, err := harness.Discover(command, base, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := harness.Resolve(context.Background(), d, patterns, base, commit, pinned, strings.Repeat("f", 40))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,11 +48,20 @@ func TestResolve(t *testing.T) {
 		if strings.Join(rec.ChangedPaths(), ",") != strings.Join(w.changed, ",") {
 			t.Errorf("changed %v, want %v", rec.ChangedPaths(), w.changed)
 		}
-		if pinned && strings.Join(rec.NewPaths(), ",") != strings.Join(w.added, ",") {
+		if strings.Join(rec.NewPaths(), ",") != strings.Join(w.added, ",") {
 			t.Errorf("new %v, want %v", rec.NewPaths(), w.added)
 		}
-		if len(rec.Overlay()) != len(w.changed) {
-			t.Errorf("overlay %v, want the changed files %v", rec.Overlay(), w.changed)
+		laid := len(w.changed) + len(w.added)
+		if !pinned {
+			laid = 0
+		}
+		if len(rec.Overlay()) != laid || rec.Changed() != (laid > 0) {
+			t.Errorf("overlay %v, want the changed files %v and the removal of the new ones %v", rec.Overlay(), w.changed, w.added)
+		}
+		for _, pin := range rec.Overlay() {
+			if pin.Remove != slices.Contains(w.added, pin.Path) {
+				t.Errorf("pin %+v: removal %v, want %v", pin, pin.Remove, !pin.Remove)
+			}
 		}
 		if !pinned && (rec.Reason == "" || len(rec.Overlay()) != 0) {
 			t.Errorf("unpinned: reason %q, overlay %v", rec.Reason, rec.Overlay())
@@ -105,9 +83,9 @@ func TestResolve(t *testing.T) {
 	t.Run("a mode change is a change", func(t *testing.T) {
 		run(t, "./scripts/test.sh", nil, chmod, true, want{ran: map[string]harness.Source{"scripts/test.sh": harness.FromBase}, changed: []string{"scripts/test.sh"}})
 	})
-	t.Run("files new in the change are the candidate's", func(t *testing.T) {
+	t.Run("files new in the change are kept out: the base's absence ran", func(t *testing.T) {
 		run(t, "sh scripts/new.sh", []string{"*.config.*"}, added, true, want{ran: map[string]harness.Source{
-			"scripts/new.sh": harness.FromCommit, "jest.config.js": harness.FromBase, "vitest.config.ts": harness.FromCommit},
+			"scripts/new.sh": harness.FromBase, "jest.config.js": harness.FromBase, "vitest.config.ts": harness.FromBase},
 			added: []string{"scripts/new.sh", "vitest.config.ts"}})
 	})
 	t.Run("a named file at neither commit is not recorded", func(t *testing.T) {
@@ -115,27 +93,13 @@ func TestResolve(t *testing.T) {
 	})
 	t.Run("a policy new in the change pins nothing", func(t *testing.T) {
 		run(t, "sh scripts/test.sh", nil, edited, false, want{ran: map[string]harness.Source{"scripts/test.sh": harness.FromCommit}})
+		run(t, "sh scripts/new.sh", []string{"*.config.*"}, added, false, want{ran: map[string]harness.Source{
+			"scripts/new.sh": harness.FromCommit, "jest.config.js": harness.FromCommit, "vitest.config.ts": harness.FromCommit},
+			added: []string{"scripts/new.sh", "vitest.config.ts"}})
 	})
 	t.Run("a bad pattern is an error", func(t *testing.T) {
-		if _, err := harness.Resolve(context.Background(), "true", []string{"["}, base, edited, true, ""); err == nil {
+		if _, err := harness.Resolve(context.Background(), harness.Discovery{}, []string{"["}, base, edited, true, ""); err == nil {
 			t.Fatal("no error")
-		}
-	})
-}
-
-func FuzzScript(f *testing.F) {
-	for _, s := range []string{"sh scripts/test.sh", "./x", "bash a/../../b", "sh $x", "./a b", "sh\t./a"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, command string) {
-		p, ok := harness.Script(command)
-		if !ok {
-			return
-		}
-		// A named script is a clean relative path that the command names
-		// literally.
-		if p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "../") || p == ".." || strings.ContainsAny(p, "\"'$` \t\n*?") {
-			t.Fatalf("Script(%q) = %q", command, p)
 		}
 	})
 }
@@ -152,7 +116,7 @@ func TestResolveLaysNoFileUnderAFile(t *testing.T) {
 		for _, p := range paths {
 			base[p], cand[p] = entry("a"), entry("b")
 		}
-		_, err := harness.Resolve(context.Background(), "true", paths, base, cand, true, strings.Repeat("f", 40))
+		_, err := harness.Resolve(context.Background(), harness.Discovery{}, paths, base, cand, true, strings.Repeat("f", 40))
 		return err
 	}
 	for _, c := range []struct {
@@ -201,12 +165,12 @@ func TestResolveLaysNoFileUnderAFile(t *testing.T) {
 // harness at the cap resolves.
 func TestResolveCapsTheHarness(t *testing.T) {
 	base, cand := wideTrees(200_000)
-	_, err := harness.Resolve(context.Background(), "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+	_, err := harness.Resolve(context.Background(), harness.Discovery{}, []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
 	if rmerr.CodeOf(err) != rmerr.LimitHarnessFiles || !strings.Contains(err.Error(), "names 200000 files") || !strings.Contains(err.Error(), "10000") {
 		t.Fatalf("200 000 matched files: %v", err)
 	}
 	base, cand = wideTrees(harness.MaxFiles)
-	rec, err := harness.Resolve(context.Background(), "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+	rec, err := harness.Resolve(context.Background(), harness.Discovery{}, []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +189,7 @@ func TestResolveCancelled(t *testing.T) {
 	base, cand := wideTrees(200_000)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rec, err := harness.Resolve(ctx, "true", []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
+	rec, err := harness.Resolve(ctx, harness.Discovery{}, []string{"conftest.py"}, base, cand, true, strings.Repeat("f", 40))
 	if !errors.Is(err, context.Canceled) || rec != nil {
 		t.Fatalf("cancelled: %v, %v", rec, err)
 	}

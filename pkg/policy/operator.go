@@ -76,6 +76,11 @@ type Verification struct {
 	// review from someone other than its author, never when it must land
 	// in a change of its own first.
 	ChangeDeclarations ChangeDeclarations `yaml:"change_declarations,omitempty" json:"change_declarations,omitempty"`
+	// RequirePinnedHarness makes a candidate run whose command runmill
+	// cannot resolve to harness files (pkg/harness.Discover: an unknown
+	// program, a variable, a script outside the repository) fail instead of
+	// carrying a "harness not pinned" note (issue 25).
+	RequirePinnedHarness bool `yaml:"require_pinned_harness,omitempty" json:"require_pinned_harness,omitempty"`
 }
 
 // ChangeDeclarations is verification.change_declarations.

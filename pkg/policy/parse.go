@@ -378,7 +378,7 @@ func cleanYAML(s string) string {
 		"in type policy.Repository", "at the top level (allowed: checks)",
 		"in type policy.Operator", "at the top level (allowed: autonomy, verification, budgets, risk, sandbox, github, dependencies)",
 		"in type policy.GitHub", "in github (allowed: required)",
-		"in type policy.Verification", "in verification (allowed: commands, fail_on_skipped_check, path_rules, change_declarations)",
+		"in type policy.Verification", "in verification (allowed: commands, fail_on_skipped_check, path_rules, change_declarations, require_pinned_harness)",
 		"in type policy.PathRule", "in a path rule (allowed: paths, checks)",
 		"in type policy.Budgets", "in budgets (allowed: run_timeout, check_timeout, max_output_bytes, parallel)",
 		"in type policy.Risk", "in risk (allowed: high_risk_paths)",

@@ -252,6 +252,8 @@ risk: {high_risk_paths: ["infra/**"]}
 		{"relative module cache", "dependencies:\n  go_modules:\n    module_cache: gomod\n    build_cache: /a/../b\n",
 			[]finding{{3, "dependencies.go_modules.module_cache", "must be absolute"}, {4, "dependencies.go_modules.build_cache", "must be absolute"}}},
 		{"unknown go modules key", "dependencies:\n  go_modules: {proxy: x}\n", []finding{{2, "", "field proxy not found in dependencies.go_modules"}}},
+		{"require a pinned harness", "verification:\n  require_pinned_harness: true\n", nil},
+		{"require a pinned harness wrong type", "verification: {require_pinned_harness: always}\n", []finding{{1, "", "cannot unmarshal"}}},
 		{"change declarations never", "verification: {change_declarations: never}\n", nil},
 		{"change declarations with approval", "verification:\n  change_declarations: with_approval\n", nil},
 		{"unknown change declarations", "verification:\n  change_declarations: always\n",

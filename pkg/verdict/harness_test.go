@@ -84,6 +84,23 @@ func TestJudgeCandidateHarness(t *testing.T) {
 		}), status: F, coverage: Pr, rules: []string{verdict.RuleCheckFailed}},
 		{name: "a failing candidate over a passing baseline: no deadlock", run: cand(func(r *verdict.Result) { r.ExitCode = 1 }),
 			status: F, coverage: Pr, rules: []string{verdict.RuleCheckFailed}},
+		// New tests failing with the base's harness (a fixture in a new
+		// conftest.py kept out): the candidate-harness run judges them.
+		{name: "only new tests failed with the base's harness: the own-harness run judges them", run: cand(func(r *verdict.Result) {
+			r.ExitCode, r.Report.Failed, r.Report.FailedTests, r.NewFailed = 1, 1, []record.FailedTest{{ID: "tests/test_new.py::test_sums"}}, 1
+		}), status: P, coverage: Pr},
+		{name: "a base test failed beside a new one: both fail the run", run: cand(func(r *verdict.Result) {
+			r.ExitCode, r.Report.Failed, r.Report.FailedTests, r.NewFailed = 1, 2, []record.FailedTest{{ID: "a"}, {ID: "new"}}, 1
+		}), status: F, coverage: Pr, rules: []string{verdict.RuleCheckFailed, verdict.RuleTestsFailed}},
+		{name: "new tests failing where the harness did not change fail the run", run: cand(func(r *verdict.Result) {
+			r.ExitCode, r.Report.Failed, r.Report.FailedTests, r.NewFailed, r.HarnessChanged = 1, 1, []record.FailedTest{{ID: "new"}}, 1, nil
+		}), status: F, coverage: Pr, rules: []string{verdict.RuleCheckFailed, verdict.RuleTestsFailed}},
+		{name: "new tests failing with a report fault still fail the run", run: cand(func(r *verdict.Result) {
+			r.ExitCode, r.Report.Failed, r.Report.FailedTests, r.NewFailed, r.Report.Faults = 1, 1, []record.FailedTest{{ID: "new"}}, 1, []string{"crash"}
+		}), status: F, coverage: Pr, rules: []string{verdict.RuleCheckFailed, verdict.RuleTestsFailed, verdict.RuleReportFault}},
+		{name: "new tests failing in the own-harness run fail it", run: own(func(r *verdict.Result) {
+			r.ExitCode, r.Report.Failed, r.Report.FailedTests, r.NewFailed = 1, 1, []record.FailedTest{{ID: "new"}}, 1
+		}), status: F, coverage: Pr, rules: []string{verdict.RuleCheckFailed, verdict.RuleTestsFailed}, contains: verdict.CandidateHarnessWords},
 		{name: "a change that does not merge: the conflict alone", run: cand(func(r *verdict.Result) {
 			r.Started, r.Report, r.LandingConflicts, r.BaselineFailed = false, nil, []string{"tests/run.sh"}, true
 		}), status: F, coverage: Un, rules: []string{verdict.RuleMergeConflict}},

@@ -120,6 +120,10 @@ const (
 	RuleClaimedFailed = "outcome.summary-claims-failures"
 	RuleZeroTests     = "outcome.zero-tests"
 	RuleNotStarted    = "outcome.not-started"
+	// RuleHarnessUnpinned: the operator requires a pinned harness
+	// (verification.require_pinned_harness) and runmill could not resolve
+	// part of the command's.
+	RuleHarnessUnpinned = "harness.unpinned"
 )
 
 // OutputRulePrefix marks observations read from a run's output rather than
@@ -170,12 +174,30 @@ func (j *judging) candidate() {
 			Message: "tree changed during the check; result invalidated",
 			Hint:    "the check must not write to the checkout (formatters with --write, regenerated lockfiles, rewritten fixtures); write scratch data to $TMPDIR"})
 	}
-	if r.Started && r.ExitCode != 0 && !r.TimedOut {
+	// newOnly: with the change's harness edited, every failure of this run
+	// is a test the base does not have. The base's harness decides the
+	// base's tests (preservation); a new test may need what the change adds
+	// to the harness (a fixture in a new conftest.py), so its failure here,
+	// and the exit code it explains, are the candidate-harness run's to
+	// judge: refusing it would refuse every honest new fixture. A base test
+	// failing here still fails, whatever the change's own harness says.
+	newOnly := j.newTestsOnly()
+	if newOnly {
+		j.note("%d test(s) new in the change failed with the base's harness, which keeps the change's new harness files out; the run %s judges them", r.NewFailed, CandidateHarnessWords)
+	}
+	if r.Started && r.ExitCode != 0 && !r.TimedOut && !(newOnly && !r.OOMKilled) {
 		msg := fmt.Sprintf("the check exited with code %d", r.ExitCode)
 		if r.OOMKilled {
 			msg += OOMKilledNote
 		}
 		j.fail(record.Finding{Rule: RuleCheckFailed, Message: msg, Hint: "fix the failing check"})
+	}
+	if j.req.RequirePinnedHarness {
+		for _, u := range r.HarnessUnpinned {
+			j.fail(record.Finding{Rule: RuleHarnessUnpinned,
+				Message: "harness not pinned: " + u + "; list it under harness:",
+				Hint:    "list the files this part of the command runs or reads under the check's harness: in the base's .runmill/checks.yaml (or the operator policy's command), so the base's version runs"})
+		}
 	}
 	j.observations()
 	j.tamper()
@@ -201,7 +223,7 @@ func (j *judging) candidate() {
 		return
 	}
 	j.proven = true
-	if rep.Failed > 0 {
+	if rep.Failed > 0 && !newOnly {
 		j.fail(failedTests(rep))
 	}
 	for _, f := range rep.Faults {
@@ -288,6 +310,15 @@ func (j *judging) candidateHarness() {
 		}
 		j.fail(f)
 	}
+}
+
+// newTestsOnly: the run's harness changed and every test it failed is new
+// in the change, with nothing else wrong with its report.
+func (j *judging) newTestsOnly() bool {
+	r := j.r
+	rep := r.Report
+	return r.Phase == record.Candidate && len(r.HarnessChanged) > 0 && rep != nil &&
+		rep.Failed > 0 && r.NewFailed == rep.Failed && len(rep.Faults) == 0 && rep.ClaimedFailures <= rep.ShownFailures
 }
 
 // CandidateHarnessWords mark every finding of a candidate-harness run (issue
@@ -455,7 +486,18 @@ func (j *judging) baseline() {
 	default:
 		j.proven = true
 	}
-	if r.Started && r.ExitCode != 0 && !r.TimedOut {
+	// newOnly: with the change's harness edited, every failure of this run
+	// is a test the base does not have. The base's harness decides the
+	// base's tests (preservation); a new test may need what the change adds
+	// to the harness (a fixture in a new conftest.py), so its failure here,
+	// and the exit code it explains, are the candidate-harness run's to
+	// judge: refusing it would refuse every honest new fixture. A base test
+	// failing here still fails, whatever the change's own harness says.
+	newOnly := j.newTestsOnly()
+	if newOnly {
+		j.note("%d test(s) new in the change failed with the base's harness, which keeps the change's new harness files out; the run %s judges them", r.NewFailed, CandidateHarnessWords)
+	}
+	if r.Started && r.ExitCode != 0 && !r.TimedOut && !(newOnly && !r.OOMKilled) {
 		j.ran = false
 		j.note("the baseline exited with code %d; the tests its report shows passed keep preservation authority", r.ExitCode)
 	}

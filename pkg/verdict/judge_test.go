@@ -29,6 +29,8 @@ func TestJudge(t *testing.T) {
 	plainCheck := verdict.Requirement{CheckID: "unit", Required: true, Runnable: true}
 	newCheck := reportCheck
 	newCheck.NewInChange = true
+	pinnedOnly := reportCheck
+	pinnedOnly.RequirePinnedHarness = true
 	obs := func(rule string) record.Finding {
 		return record.Finding{Rule: rule, Message: rule + " seen", Hint: "fix it"}
 	}
@@ -57,6 +59,17 @@ func TestJudge(t *testing.T) {
 				r.Started, r.Report, r.LandingConflicts = false, nil, []string{"lib/fix.sh"}
 			}),
 			status: F, coverage: Un, notes: 1},
+		{name: "an unresolved harness is a fact, not a failure, by default", req: reportCheck,
+			run: cand(func(r *verdict.Result) {
+				r.HarnessUnpinned = []string{"mvn test: runmill does not know which files mvn reads"}
+			}),
+			status: P, coverage: Pr},
+		{name: "require_pinned_harness: an unresolved harness fails, naming the part", req: pinnedOnly,
+			run: cand(func(r *verdict.Result) {
+				r.HarnessUnpinned = []string{"mvn test: runmill does not know which files mvn reads"}
+			}),
+			status: F, coverage: Pr, rules: []string{verdict.RuleHarnessUnpinned}, contains: "harness not pinned: mvn test: runmill does not know which files mvn reads; list it under harness:"},
+		{name: "require_pinned_harness: a resolved harness passes", req: pinnedOnly, run: cand(nil), status: P, coverage: Pr},
 		{name: "a tamper fact fails a passing report, naming file:line", req: reportCheck,
 			run: cand(func(r *verdict.Result) {
 				r.Tamper = []record.Tamper{{File: "tests/conftest.py", Line: 7, Rule: "atexit", Code: "atexit.register(fix)"}}

@@ -37,6 +37,10 @@ type Requirement struct {
 	// alone.
 	NewInChange bool     `json:"new_in_change,omitempty"`
 	Sources     []string `json:"sources,omitempty"`
+	// RequirePinnedHarness: the operator's
+	// verification.require_pinned_harness; a candidate run with unresolved
+	// harness parts fails.
+	RequirePinnedHarness bool `json:"require_pinned_harness,omitempty"`
 }
 
 // Result is one recorded check run: the facts the orchestrator observed.
@@ -59,6 +63,9 @@ type Result struct {
 	// LandingConflicts are the paths the landing merge (the base tip and
 	// the head) conflicted in: the run had no tree to measure.
 	LandingConflicts []string `json:"landing_conflicts,omitempty"`
+	// HarnessUnpinned are the parts of the command whose harness runmill
+	// could not resolve, "part: reason" (the run's harness record).
+	HarnessUnpinned []string `json:"harness_unpinned,omitempty"`
 	// Observations are what the engine observed beyond these facts: report
 	// and dependency refusals, output phrases (rules OutputRulePrefix…),
 	// preservation findings, a commit's tree that changed between checkouts.
@@ -76,6 +83,11 @@ type Result struct {
 	// the base tip did not pass (Judge's status of it). With HarnessChanged
 	// it is the deadlock of a broken base harness that no change can fix.
 	BaselineFailed bool `json:"baseline_failed,omitempty"`
+	// NewFailed: for a candidate result whose harness changed, how many of
+	// its failed tests the check's baseline report does not list (tests new
+	// in the change). They failed under the base's harness, which keeps the
+	// change's new harness files out: the candidate-harness run judges them.
+	NewFailed int `json:"new_failed,omitempty"`
 }
 
 // Input is every record the verdict is computed from.
