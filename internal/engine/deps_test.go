@@ -223,6 +223,47 @@ it('keeps a cache in node_modules', () => {
 	if mounts, err := mountinfo.Under(state); err != nil || len(mounts) != 0 {
 		t.Errorf("mounts left under the state directory: %v %v", mounts, err)
 	}
+
+	// A lie in the runner's configuration (issue 25): a new vitest.config.js,
+	// which vitest prefers over the pinned vitest.config.mjs, loads a setup
+	// file that makes toBe pass whatever it is given, and a base test is
+	// broken. The new config is a harness file, kept out of the base-harness
+	// run: the broken test fails there, whatever the change's harness says.
+	lie := candidate(t, r, "neuters-toBe", func() {
+		r.Write("vitest.config.js", "import { defineConfig } from 'vitest/config';\nexport default defineConfig({ test: { include: ['test/**/*.test.js'], setupFiles: ['./test/setup.js'] } });\n")
+		r.Write("test/setup.js", "import { expect } from 'vitest';\nexpect.extend({ toBe() { return { pass: true, message: () => '' }; } });\n")
+		r.Write("test/cart.test.js", strings.Replace(mustRead(t, filepath.Join(r.Dir, "test/cart.test.js")), "toBe(350)", "toBe(351)", 1))
+		r.Git("add", "vitest.config.js")
+	})
+	lied := verify(t, r, base, lie, func(o *engine.VerifyOptions) { o.StateDir = state })
+	if lied.MergeReady() {
+		t.Fatalf("a neutered toBe is merge-ready:\n%s", outputs(lied))
+	}
+	var ownPassed, baseFailed bool
+	for _, c := range lied.Delivery.Checks {
+		switch c.Phase {
+		case record.Candidate:
+			baseFailed = c.Report != nil && c.Report.Inventory != nil && len(c.Report.Inventory.Failed) == 1 &&
+				strings.Contains(strings.Join(c.Notes, "\n"), "vitest.config.js")
+		case record.CandidateHarness:
+			// The lie works with the change's own harness: without the
+			// pinning this change would pass.
+			ownPassed = c.Status == record.Passed
+		}
+	}
+	if !baseFailed || !ownPassed {
+		t.Fatalf("want the base-harness run to fail the broken test naming vitest.config.js (%v) and the lie to pass with its own harness (%v):\n%s\n%s",
+			baseFailed, ownPassed, strings.Join(rules(lied), "\n"), outputs(lied))
+	}
+}
+
+func mustRead(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 const goPolicy = `checks:
