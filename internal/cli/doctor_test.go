@@ -443,3 +443,29 @@ func TestDoctorChecks(t *testing.T) {
 		t.Errorf("exit %d; verify's output lacks %q (the doctor must say what verify says):\n%s", code, overrides, out)
 	}
 }
+
+// TestUnpinnedHarnessSaidEverywhere: a command runmill cannot resolve to
+// harness files is never silently unpinned (issue 25): verify, inspect of
+// its run and doctor --check checks each say so, in the same words.
+func TestUnpinnedHarnessSaidEverywhere(t *testing.T) {
+	needContainerd(t)
+	r := policyRepo(t, "checks:\n  - id: smoke\n    run: perl -e 1\n")
+	base := strings.TrimSpace(r.Git("rev-parse", "HEAD"))
+	const want = "harness not pinned: perl -e 1"
+	state := t.TempDir()
+	_, out, _ := runCLI(t, "", "verify", "--repo", r.Dir, "--base", base, "--candidate", base, "--out", state,
+		"--containerd-address", containerdAddress, "--no-github")
+	if !strings.Contains(out, want) {
+		t.Fatalf("verify's output lacks %q:\n%s", want, out)
+	}
+	runs, err := filepath.Glob(filepath.Join(state, "runs", "*", "statement.json"))
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %v %v", runs, err)
+	}
+	if _, out, _ := runCLI(t, "", "inspect", runs[0]); !strings.Contains(out, want) {
+		t.Errorf("inspect's output lacks %q:\n%s", want, out)
+	}
+	if _, out, _ := runCLI(t, "", "doctor", "--check", "checks", "--repo", r.Dir, "--containerd-address", containerdAddress); !strings.Contains(out, want) {
+		t.Errorf("the doctor's output lacks %q:\n%s", want, out)
+	}
+}

@@ -114,6 +114,9 @@ func CheckBase(ctx context.Context, o DoctorChecksOptions) (*BaseChecks, error) 
 	checkouts.MeasureWith(repo)
 	defer checkouts.Close(context.Background())
 	e.checkouts = checkouts
+	// The harness as verify resolves it: at the base against itself nothing
+	// is laid over, but what runmill cannot pin is said here too (issue 25).
+	e.harness = newHarnesses(repo, checkouts, m)
 	sb, err := sandbox.Connect(ctx, sandbox.Options{Address: o.ContainerdAddress, StateDir: filepath.Join(o.StateDir, "sandbox")})
 	if err != nil {
 		return nil, err
