@@ -91,12 +91,22 @@ func removePins(root string, removals []harness.Pin) error {
 	return nil
 }
 
-func removePin(root, name string) error {
+// pinSegments splits a pin's path, refusing one that is not a clean
+// repository path (or reaches into .git).
+func pinSegments(name string) ([]string, error) {
 	segs := strings.Split(name, "/")
 	for _, s := range segs {
 		if s == "" || s == "." || s == ".." || s == ".git" {
-			return fmt.Errorf("not a clean repository path")
+			return nil, fmt.Errorf("not a clean repository path")
 		}
+	}
+	return segs, nil
+}
+
+func removePin(root, name string) error {
+	segs, err := pinSegments(name)
+	if err != nil {
+		return err
 	}
 	dir := root
 	for _, s := range segs[:len(segs)-1] {
@@ -111,7 +121,7 @@ func removePin(root, name string) error {
 			return err
 		}
 	}
-	err := os.RemoveAll(filepath.Join(dir, segs[len(segs)-1]))
+	err = os.RemoveAll(filepath.Join(dir, segs[len(segs)-1]))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -129,11 +139,9 @@ func (m *Manager) readBlobs(ctx context.Context, pins []harness.Pin) ([][]byte, 
 }
 
 func (m *Manager) writePin(root string, p harness.Pin, b []byte) error {
-	segs := strings.Split(p.Path, "/")
-	for _, s := range segs {
-		if s == "" || s == "." || s == ".." || s == ".git" {
-			return fmt.Errorf("not a clean repository path")
-		}
+	segs, err := pinSegments(p.Path)
+	if err != nil {
+		return err
 	}
 	dir := root
 	for _, s := range segs[:len(segs)-1] {

@@ -282,6 +282,17 @@ func failsClosed(p string) bool {
 	return !slices.ContainsFunc(strings.Split(path.Dir(path.Clean("/"+p)), "/"), func(d string) bool { return fixtureDirs[d] })
 }
 
+// repoPaths is files cleaned to repository paths, sorted, without repeats:
+// what the focus and tamper scans walk.
+func repoPaths(files []string) []string {
+	out := slices.Clone(files)
+	for i, f := range out {
+		out[i] = strings.TrimPrefix(path.Clean("/"+f), "/")
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // FindFocus scans every tracked JavaScript/TypeScript source under root
 // (IsSourceFile). tracked are repository paths as `git ls-files` prints
 // them; files are opened through an os.Root so nothing outside root is
@@ -300,12 +311,7 @@ func FindFocus(root string, tracked []string, opts FocusOptions) (*FocusReport, 
 	}
 	defer dir.Close()
 
-	files := slices.Clone(tracked)
-	for i, f := range files {
-		files[i] = strings.TrimPrefix(path.Clean("/"+f), "/")
-	}
-	slices.Sort(files)
-	files = slices.Compact(files)
+	files := repoPaths(tracked)
 	rep := newFocusReport()
 	var errs []error
 	for _, name := range files {

@@ -178,12 +178,7 @@ func FindTamper(root string, files []string, opts TamperOptions) (*TamperReport,
 			WithHint("the checkout must exist and be readable by runmill")
 	}
 	defer dir.Close()
-	names := slices.Clone(files)
-	for i, f := range names {
-		names[i] = strings.TrimPrefix(path.Clean("/"+f), "/")
-	}
-	slices.Sort(names)
-	names = slices.Compact(names)
+	names := repoPaths(files)
 	rep := newTamperReport()
 	var errs []error
 	for _, name := range names {
