@@ -223,13 +223,19 @@ func publishCheckRun(ctx context.Context, g *GitHubOptions, runDir string, d *ev
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** for %s (run %s).\n\n", r.Title, d.Candidate.Head, d.RunID)
-	reasons := d.Verdict.Reasons()
-	for _, f := range reasons {
+	// One line per cause, as the job summary has it (explain.Causes): an
+	// exit code its failing tests explain is folded into them.
+	for _, c := range explain.Causes(d) {
+		f := c.Finding
 		code := string(f.Code)
 		if code == "" {
 			code = f.Rule
 		}
-		fmt.Fprintf(&b, "- `%s` %s: %s\n", code, f.Check, f.Message)
+		msg := f.Message
+		if c.ExitCode != 0 {
+			msg += fmt.Sprintf(" (the check exited with code %d)", c.ExitCode)
+		}
+		fmt.Fprintf(&b, "- `%s` %s: %s\n", code, f.Check, msg)
 		if f.File != "" && f.Line > 0 {
 			r.Annotations = append(r.Annotations, github.Annotation{Path: f.File, StartLine: f.Line, EndLine: f.Line,
 				Level: "failure", Title: code + " " + f.Check, Message: f.Message + "\n" + f.Hint})

@@ -214,6 +214,7 @@ func TestCheckRunAnnotatesFailedTests(t *testing.T) {
 				HeadSHA    string `json:"head_sha"`
 				Conclusion string `json:"conclusion"`
 				Output     struct {
+					Summary     string `json:"summary"`
 					Annotations []struct {
 						Path      string `json:"path"`
 						StartLine int    `json:"start_line"`
@@ -225,6 +226,11 @@ func TestCheckRunAnnotatesFailedTests(t *testing.T) {
 			if err := json.Unmarshal(body, &b); err != nil {
 				t.Errorf("check run body: %v", err)
 				return
+			}
+			// One line per cause, as the job summary: the exit code is
+			// folded into the failing test that explains it.
+			if s := b.Output.Summary; strings.Contains(s, "outcome.check-failed") || !strings.Contains(s, "(the check exited with code 1)") {
+				t.Errorf("check run summary lists the exit code apart from its test:\n%s", s)
 			}
 			a := b.Output.Annotations
 			if b.HeadSHA != cand || b.Conclusion != "failure" || len(a) != 1 || a[0].Path != "tests/total_test.go" || a[0].StartLine != 12 ||
