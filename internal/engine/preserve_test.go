@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/explain"
@@ -264,18 +263,8 @@ func runPreserve(t *testing.T, r *gittest.Repo, base, cand string, c preserveCas
 	if err != nil {
 		t.Fatal(err)
 	}
-	bundle, err := os.ReadFile(run.BundlePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now(), ArtifactsDir: filepath.Join(run.Dir, "artifacts")})
-	switch {
-	case c.ready && !res.Valid:
-		t.Fatalf("evidence verify of a merge-ready bundle: %s: %s", res.Reason, res.Message)
-	case !c.ready && (res.Valid || res.Reason != evidence.ReasonRequiredEvidence):
-		// The facts and their bindings hold; the refusal is the verdict's.
-		t.Fatalf("evidence verify of a refused bundle: valid %v, %s: %s; want required-evidence", res.Valid, res.Reason, res.Message)
-	}
+	// The facts and their bindings hold; a refusal is the verdict's.
+	wantOfflineVerdict(t, run, trust, expDoc, c.ready)
 	if exp.Renames == nil || run.Delivery.Renames == nil || len(exp.Renames.Files) != len(run.Delivery.Renames.Files) {
 		t.Errorf("renames: expect %+v, verify %+v", exp.Renames, run.Delivery.Renames)
 	}

@@ -56,6 +56,25 @@ func expectations(t *testing.T, r *gittest.Repo, base, cand string) []byte {
 	return doc
 }
 
+// wantOfflineVerdict holds a run's signed bundle, verified offline against
+// expDoc, to the run's verdict: a merge-ready bundle verifies; a refused
+// one's facts and bindings hold and the refusal is the verdict's
+// (required-evidence).
+func wantOfflineVerdict(t *testing.T, run *engine.Run, trust, expDoc []byte, ready bool) {
+	t.Helper()
+	bundle, err := os.ReadFile(run.BundlePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now(), ArtifactsDir: filepath.Join(run.Dir, "artifacts")})
+	switch {
+	case ready && !res.Valid:
+		t.Fatalf("evidence verify of a merge-ready bundle: %s: %s", res.Reason, res.Message)
+	case !ready && (res.Valid || res.Reason != evidence.ReasonRequiredEvidence):
+		t.Fatalf("evidence verify of a refused bundle: valid %v, %s: %s; want required-evidence", res.Valid, res.Reason, res.Message)
+	}
+}
+
 // wantReasons holds a run to a case's verdict: merge-ready or not, every
 // wanted rule among its reasons and no unwanted one.
 func wantReasons(t *testing.T, run *engine.Run, ready bool, want, notWant []string) {

@@ -1,14 +1,12 @@
 package engine_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/pkg/evidence"
@@ -210,25 +208,7 @@ func runTamper(t *testing.T, c tamperCase, key *evidence.SigningKey, trust []byt
 	}
 
 	// evidence verify recomputes every finding from the signed facts.
-	exp, err := engine.Expect(context.Background(), engine.ExpectOptions{Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand}, StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	expDoc, err := exp.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bundle, err := os.ReadFile(run.BundlePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now(), ArtifactsDir: filepath.Join(run.Dir, "artifacts")})
-	switch {
-	case c.ready && !res.Valid:
-		t.Fatalf("evidence verify of a merge-ready bundle: %s: %s", res.Reason, res.Message)
-	case !c.ready && (res.Valid || res.Reason != evidence.ReasonRequiredEvidence):
-		t.Fatalf("evidence verify of a refused bundle: valid %v, %s: %s; want required-evidence", res.Valid, res.Reason, res.Message)
-	}
+	wantOfflineVerdict(t, run, trust, expectations(t, r, base, cand), c.ready)
 }
 
 func TestTamperScan(t *testing.T) {
