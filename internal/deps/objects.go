@@ -78,6 +78,28 @@ func (o *objects) stats() CopyStats {
 // a new one is hashed again while it is copied, and a file that changed
 // in between is refused.
 func (o *objects) file(src, dst string, mode fs.FileMode) error {
+	// An object can go between the moment it is found (or stored) and the
+	// link to it: a concurrent import that judged it mutated removes it
+	// (valid). CI saw this twice as "link …: no such file or directory"
+	// while imports linked many files of one content (LICENSE files).
+	// Storing it again is always right: the bytes are src's.
+	var err error
+	for range 3 {
+		if err = o.storeAndLink(src, dst, mode); !errors.Is(err, fs.ErrNotExist) || !objectGone(dst) {
+			return err
+		}
+	}
+	return err
+}
+
+// objectGone: a link's ENOENT came from the object, not from dst's
+// directory (which mirror makes before any file in it).
+func objectGone(dst string) bool {
+	_, err := os.Lstat(filepath.Dir(dst))
+	return err == nil
+}
+
+func (o *objects) storeAndLink(src, dst string, mode fs.FileMode) error {
 	exec := mode&0o100 != 0
 	sum, size, err := hashFile(src)
 	if err != nil {
@@ -139,7 +161,16 @@ func (o *objects) valid(obj, sum string) (bool, error) {
 		return false, err
 	}
 	if st.Mode().IsRegular() {
-		if got, _, err := hashFile(obj); err == nil && got == sum {
+		got, _, err := hashFile(obj)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil // removed meanwhile: stored afresh
+		}
+		if err != nil {
+			// Unreadable is not mutated: removing it would pull it from
+			// under every import about to link it.
+			return false, fmt.Errorf("reading the object %s: %w", obj, err)
+		}
+		if got == sum {
 			return true, nil
 		}
 	}
