@@ -15,9 +15,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +30,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runmill/verify/pkg/digest"
 )
 
 //go:embed testdata/manifest.tsv
@@ -77,7 +77,7 @@ func parseManifest(b []byte) ([]Entry, error) {
 		if !localSlashPath(e.File) || !localSlashPath(e.Path) || strings.Count(e.Repository, "/") != 1 || !localSlashPath(e.Repository) {
 			return nil, fmt.Errorf("manifest line %d: file, repository or path is not a plain relative path", n)
 		}
-		if !isHex(e.SHA256, 64) || !isHex(e.Commit, 40) {
+		if !digest.LowerHex(e.SHA256, 64) || !digest.LowerHex(e.Commit, 40) {
 			return nil, fmt.Errorf("manifest line %d: sha256 must be 64 and commit 40 lowercase hex digits", n)
 		}
 		if seen[e.File] {
@@ -91,18 +91,6 @@ func parseManifest(b []byte) ([]Entry, error) {
 
 func localSlashPath(p string) bool {
 	return p != "" && path.Clean(p) == p && !path.IsAbs(p) && p != "." && !strings.HasPrefix(p, "../") && filepath.IsLocal(filepath.FromSlash(p))
-}
-
-func isHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // Dir returns the corpus directory: RUNMILL_CORPUS when set, else
@@ -164,8 +152,7 @@ func cached() (string, error) {
 		}
 		// Named by the manifest's digest: a changed manifest fills a new
 		// directory instead of mixing pins.
-		sum := sha256.Sum256(manifestTSV)
-		dir := filepath.Join(base, "runmill-corpus", hex.EncodeToString(sum[:8]))
+		dir := filepath.Join(base, "runmill-corpus", digest.Hex(manifestTSV)[:16])
 		source := os.Getenv("RUNMILL_CORPUS_SOURCE")
 		if source == "" {
 			source = DefaultSource
@@ -209,8 +196,7 @@ func escapePath(p string) string {
 }
 
 func matches(b []byte, e Entry) bool {
-	sum := sha256.Sum256(b)
-	return int64(len(b)) == e.Size && hex.EncodeToString(sum[:]) == e.SHA256
+	return int64(len(b)) == e.Size && digest.Hex(b) == e.SHA256
 }
 
 func fetchOne(ctx context.Context, c *http.Client, source, dst string, e Entry) error {
@@ -232,8 +218,7 @@ func fetchOne(ctx context.Context, c *http.Client, source, dst string, e Entry) 
 		return fmt.Errorf("%s: GET %s: %w", e.File, u, err)
 	}
 	if !matches(b, e) {
-		sum := sha256.Sum256(b)
-		return fmt.Errorf("%s: GET %s: %d bytes with SHA-256 %x, pinned %d bytes %s: refused", e.File, u, len(b), sum, e.Size, e.SHA256)
+		return fmt.Errorf("%s: GET %s: %d bytes with SHA-256 %s, pinned %d bytes %s: refused", e.File, u, len(b), digest.Hex(b), e.Size, e.SHA256)
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
