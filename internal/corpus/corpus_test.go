@@ -149,6 +149,33 @@ func TestFetchFromPinnedSource(t *testing.T) {
 	}
 }
 
+// TestFetchUnreachableSource: a source that answers 404 for everything is
+// an error naming the file and the status, nothing is written, and the
+// fetch gives up after five failures instead of asking for every file.
+func TestFetchUnreachableSource(t *testing.T) {
+	entries, err := Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	cache := t.TempDir()
+	err = Fetch(context.Background(), srv.Client(), srv.URL, cache, entries)
+	if err == nil || !strings.Contains(err.Error(), entries[0].File) || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("error %v, want one naming %s and the 404", err, entries[0].File)
+	}
+	if got := requests.Load(); got != 5 {
+		t.Errorf("%d requests to a source that refuses everything, want 5", got)
+	}
+	if left, _ := os.ReadDir(cache); len(left) != 0 {
+		t.Errorf("a failed fetch wrote %v", left)
+	}
+}
+
 func TestParseManifestRefuses(t *testing.T) {
 	const sum = "cba7877286cebfa69a7bc2c7c36fa7205ad255076ac3ad442d7993f873c36e44"
 	const commit = "305cd1f47a0fbd606dfeacc59048ea5595ea0a96"
@@ -190,7 +217,12 @@ func FuzzParseManifest(f *testing.F) {
 			return
 		}
 		for _, e := range es {
-			if !filepath.IsLocal(filepath.FromSlash(e.File)) || strings.Contains(e.Path, "..") && !filepath.IsLocal(e.Path) {
+			for _, p := range []string{e.File, e.Path, e.Repository} {
+				if !filepath.IsLocal(filepath.FromSlash(p)) || strings.Contains("/"+p+"/", "/../") {
+					t.Fatalf("accepted %q in %+v", p, e)
+				}
+			}
+			if strings.Count(e.Repository, "/") != 1 || len(e.SHA256) != 64 || len(e.Commit) != 40 || e.Size < 0 {
 				t.Fatalf("accepted %+v", e)
 			}
 		}
