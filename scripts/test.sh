@@ -40,6 +40,17 @@ if [ -z "${RUNMILL_ACTIONLINT:-}" ]; then
 	export RUNMILL_ACTIONLINT="$tools/actionlint"
 fi
 "$RUNMILL_ACTIONLINT" -color=false .github/workflows/*.yml
+# staticcheck, the project's linter (every check at its defaults): built
+# from the Go module proxy like cosign; about a minute on 2 cores.
+if [ -z "${RUNMILL_STATICCHECK:-}" ]; then
+	tools=${RUNMILL_TOOLS_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/runmill-tools}
+	if [ ! -x "$tools/staticcheck" ]; then
+		echo "test: building staticcheck v0.8.2 into $tools (first run only)" >&2
+		(cd / && GOBIN="$tools" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2)
+	fi
+	export RUNMILL_STATICCHECK="$tools/staticcheck"
+fi
+"$RUNMILL_STATICCHECK" ./...
 # containerd 2.x, for the sandbox suite's second run (docs/sandbox.md "What
 # was measured where"): the daemon and its runc shim at the version of the
 # client runmill is built with (go.mod), built from the Go module proxy like

@@ -131,9 +131,7 @@ func summary(run *Run, digest string, where Where, failing []failingTest, errs, 
 	head = append(head, "### Checks", "",
 		"| Check | Required by | Status | Coverage | Tests passed / failed / skipped | Missing at candidate | Duration |",
 		"| --- | --- | --- | --- | --- | --- | --- |")
-	for _, r := range checkRows(run, d.Verdict.Reasons()) {
-		head = append(head, r)
-	}
+	head = append(head, checkRows(run, d.Verdict.Reasons())...)
 	head = append(head, "")
 
 	if len(causes) > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -445,6 +446,11 @@ func testCloseRemovesEverything(t *testing.T, layered bool) {
 	left, _ := os.ReadDir(filepath.Join(state, "checkouts"))
 	if len(left) != 0 {
 		t.Errorf("after Close, checkouts/ holds %v", left)
+	}
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("after Close, checkout %s: %v, want it gone", d, err)
+		}
 	}
 	if _, err := m.Create(context.Background(), r.base); rmerr.CodeOf(err) != rmerr.CheckoutCreate {
 		t.Errorf("Create after Close = %v, want %s", err, rmerr.CheckoutCreate)

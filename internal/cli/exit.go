@@ -31,7 +31,6 @@ type exitPolicy struct {
 }
 
 var (
-	exitDefault = exitPolicy{}
 	// verify: exit 3 when no verdict could be produced; a change over a
 	// bound on repository content (RM-LIMIT-…, issue 23) cannot be
 	// verified as it is, a negative answer.

@@ -197,9 +197,9 @@ func TestCheckRunAnnotatesFailedTests(t *testing.T) {
 		`<testcase classname="shop" name="total" file="tests/total_test.go" line="12"><failure message="want 250, got 0">boom</failure></testcase>` +
 		`<testcase classname="shop" name="zero" file="tests/zero_test.go" line="3"/></testsuite>`
 	pol := "checks:\n  - id: unit\n    run: cat tests/report.xml > reports/unit.xml; exit 1\n    report: {path: reports/unit.xml, format: junit}\n"
-	r, base := shopRepo(t, pol)
+	r, _ := shopRepo(t, pol)
 	r.Write("tests/report.xml", junit)
-	base = r.Commit("report")
+	base := r.Commit("report")
 	r.Checkout("pr", true)
 	r.Write("tests/discount.t", "x\n")
 	cand := r.Commit("pr")

@@ -194,7 +194,7 @@ func FuzzScalar(f *testing.F) {
 		var got []struct {
 			Run string `yaml:"run"`
 		}
-		if err := yaml.Unmarshal([]byte(b.String()), &got); err != nil {
+		if err := yaml.Unmarshal(b.Bytes(), &got); err != nil {
 			t.Fatalf("%q: %v\n%s", s, err, b.String())
 		}
 		if len(got) != 1 || got[0].Run != s {

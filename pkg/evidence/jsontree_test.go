@@ -264,7 +264,7 @@ func change(n *jnode) {
 		switch {
 		case timestampRE.MatchString(s):
 			n.str = "2099" + s[4:]
-		case strings.IndexAny(s, "0123456789abcdef") >= 0:
+		case strings.ContainsAny(s, "0123456789abcdef"):
 			i := strings.LastIndexAny(s, "0123456789abcdef")
 			const hexd = "0123456789abcdef"
 			n.str = s[:i] + string(hexd[(strings.IndexByte(hexd, s[i])+1)%16]) + s[i+1:]
