@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/runmill/verify/internal/testreq"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -669,12 +671,7 @@ func TestInputsAreMapped(t *testing.T) {
 // a missing actionlint fails.
 func TestActionlint(t *testing.T) {
 	bin := os.Getenv("RUNMILL_ACTIONLINT")
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true and RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint)")
-		}
-		t.Skip("RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint and sets it)")
-	}
+	testreq.Need(t, bin != "", "RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint and sets it)")
 	var meta struct {
 		Inputs  map[string]map[string]any `yaml:"inputs"`
 		Outputs map[string]map[string]any `yaml:"outputs"`

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer/html"
@@ -51,13 +53,7 @@ a { color: #0969da; text-decoration: none; }
 // Under CI=true a missing chromium fails the test (scripts/setup.sh
 // installs it); elsewhere it skips.
 func TestRenderSummaries(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium is not installed: scripts/setup.sh installs it (Debian package chromium)")
-		}
-		t.Skip("chromium is not installed (scripts/setup.sh installs it)")
-	}
+	chromium := testreq.Tool(t, "chromium")[0]
 	md := goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(html.WithUnsafe()))
 	for _, name := range []string{"shop-bad", "shop-good"} {
 		t.Run(name, func(t *testing.T) {

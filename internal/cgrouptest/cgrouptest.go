@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/runmill/verify/internal/testreq"
 	"time"
 )
 
@@ -26,13 +28,7 @@ type Memory struct {
 // skipped — and fails under CI=true, where it must run.
 func New(t *testing.T, purpose string) *Memory {
 	t.Helper()
-	fail := t.Skipf
-	if os.Getenv("CI") == "true" {
-		fail = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		fail("creating a memory cgroup needs root")
-	}
+	testreq.Root(t, "creating a memory cgroup")
 	name := "runmill-test-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	var cg *Memory
 	for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
@@ -48,7 +44,7 @@ func New(t *testing.T, purpose string) *Memory {
 		}
 	}
 	if cg == nil {
-		fail("no memory cgroup controller (neither cgroup v2 with memory nor cgroup v1 memory) %s", purpose)
+		testreq.Need(t, false, "no memory cgroup controller (neither cgroup v2 with memory nor cgroup v1 memory) %s", purpose)
 		return nil
 	}
 	if err := os.Mkdir(cg.dir, 0o755); err != nil {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	"github.com/runmill/verify/internal/checkout"
 	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/pkg/rmerr"
@@ -113,12 +115,8 @@ func newManager(t testing.TB, repo string) *checkout.Manager {
 func newLayeredManager(t testing.TB, repo string) *checkout.Manager {
 	t.Helper()
 	m := newManager(t, repo)
-	if err := m.EnableLayers(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("EnableLayers: %v", err)
-		}
-		t.Skipf("layered checkouts unavailable here: %v", err)
-	}
+	err := m.EnableLayers()
+	testreq.Need(t, err == nil, "layered checkouts unavailable here: %v", err)
 	return m
 }
 
@@ -419,12 +417,8 @@ func testCloseRemovesEverything(t *testing.T, layered bool) {
 		t.Fatal(err)
 	}
 	if layered {
-		if err := m.EnableLayers(); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal(err)
-			}
-			t.Skipf("layered checkouts unavailable here: %v", err)
-		}
+		err := m.EnableLayers()
+		testreq.Need(t, err == nil, "layered checkouts unavailable here: %v", err)
 	}
 	var dirs []string
 	for range 3 {

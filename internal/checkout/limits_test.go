@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	"github.com/runmill/verify/internal/cgrouptest"
 	"github.com/runmill/verify/internal/checkout"
 	gitplumbing "github.com/runmill/verify/internal/git"
@@ -126,12 +128,7 @@ func tmpfsChild(spec string) {
 // for a quarter again — not from the host's RAM: a runmill under a 2 GiB
 // limit gets a 512 MiB tmpfs on any host.
 func TestLayerTmpfsFromTheCgroup(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("layered checkouts need root")
-		}
-		t.Skip("layered checkouts need root")
-	}
+	testreq.Root(t, "a layered checkout")
 	r := gittest.New(t)
 	r.Write("README", "x\n")
 	r.Commit("one")

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/mountinfo"
 )
@@ -20,12 +22,7 @@ import (
 // out larger than measured (line endings converted on checkout): the
 // checkout is the same.
 func TestLayersOnTmpfs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("layered checkouts need root")
-		}
-		t.Skip("layered checkouts need root")
-	}
+	testreq.Root(t, "a layered checkout")
 	r := gittest.New(t)
 	r.Write("small.txt", "small\n")
 	small := r.Commit("small")

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	"github.com/runmill/verify/internal/checkout"
 )
 
@@ -64,9 +66,7 @@ func crash(spec string) {
 func TestSweep(t *testing.T) {
 	t.Run("full", func(t *testing.T) { testSweep(t, "full") })
 	t.Run("layered", func(t *testing.T) {
-		if os.Geteuid() != 0 && os.Getenv("CI") != "true" {
-			t.Skip("layered checkouts need root")
-		}
+		testreq.Root(t, "a layered checkout")
 		testSweep(t, "layered")
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	doctorpkg "github.com/runmill/verify/internal/doctor"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/sandbox"
@@ -248,12 +250,7 @@ func TestDoctorTextAndAll(t *testing.T) {
 func venvWithoutPytest(t *testing.T) string {
 	t.Helper()
 	real, err := filepath.EvalSymlinks("/usr/bin/python3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and no /usr/bin/python3 (scripts/setup.sh installs python3-pytest): %v", err)
-		}
-		t.Skipf("no /usr/bin/python3: %v", err)
-	}
+	testreq.Need(t, err == nil, "no /usr/bin/python3 (scripts/setup.sh installs python3-pytest): %v", err)
 	root := filepath.Join(t.TempDir(), "venv")
 	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
 		t.Fatal(err)
@@ -276,7 +273,7 @@ func venvWithoutPytest(t *testing.T) string {
 func systemHasPytest(t *testing.T) bool {
 	t.Helper()
 	ok := exec.Command("/usr/bin/python3", "-c", "import pytest").Run() == nil
-	if !ok && os.Getenv("CI") == "true" {
+	if !ok && testreq.CI() {
 		t.Fatal("CI=true and /usr/bin/python3 cannot import pytest (scripts/setup.sh installs python3-pytest)")
 	}
 	return ok

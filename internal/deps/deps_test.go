@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/deps/depstest"
 	"github.com/runmill/verify/internal/git"
@@ -463,12 +465,7 @@ func TestScratchDir(t *testing.T) {
 	// upper layer is a tmpfs of its own in the view's directory, sticky
 	// and root's; Close unmounts and removes it with the view.
 	t.Run("copy-on-write", func(t *testing.T) {
-		if os.Geteuid() != 0 {
-			if os.Getenv("CI") != "" {
-				t.Fatal("copy-on-write views need root (a tmpfs mount); CI runs the tests as root")
-			}
-			t.Skip("copy-on-write views need root")
-		}
+		testreq.Root(t, "a copy-on-write view (a tmpfs mount)")
 		p, err := deps.Prepare(context.Background(), repo, deps.Options{SourceDir: r.Dir, StateDir: state, ScratchDir: scratch, Base: base, Candidate: base, CopyOnWrite: true}, []string{deps.NPM})
 		if err != nil {
 			t.Fatal(err)

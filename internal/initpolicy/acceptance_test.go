@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	"github.com/runmill/verify/internal/cli"
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/golden"
@@ -48,13 +50,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 // not on this machine.
 func need(t *testing.T, what string, ok bool) {
 	t.Helper()
-	if ok {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true and %s is not available to the sandbox", what)
-	}
-	t.Skipf("%s is not available to the sandbox", what)
+	testreq.Need(t, ok, "%s is not available to the sandbox", what)
 }
 
 // copySample copies testdata/samples/NAME into the repository.

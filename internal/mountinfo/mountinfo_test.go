@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -59,12 +61,7 @@ func BenchmarkUnder(b *testing.B) {
 // unmounted, the directory is then no mount point, and a directory that
 // is none is not an error. Needs root (mount(2)).
 func TestUnmountStacked(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true: TestUnmountStacked needs root to mount")
-		}
-		t.Skip("needs root to mount")
-	}
+	testreq.Root(t, "mounting")
 	dir := t.TempDir()
 	for i := 0; i < 2; i++ {
 		if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {

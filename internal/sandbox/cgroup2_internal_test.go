@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/runmill/verify/internal/testreq"
 	"time"
 
 	"github.com/runmill/verify/internal/mountinfo"
@@ -97,14 +99,7 @@ func umlInit() int {
 // cgroups are the real kernel's, pure v2, with every controller free, so
 // the half of the test with the limits set runs, and must pass there.
 func TestProbeReadsCgroupV2InUML(t *testing.T) {
-	fail := t.Skipf
-	if os.Getenv("CI") == "true" {
-		fail = t.Fatalf
-	}
-	uml, err := exec.LookPath("linux.uml")
-	if err != nil {
-		fail("linux.uml (user-mode-linux) is not installed: %v", err)
-	}
+	uml := testreq.Tool(t, "linux.uml")[0]
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -169,17 +164,8 @@ func cgroup2Root(t *testing.T) string {
 // to v1) fails its limit check — the probe never reads a v2 cgroup
 // without its limit files as enforced.
 func TestProbeReadsCgroupV2(t *testing.T) {
-	fail := t.Skipf
-	if os.Getenv("CI") == "true" {
-		fail = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		fail("a cgroup and a cgroup namespace of its own need root")
-	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		fail("unshare (util-linux) is not installed: %v", err)
-	}
+	testreq.Root(t, "a cgroup and a cgroup namespace of its own")
+	unshare := testreq.Tool(t, "unshare")[0]
 	root := cgroup2Root(t)
 	available := strings.Fields(readFile(t, filepath.Join(root, "cgroup.controllers")))
 	for _, c := range []string{"pids", "memory", "cpu"} {

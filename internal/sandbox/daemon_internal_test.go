@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -108,13 +110,7 @@ func TestDaemonConfigAccepted(t *testing.T) {
 	if b, err := lookDaemonPath("containerd"); err == nil {
 		bins = append(bins, b)
 	}
-	if len(bins) == 0 {
-		fail := t.Skip
-		if os.Getenv("CI") == "true" {
-			fail = t.Fatal
-		}
-		fail("no containerd installed on", daemonPath)
-	}
+	testreq.Need(t, len(bins) > 0, "no containerd installed on %s", daemonPath)
 	for _, bin := range bins {
 		t.Run(bin, func(t *testing.T) {
 			path := filepath.Dir(bin) + ":" + daemonPath

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/internal/testreq"
 )
 
 // The integration tests run against a real containerd with runc: the one at
@@ -47,7 +48,7 @@ func testMain(m *testing.M) int {
 	defer cancel()
 	sb, err = sandbox.Connect(ctx, sandbox.Options{Address: os.Getenv("RUNMILL_CONTAINERD_ADDRESS"), StateDir: state})
 	if err != nil {
-		if os.Getenv("CI") == "true" {
+		if testreq.CI() {
 			fmt.Fprintf(os.Stderr, "FAIL: CI=true and no containerd for the sandbox integration tests: %v\n", err)
 			return 1
 		}

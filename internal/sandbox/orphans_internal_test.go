@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/runmill/verify/internal/fsname"
@@ -20,18 +22,9 @@ import (
 // containerd's work directory — is removed, each listed, with real mounts
 // and cgroups (as root); the shared cgroup parent stays.
 func TestRemoveRemains(t *testing.T) {
-	// CI runs as root with cgroups: there a missing one is a failure.
-	skip := t.Skipf
-	if os.Getenv("CI") == "true" {
-		skip = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		skip("mounts and cgroups need root")
-	}
+	testreq.Root(t, "mounts and cgroups")
 	roots, err := mountinfo.CgroupRoots()
-	if err != nil || len(roots) == 0 {
-		skip("no cgroup hierarchy: %v", err)
-	}
+	testreq.Need(t, err == nil && len(roots) > 0, "no cgroup hierarchy: %v", err)
 	s := &Sandbox{namespace: DefaultNamespace}
 	id := "rm-remains-" + fsname.Random(4)
 	dir := t.TempDir()
@@ -60,9 +53,7 @@ func TestRemoveRemains(t *testing.T) {
 			t.Cleanup(func() { os.Remove(d) })
 		}
 	}
-	if len(made) == 0 {
-		skip("no cgroup could be made under %q", roots)
-	}
+	testreq.Need(t, len(made) > 0, "no cgroup could be made under %q", roots)
 
 	removed, errs := s.removeRemains(leftover{id: id, bundle: bundle, cgroup: cgroup}, roots)
 	if len(errs) > 0 {

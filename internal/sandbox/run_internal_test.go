@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/runmill/verify/internal/testreq"
 	"time"
 )
 
@@ -19,12 +21,7 @@ func TestRunOutlivesCleanupTimeout(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	s, err := Connect(context.Background(), Options{Address: os.Getenv("RUNMILL_CONTAINERD_ADDRESS"), StateDir: dir})
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	testreq.Need(t, err == nil, "no containerd: %v", err)
 	defer s.Close()
 	defer func(d time.Duration) { cleanupTimeout = d }(cleanupTimeout)
 	cleanupTimeout = time.Second

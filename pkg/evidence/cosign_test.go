@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/runmill/verify/internal/testreq"
 	"time"
 )
 
@@ -25,12 +27,7 @@ const minimalTrustedRoot = `{"mediaType":"application/vnd.dev.sigstore.trustedro
 //	RUNMILL_COSIGN=$GOBIN/cosign go test -run TestCosignInterop ./pkg/evidence
 func TestCosignInterop(t *testing.T) {
 	cosign := os.Getenv("RUNMILL_COSIGN")
-	if cosign == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but RUNMILL_COSIGN is not set: scripts/test.sh builds cosign and sets it; CI must run the interoperability test")
-		}
-		t.Skip("RUNMILL_COSIGN is not set: build cosign v2 (go install github.com/sigstore/cosign/v2/cmd/cosign@v2.6.5) and point RUNMILL_COSIGN at it")
-	}
+	testreq.Need(t, cosign != "", "RUNMILL_COSIGN is not set: scripts/test.sh builds cosign v2.6.5 and sets it")
 	f := newFixture(t)
 	termBundle, _, _ := newTerminal(t, f)
 	dir := t.TempDir()

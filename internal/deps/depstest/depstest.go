@@ -12,20 +12,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	"github.com/runmill/verify/internal/gittest"
 )
 
 // Need skips when tool is missing, and fails with CI=true.
 func Need(t testing.TB, tools ...string) {
 	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("CI=true and %s is not installed: %v", tool, err)
-			}
-			t.Skipf("%s is not installed", tool)
-		}
-	}
+	testreq.Tool(t, tools...)
 }
 
 // testdata is this package's sibling testdata directory.

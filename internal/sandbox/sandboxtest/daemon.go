@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runmill/verify/internal/sandbox"
+	"github.com/runmill/verify/internal/testreq"
 )
 
 // Start gives a package's integration tests their containerd, from TestMain:
@@ -28,7 +29,7 @@ func Start(what string) (sb *sandbox.Sandbox, missing string, stop func(), err e
 	sb, cerr := sandbox.Connect(ctx, sandbox.Options{Address: os.Getenv("RUNMILL_CONTAINERD_ADDRESS"), StateDir: state})
 	if cerr != nil {
 		os.RemoveAll(state)
-		if os.Getenv("CI") == "true" {
+		if testreq.CI() {
 			return nil, "", nil, fmt.Errorf("FAIL: CI=true and no containerd for %s: %v", what, cerr)
 		}
 		missing = fmt.Sprintf("no containerd for %s (set RUNMILL_CONTAINERD_ADDRESS, or run as root with containerd and runc installed): %v", what, cerr)
