@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runmill/verify/internal/testreq"
+
 	"github.com/runmill/verify/internal/gittest"
 	"github.com/runmill/verify/internal/sandbox"
 )
@@ -22,6 +24,7 @@ import (
 // setup-go's Go, the other check the symlinked gofmt; the job's PATH is the
 // same after the action, and an install PATH does not reach stays hidden.
 func TestJobToolchain(t *testing.T) {
+	testreq.Slow(t, "compiles the standard library cold in the sandbox, twice")
 	if containerdAddress == "" {
 		t.Skip(noSandbox)
 	}

@@ -67,6 +67,7 @@ func writeNPM(t testing.TB, r *gittest.Repo, sample string, files ...string) {
 // NPMCI runs npm ci in dir, as the operator does (spec § 3 step 1).
 func NPMCI(t testing.TB, dir string) {
 	t.Helper()
+	testreq.Slow(t, "npm ci installs from the registry")
 	Need(t, "node", "npm")
 	Run(t, dir, nil, "npm", "ci", "--no-audit", "--no-fund")
 }
@@ -90,6 +91,7 @@ func WriteGo(t testing.TB, r *gittest.Repo) {
 // temp dir be removed.
 func GoModDownload(t testing.TB, dir, modcache string) {
 	t.Helper()
+	testreq.Slow(t, "go mod download fetches from the module proxy")
 	Need(t, "go")
 	Run(t, dir, []string{"GOMODCACHE=" + modcache, "GOFLAGS=-modcacherw"}, "go", "mod", "download")
 }
