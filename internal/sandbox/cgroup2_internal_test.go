@@ -98,6 +98,12 @@ func umlInit() int {
 // root read-only through hostfs and this test binary as its init. Its
 // cgroups are the real kernel's, pure v2, with every controller free, so
 // the half of the test with the limits set runs, and must pass there.
+// umlNoFPRegs is how a user-mode kernel fails on a host whose XSAVE area it
+// cannot match (seen with Debian's 6.1 and 6.12 UML on a 6.18 host with
+// AMX): the kernel refuses PTRACE_SETREGSET of NT_X86_XSTATE with EFAULT
+// unless the size is exactly its own, so UML's init dies before it starts.
+const umlNoFPRegs = "ptrace set fp regs failed"
+
 func TestProbeReadsCgroupV2InUML(t *testing.T) {
 	uml := testreq.Tool(t, "linux.uml")[0]
 	self, err := os.Executable()
@@ -122,6 +128,14 @@ func TestProbeReadsCgroupV2InUML(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("linux.uml (%v):\n%s", err, out)
 	i := bytes.LastIndex(out, []byte(umlMarker))
+	if i < 0 && bytes.Contains(out, []byte(umlNoFPRegs)) {
+		// Not a finding about runmill, and nothing to install: this CPU and
+		// kernel cannot run a user-mode kernel at all. Skipped even under
+		// CI=true, loudly, and only for this exact cause.
+		t.Skipf("HOST LIMITATION: user-mode Linux cannot run its first process on this machine (%q: the host kernel "+
+			"accepts an FPU state of exactly its own XSAVE size, which UML does not send on CPUs with AMX); the "+
+			"cgroup v2 probe test did not run here (docs/sandbox.md § What was measured where)", umlNoFPRegs)
+	}
 	if i < 0 {
 		t.Fatalf("the user-mode kernel's init did not report the test's exit")
 	}
