@@ -82,6 +82,31 @@ func Cgroups(pid int) []string {
 	return out
 }
 
+// CgroupsByController returns the process's cgroup path by controller
+// (each controller of a v1 line; "" for the cgroup2 line); nil when it
+// cannot be read.
+func CgroupsByController(pid int) map[string]string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			out[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			out[c] = parts[2]
+		}
+	}
+	return out
+}
+
 // stat reads /proc/PID/stat: the command name (field 2) and the fields
 // after it, from field 3 (state) on.
 func stat(pid int) (name string, fields []string, err error) {

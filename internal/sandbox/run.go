@@ -121,12 +121,16 @@ func (s *Sandbox) Prepare(ctx context.Context, spec Spec) (*Task, error) {
 }
 
 // runPlan prepares and runs a validated plan (the probe's) within a Run or
-// Probe that already holds its inflight slot.
-func (s *Sandbox) runPlan(ctx context.Context, p *plan) (Result, error) {
+// Probe that already holds its inflight slot; created, when set, sees the
+// task once it exists and before it starts.
+func (s *Sandbox) runPlan(ctx context.Context, p *plan, created func(containerd.Task)) (Result, error) {
 	s.track(p.ID, "sandbox probe")
 	t, err := s.prepare(ctx, p)
 	if err != nil {
 		return Result{ID: p.ID}, err
+	}
+	if created != nil {
+		created(t.task)
 	}
 	s.inflight.Add(1) // the task's own, released by its Run
 	return t.Run(ctx)
@@ -173,6 +177,7 @@ func (s *Sandbox) prepare(ctx context.Context, p *plan) (_ *Task, retErr error) 
 		return nil, err
 	}
 	withInit(spec, p.Timeout+initGrace, initBin, lifeline)
+	spec.Linux.CgroupsPath = s.cgroup.taskPath(p.ID)
 	// Share this process's running shim (see keeper.go). Without a keeper
 	// the run still works; it only starts and stops a shim of its own.
 	s.annotate(spec, s.ensureKeeper(ctx) == nil)

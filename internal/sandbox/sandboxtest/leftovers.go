@@ -66,7 +66,14 @@ func (l Leftovers) Remaining() []string {
 				out = append(out, "mount "+mp)
 			}
 		}
-		for _, pat := range []string{"/sys/fs/cgroup/*/" + sandbox.DefaultNamespace + "/" + id, "/sys/fs/cgroup/" + sandbox.DefaultNamespace + "/" + id} {
+		// The task's cgroup under its run's parent, which lies beside the
+		// runmill's own cgroup (at most a few levels down), or containerd's
+		// default group.
+		var pats []string
+		for _, under := range []string{"/sys/fs/cgroup/", "/sys/fs/cgroup/*/", "/sys/fs/cgroup/*/*/", "/sys/fs/cgroup/*/*/*/"} {
+			pats = append(pats, under+"runmill-run-*/"+id, under+sandbox.DefaultNamespace+"/"+id)
+		}
+		for _, pat := range pats {
 			dirs, _ := filepath.Glob(pat)
 			for _, d := range dirs {
 				out = append(out, "cgroup "+d)
@@ -104,11 +111,11 @@ func arg(args []string, flag string) string {
 	return ""
 }
 
-// cgroupID is the container id a task process's cgroup names
-// ("/runmill/<id>"), "" for another cgroup.
+// cgroupID is the container id a task process's cgroup names, "" for
+// another cgroup.
 func cgroupID(pid int) string {
 	for _, cg := range procfs.Cgroups(pid) {
-		if id, ok := strings.CutPrefix(cg, "/"+sandbox.DefaultNamespace+"/"); ok && !strings.Contains(id, "/") {
+		if id, ok := sandbox.CgroupTask(cg); ok {
 			return id
 		}
 	}
