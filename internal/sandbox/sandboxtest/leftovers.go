@@ -22,6 +22,7 @@ import (
 // keeper's id, which names the runmill's pid), their live children (the
 // keeper's `runc init`, a check's init), and its tasks' container ids.
 type Leftovers struct {
+	PID          int // the killed runmill
 	Shims, Procs []int
 	IDs          []string
 }
@@ -30,7 +31,7 @@ type Leftovers struct {
 // caller knows of (a check whose processes are already gone has none).
 func LeftBy(t testing.TB, pid int, ids ...string) Leftovers {
 	t.Helper()
-	l := Leftovers{IDs: ids}
+	l := Leftovers{PID: pid, IDs: ids}
 	keeper := "runmill-keeper-" + strconv.Itoa(pid) + "-"
 	all := procfs.All()
 	for _, p := range all {
@@ -76,6 +77,22 @@ func (l Leftovers) Remaining() []string {
 		for _, pat := range pats {
 			dirs, _ := filepath.Glob(pat)
 			for _, d := range dirs {
+				out = append(out, "cgroup "+d)
+			}
+		}
+	}
+	return append(out, RunCgroupsOf(l.PID)...)
+}
+
+// RunCgroupsOf lists the run parent cgroups named for runmill pid
+// ("runmill-run-NS-PID-START-INSTANCE") that exist, as "cgroup <dir>",
+// beside a runmill's own cgroup a few levels down at most.
+func RunCgroupsOf(pid int) []string {
+	var out []string
+	for _, under := range []string{"/sys/fs/cgroup/", "/sys/fs/cgroup/*/", "/sys/fs/cgroup/*/*/", "/sys/fs/cgroup/*/*/*/"} {
+		dirs, _ := filepath.Glob(under + "runmill-run-*")
+		for _, d := range dirs {
+			if f := strings.Split(strings.TrimPrefix(filepath.Base(d), "runmill-run-"), "-"); len(f) == 4 && f[1] == strconv.Itoa(pid) {
 				out = append(out, "cgroup "+d)
 			}
 		}
