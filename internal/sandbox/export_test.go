@@ -19,6 +19,14 @@ func DisableOuterTimerUnsafe() (restore func()) {
 	return func() { outerTimerOff.Store(false) }
 }
 
+// SharedCgroupUnsafe places tasks prepared until restore in containerd's
+// default group, as before the run parents, for the benchmark comparing
+// the two. Never for a real run: the probe refuses that placement.
+func SharedCgroupUnsafe() (restore func()) {
+	sharedCgroup.Store(true)
+	return func() { sharedCgroup.Store(false) }
+}
+
 // TaskAnnotations are the annotations s gives every task's spec (its owner
 // and its state directory), for a test to make a bundle s would have made.
 func TaskAnnotations(s *Sandbox) map[string]string {

@@ -69,6 +69,12 @@ const (
 // the in-task init alone. Only a test sets it (DisableOuterTimerUnsafe).
 var outerTimerOff atomic.Bool
 
+// sharedCgroup leaves a task where containerd puts it by default
+// (/<namespace>/<id>: one group for every task on the machine), the
+// placement before the run parents. Only the benchmark that compares the
+// two sets it (SharedCgroupUnsafe).
+var sharedCgroup atomic.Bool
+
 // Run runs spec.Command in a fresh task and returns what happened. The
 // container and task are deleted whatever happened (in the background once
 // the result is read; Gone and Close wait for that). An error means no
@@ -177,7 +183,9 @@ func (s *Sandbox) prepare(ctx context.Context, p *plan) (_ *Task, retErr error) 
 		return nil, err
 	}
 	withInit(spec, p.Timeout+initGrace, initBin, lifeline)
-	spec.Linux.CgroupsPath = s.cgroup.taskPath(p.ID)
+	if !sharedCgroup.Load() {
+		spec.Linux.CgroupsPath = s.cgroup.taskPath(p.ID)
+	}
 	// Share this process's running shim (see keeper.go). Without a keeper
 	// the run still works; it only starts and stops a shim of its own.
 	s.annotate(spec, s.ensureKeeper(ctx) == nil)
