@@ -114,11 +114,13 @@ type CgroupMount struct {
 var cgroupV1Options = []string{"rw", "ro", "xattr", "noprefix", "clone_children", "cpuset_v2_mode", "favordynmods", "nofavordynmods"}
 
 // CgroupMounts lists every cgroup hierarchy mounted in this process's mount
-// namespace, each once (the first mount of it), with where its cgroups are.
+// namespace, each once, with where its cgroups are: the last mount of it,
+// which is the newest (a cgroup2 mounted over /sys/fs/cgroup in a new
+// cgroup namespace, not the one it hides).
 func CgroupMounts() ([]CgroupMount, error) {
 	mounts, err := moby.GetMounts(moby.FSTypeFilter("cgroup", "cgroup2"))
 	var out []CgroupMount
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for _, m := range mounts {
 		c := CgroupMount{Mountpoint: m.Mountpoint, Root: m.Root, V2: m.FSType == "cgroup2"}
 		if !c.V2 {
@@ -132,10 +134,11 @@ func CgroupMounts() ([]CgroupMount, error) {
 		if c.V2 {
 			key = "cgroup2"
 		}
-		if seen[key] {
+		if i, ok := seen[key]; ok {
+			out[i] = c
 			continue
 		}
-		seen[key] = true
+		seen[key] = len(out)
 		out = append(out, c)
 	}
 	return out, err

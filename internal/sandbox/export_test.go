@@ -109,3 +109,9 @@ func TaskCgroup(t *Task) string {
 	}
 	return procfs.CgroupsByController(int(t.task.Pid()))[key]
 }
+
+// CgroupPlaceHelperEnv and CgroupPlaceHelper: TestMain runs the helper of
+// TestPlaceRunOnCgroupV2 when the variable is set.
+const CgroupPlaceHelperEnv = cgroupPlaceHelperEnv
+
+func CgroupPlaceHelper() int { return cgroupPlaceHelper() }
