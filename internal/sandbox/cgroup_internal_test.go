@@ -239,3 +239,28 @@ func TestCgroupNames(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCgroupOwner: a name in the cgroup tree, anyone's, is judged only when
+// it names an owner this process could have written: numbers in place, and
+// the name rebuilt from it.
+func FuzzCgroupOwner(f *testing.F) {
+	for _, s := range []string{runCgroupPrefix + "4026531836-100-555-abcdef12", selfCgroupPrefix + "4026531836-100-555", "runmill", runCgroupPrefix + "1--2-x", selfCgroupPrefix + "a-b-c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		owner, ok := cgroupOwner(name)
+		if !ok {
+			return
+		}
+		rebuilt := selfCgroupPrefix + ownerCgroupName(owner)
+		if strings.HasPrefix(name, runCgroupPrefix) {
+			rebuilt = runCgroupPrefix + ownerCgroupName(owner) + name[strings.LastIndex(name, "-"):]
+		}
+		if rebuilt != name {
+			t.Fatalf("%q names owner %q, which names %q", name, owner, rebuilt)
+		}
+		if id, ok := CgroupTask("/" + name + "/rm-1"); ok != strings.HasPrefix(name, runCgroupPrefix) || ok && id != "rm-1" {
+			t.Fatalf("CgroupTask under %q = %q, %v", name, id, ok)
+		}
+	})
+}

@@ -340,8 +340,9 @@ func bundleSpec(bundle string) (*specs.Spec, error) {
 	return &spec, nil
 }
 
-// cgroupOf is a spec's cgroup path when it is a plain absolute one
-// (containerd's "/<namespace>/<id>"), "" otherwise.
+// cgroupOf is a spec's cgroup path when it is a plain absolute one (the
+// task's own under its run's parent, or containerd's "/<namespace>/<id>"),
+// "" otherwise.
 func cgroupOf(spec *specs.Spec) string {
 	if spec.Linux == nil {
 		return ""
