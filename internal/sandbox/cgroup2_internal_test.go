@@ -141,6 +141,25 @@ func TestProbeReadsCgroupV2InUML(t *testing.T) {
 	}
 }
 
+// needCgroupNamespace returns unshare(1) and the cgroup2 hierarchy's root
+// for a test that makes a cgroup there and enters a cgroup namespace: it
+// needs root, and is skipped without them — and fails under CI=true.
+func needCgroupNamespace(t *testing.T) (unshare, root string) {
+	t.Helper()
+	fail := t.Skipf
+	if os.Getenv("CI") == "true" {
+		fail = t.Fatalf
+	}
+	if os.Geteuid() != 0 {
+		fail("a cgroup and a cgroup namespace of its own need root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		fail("unshare (util-linux) is not installed: %v", err)
+	}
+	return unshare, cgroup2Root(t)
+}
+
 // cgroup2Root is the mount point of the cgroup v2 hierarchy at its root:
 // /sys/fs/cgroup on a v2 host, /sys/fs/cgroup/unified on a hybrid one.
 func cgroup2Root(t *testing.T) string {
@@ -172,18 +191,7 @@ func cgroup2Root(t *testing.T) string {
 // to v1) fails its limit check — the probe never reads a v2 cgroup
 // without its limit files as enforced.
 func TestProbeReadsCgroupV2(t *testing.T) {
-	fail := t.Skipf
-	if os.Getenv("CI") == "true" {
-		fail = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		fail("a cgroup and a cgroup namespace of its own need root")
-	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		fail("unshare (util-linux) is not installed: %v", err)
-	}
-	root := cgroup2Root(t)
+	unshare, root := needCgroupNamespace(t)
 	available := strings.Fields(readFile(t, filepath.Join(root, "cgroup.controllers")))
 	for _, c := range []string{"pids", "memory", "cpu"} {
 		if slices.Contains(available, c) {
@@ -341,18 +349,7 @@ func cgroupPlaceHelper() int {
 // must refuse; in the user-mode kernel (TestProbeReadsCgroupV2InUML) they
 // are there and the placement must succeed.
 func TestPlaceRunOnCgroupV2(t *testing.T) {
-	fail := t.Skipf
-	if os.Getenv("CI") == "true" {
-		fail = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		fail("a cgroup and a cgroup namespace of its own need root")
-	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		fail("unshare (util-linux) is not installed: %v", err)
-	}
-	root := cgroup2Root(t)
+	unshare, root := needCgroupNamespace(t)
 	for _, c := range placedControllers {
 		os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+"+c), 0)
 	}
