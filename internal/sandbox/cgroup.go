@@ -166,6 +166,10 @@ func cgroupOwner(name string) (string, bool) {
 			return "", false
 		}
 	}
+	// The instance: randomID's hex, one path element.
+	if n == 4 && (parts[3] == "" || strings.Trim(parts[3], "0123456789abcdef") != "") {
+		return "", false
+	}
 	return "pid:[" + parts[0] + "]/" + parts[1] + "/" + parts[2], true
 }
 

@@ -122,8 +122,8 @@ func TestSweepRemovesDeadRunsCgroups(t *testing.T) {
 	}
 	names := map[string]string{
 		"dead":   sandbox.RunCgroupName(owner(gone.Process.Pid, "1"), "dead0001"),
-		"reused": sandbox.RunCgroupName(owner(live.Process.Pid, liveStart+"7"), "reuse001"),
-		"live":   sandbox.RunCgroupName(owner(live.Process.Pid, liveStart), "live0001"),
+		"reused": sandbox.RunCgroupName(owner(live.Process.Pid, liveStart+"7"), "bee00001"),
+		"live":   sandbox.RunCgroupName(owner(live.Process.Pid, liveStart), "cafe0001"),
 	}
 	parents := sandbox.RunCgroupsParent(s)
 	for _, p := range parents {
