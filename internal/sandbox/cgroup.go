@@ -192,6 +192,19 @@ func CgroupTask(cgroup string) (string, bool) {
 	return "", false
 }
 
+// parentOf is the cgroup a run's parent goes in: the one holding runmill's
+// own (beside it), or runmill's own when the mount shows nothing above it
+// (a container's bind of its own subtree, without a cgroup namespace).
+func parentOf(m mountinfo.CgroupMount, own string) string {
+	p := path.Dir(own)
+	if _, ok := cgroupDir(m, p); !ok {
+		if _, ok := cgroupDir(m, own); ok {
+			return own
+		}
+	}
+	return p
+}
+
 // placeRun makes the run's parent cgroup, named for this process and the
 // Sandbox's instance, and weighted cpus ordinary processes.
 func placeRun(h cgroupHost, instance string, cpus int) (*runCgroup, error) {
@@ -206,7 +219,7 @@ func cgroupRefused(format string, args ...any) *rmerr.Error {
 	return rmerr.New(rmerr.SandboxUnavailable, "placing the run's sandbox tasks in a cgroup of their own: "+format, args...)
 }
 
-// placeV1: the parent is made beside runmill's cpu cgroup, at the same path
+// placeV1: the parent is made beside runmill's cpu cgroup (parentOf), at the same path
 // in the cpu, memory and pids hierarchies (one path: a task's OCI
 // cgroupsPath names one for all). runc makes the others it joins.
 func placeV1(h cgroupHost, name string, cpus int) (_ *runCgroup, retErr error) {
@@ -215,7 +228,12 @@ func placeV1(h cgroupHost, name string, cpus int) (_ *runCgroup, retErr error) {
 		return nil, cgroupRefused("/proc/self/cgroup names no cpu cgroup").
 			WithHint("mount the cgroup v1 cpu controller (or boot with cgroup v2)")
 	}
-	parent := path.Dir(own)
+	cpu, ok := h.mount("cpu")
+	if !ok {
+		return nil, cgroupRefused("no cgroup v1 hierarchy with the cpu controller is mounted").
+			WithHint("mount it (mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu)")
+	}
+	parent := parentOf(cpu, own)
 	r := &runCgroup{path: path.Join(parent, name), parent: parent, weightFile: "cpu.shares",
 		weight: strconv.Itoa(min(cpus*v1DefaultShares, v1MaxShares)), mounts: h.mounts}
 	var made []string
@@ -266,7 +284,7 @@ func placeV2(h cgroupHost, name string, cpus int) (_ *runCgroup, retErr error) {
 		return nil, cgroupRefused("no cgroup2 hierarchy, or /proc/self/cgroup names no cgroup in it").
 			WithHint("mount cgroup2 at /sys/fs/cgroup")
 	}
-	parent := path.Dir(own)
+	parent := parentOf(m, own)
 	r := &runCgroup{path: path.Join(parent, name), parent: parent, v2: true, weightFile: "cpu.weight",
 		weight: strconv.Itoa(min(cpus*v2DefaultWeight, v2MaxWeight)), mounts: h.mounts}
 	pdir, ok := cgroupDir(m, parent)

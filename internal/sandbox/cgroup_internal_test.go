@@ -75,8 +75,22 @@ func TestPlaceRun(t *testing.T) {
 		},
 		{
 			// A container's bind of its own subtree, without a cgroup
-			// namespace: beside it is outside what the mount shows.
+			// namespace (docker --privileged on a v1 host): beside it is
+			// outside what the mount shows, so the parent goes under it.
 			name: "v1 subtree bound", self: map[string]string{"cpu": "/docker/c1", "memory": "/docker/c1", "pids": "/docker/c1"},
+			mounts: func(root string) []mountinfo.CgroupMount {
+				ms := v1(root)
+				for i := range ms {
+					ms[i].Root = "/docker/c1"
+				}
+				return ms
+			},
+			want:     files{"cpu/" + runName + "/cpu.shares": "2048", "memory/" + runName: "", "pids/" + runName: ""},
+			wantPath: "/docker/c1/" + runName,
+		},
+		{
+			// Not even runmill's own cgroup is in the mount.
+			name: "v1 own cgroup not mounted", self: map[string]string{"cpu": "/elsewhere", "memory": "/elsewhere", "pids": "/elsewhere"},
 			mounts: func(root string) []mountinfo.CgroupMount {
 				ms := v1(root)
 				for i := range ms {
@@ -119,6 +133,18 @@ func TestPlaceRun(t *testing.T) {
 			files:    files{"cgroup.controllers": all, "cgroup.subtree_control": "", "cgroup.type": "domain", "cgroup.procs": "100\n101\n"},
 			want:     files{selfName + "/cgroup.procs": "101", "cgroup.subtree_control": "+cpu +memory +pids", runName + "/cpu.weight": "200"},
 			wantPath: "/" + runName, wantMove: "/" + selfName,
+		},
+		{
+			// The same where the mount is a bind of runmill's own subtree
+			// (no cgroup namespace): the parent goes under it, and
+			// runmill moves out of the way.
+			name: "v2 subtree bound, only runmill's processes", v2: true, self: map[string]string{"": "/docker/c1"},
+			mounts: func(root string) []mountinfo.CgroupMount {
+				return []mountinfo.CgroupMount{{Mountpoint: root, Root: "/docker/c1", V2: true}}
+			},
+			files:    files{"cgroup.controllers": all, "cgroup.subtree_control": "", "cgroup.type": "domain", "cgroup.procs": "100\n"},
+			want:     files{selfName + "/cgroup.procs": "100", "cgroup.subtree_control": "+cpu +memory +pids", runName + "/cpu.weight": "200"},
+			wantPath: "/docker/c1/" + runName, wantMove: "/docker/c1/" + selfName,
 		},
 		{
 			name: "v2 own cgroup shared with another process", v2: true, mounts: v2, self: map[string]string{"": "/"},
