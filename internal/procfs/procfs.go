@@ -69,15 +69,9 @@ func Start(pid int) (string, error) {
 // Cgroups returns the process's cgroup path in each hierarchy
 // (/proc/PID/cgroup, in its order); nil when it cannot be read.
 func Cgroups(pid int) []string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
-	if err != nil {
-		return nil
-	}
 	var out []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 {
-			out = append(out, parts[2])
-		}
+	for _, l := range cgroupLines(pid) {
+		out = append(out, l[1])
 	}
 	return out
 }
@@ -86,22 +80,30 @@ func Cgroups(pid int) []string {
 // (each controller of a v1 line; "" for the cgroup2 line); nil when it
 // cannot be read.
 func CgroupsByController(pid int) map[string]string {
+	lines := cgroupLines(pid)
+	if lines == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, l := range lines {
+		for _, c := range strings.Split(l[0], ",") {
+			out[c] = l[1]
+		}
+	}
+	return out
+}
+
+// cgroupLines reads /proc/PID/cgroup as (controllers, path) pairs, in its
+// order; nil when it cannot be read.
+func cgroupLines(pid int) [][2]string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
 	if err != nil {
 		return nil
 	}
-	out := map[string]string{}
+	out := [][2]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[1] == "" {
-			out[""] = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			out[c] = parts[2]
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 {
+			out = append(out, [2]string{parts[1], parts[2]})
 		}
 	}
 	return out
