@@ -96,6 +96,54 @@ func CgroupRoots() ([]string, error) {
 	return out, err
 }
 
+// CgroupMount is one mounted cgroup hierarchy.
+type CgroupMount struct {
+	Mountpoint string
+	// Root is the cgroup path the mount point shows: "/" for a
+	// hierarchy mounted at its root, a subtree's path for a bind of one
+	// (a container's /sys/fs/cgroup without a cgroup namespace of its own).
+	Root string
+	V2   bool
+	// Controllers of a v1 hierarchy (its super options: "cpu", "cpuacct",
+	// "name=systemd"); nil for cgroup2.
+	Controllers []string
+}
+
+// cgroupV1Options are the super options of a v1 hierarchy that name no
+// controller.
+var cgroupV1Options = []string{"rw", "ro", "xattr", "noprefix", "clone_children", "cpuset_v2_mode", "favordynmods", "nofavordynmods"}
+
+// CgroupMounts lists every cgroup hierarchy mounted in this process's mount
+// namespace, each once, with where its cgroups are: the last mount of it,
+// which is the newest (a cgroup2 mounted over /sys/fs/cgroup in a new
+// cgroup namespace, not the one it hides).
+func CgroupMounts() ([]CgroupMount, error) {
+	mounts, err := moby.GetMounts(moby.FSTypeFilter("cgroup", "cgroup2"))
+	var out []CgroupMount
+	seen := map[string]int{}
+	for _, m := range mounts {
+		c := CgroupMount{Mountpoint: m.Mountpoint, Root: m.Root, V2: m.FSType == "cgroup2"}
+		if !c.V2 {
+			for _, o := range strings.Split(m.VFSOptions, ",") {
+				if !slices.Contains(cgroupV1Options, o) && !strings.Contains(o, "=") || strings.HasPrefix(o, "name=") {
+					c.Controllers = append(c.Controllers, o)
+				}
+			}
+		}
+		key := strings.Join(c.Controllers, ",")
+		if c.V2 {
+			key = "cgroup2"
+		}
+		if i, ok := seen[key]; ok {
+			out[i] = c
+			continue
+		}
+		seen[key] = len(out)
+		out = append(out, c)
+	}
+	return out, err
+}
+
 // Unmount detaches target, lazily when something still holds it (the mount
 // then disappears with its last user; nothing can reach it by path). A
 // target that is not (or no longer) a mount point is not an error.

@@ -89,3 +89,36 @@ func TestUnmountStacked(t *testing.T) {
 		t.Errorf("on a missing path: %d, %v; want 0, nil", n, err)
 	}
 }
+
+// TestCgroupMounts: on this machine's real mount table each hierarchy is
+// listed once, at a directory holding cgroup.procs, with its controllers;
+// the ones a task's limits need are there (v1) or the cgroup2 one is.
+func TestCgroupMounts(t *testing.T) {
+	ms, err := CgroupMounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	v2 := false
+	for _, m := range ms {
+		key := strings.Join(m.Controllers, ",")
+		if m.V2 {
+			key, v2 = "cgroup2", true
+		}
+		if seen[key] {
+			t.Errorf("hierarchy %q listed twice: %+v", key, ms)
+		}
+		seen[key] = true
+		if _, err := os.Stat(filepath.Join(m.Mountpoint, "cgroup.procs")); err != nil {
+			t.Errorf("%+v: %v", m, err)
+		}
+		if !m.V2 && len(m.Controllers) == 0 || slices.ContainsFunc(m.Controllers, func(c string) bool { return c == "rw" || c == "ro" }) {
+			t.Errorf("v1 hierarchy %+v: controllers read wrong", m)
+		}
+	}
+	for _, c := range []string{"cpu", "memory", "pids"} {
+		if !v2 && !slices.ContainsFunc(ms, func(m CgroupMount) bool { return slices.Contains(m.Controllers, c) }) {
+			t.Errorf("no hierarchy with %s in %+v", c, ms)
+		}
+	}
+}

@@ -69,14 +69,41 @@ func Start(pid int) (string, error) {
 // Cgroups returns the process's cgroup path in each hierarchy
 // (/proc/PID/cgroup, in its order); nil when it cannot be read.
 func Cgroups(pid int) []string {
+	var out []string
+	for _, l := range cgroupLines(pid) {
+		out = append(out, l[1])
+	}
+	return out
+}
+
+// CgroupsByController returns the process's cgroup path by controller
+// (each controller of a v1 line; "" for the cgroup2 line); nil when it
+// cannot be read.
+func CgroupsByController(pid int) map[string]string {
+	lines := cgroupLines(pid)
+	if lines == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, l := range lines {
+		for _, c := range strings.Split(l[0], ",") {
+			out[c] = l[1]
+		}
+	}
+	return out
+}
+
+// cgroupLines reads /proc/PID/cgroup as (controllers, path) pairs, in its
+// order; nil when it cannot be read.
+func cgroupLines(pid int) [][2]string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
 	if err != nil {
 		return nil
 	}
-	var out []string
+	out := [][2]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 {
-			out = append(out, parts[2])
+			out = append(out, [2]string{parts[1], parts[2]})
 		}
 	}
 	return out

@@ -51,3 +51,33 @@ func TestRead(t *testing.T) {
 		t.Error("a reaped process is still read")
 	}
 }
+
+// TestCgroupsByController: this process's cgroups by controller say what
+// its /proc/self/cgroup lines say, each controller of a v1 line on its own,
+// the cgroup2 line under "".
+func TestCgroupsByController(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := procfs.CgroupsByController(os.Getpid())
+	paths := procfs.Cgroups(os.Getpid())
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(by) == 0 || len(paths) != len(lines) {
+		t.Fatalf("by controller %v, paths %v, for\n%s", by, paths, b)
+	}
+	for i, line := range lines {
+		f := strings.SplitN(line, ":", 3)
+		if paths[i] != f[2] {
+			t.Errorf("line %d: path %q, want %q", i, paths[i], f[2])
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			if by[c] != f[2] {
+				t.Errorf("controller %q: %q, want %q", c, by[c], f[2])
+			}
+		}
+	}
+	if procfs.CgroupsByController(-1) != nil || procfs.Cgroups(-1) != nil {
+		t.Error("a process that does not exist has cgroups")
+	}
+}

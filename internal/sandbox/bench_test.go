@@ -2,7 +2,9 @@ package sandbox_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -94,4 +96,67 @@ func BenchmarkProbe(b *testing.B) {
 		canary += rep.Duration
 	}
 	b.ReportMetric(float64(canary.Milliseconds())/float64(b.N), "canary-ms/op")
+}
+
+// BenchmarkCgroupPlacement: how long one second of CPU takes in a sandbox
+// task placed in its own cgroup under the run's parent, in containerd's
+// default group shared by every task (the placement before), and as a
+// plain process beside whatever load runs (this benchmark's own cgroup),
+// round by round in turn so that the three see the same load.
+// scripts/bench-cgroup-placement.sh starts the load. The work is a fixed
+// shell loop calibrated to about a second of CPU; each figure is wall
+// seconds per CPU second.
+func BenchmarkCgroupPlacement(b *testing.B) {
+	s := needSandbox(b)
+	ctx := context.Background()
+	loop := func(n int) string {
+		return "i=0; while [ $i -lt " + strconv.Itoa(n) + " ]; do i=$((i+1)); done"
+	}
+	host := func(n int) (wall, cpu time.Duration) {
+		cmd := exec.Command("/bin/sh", "-c", loop(n))
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	task := func(n int) (wall, cpu time.Duration) {
+		res, err := s.Run(ctx, sandbox.Spec{Command: loop(n)})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("%v %+v", err, res)
+		}
+		return res.Duration, res.CPU
+	}
+	// Calibrated by CPU time, which the load does not change.
+	const probe = 200_000
+	_, c := host(probe)
+	n := int(float64(probe) * float64(time.Second) / float64(max(c, time.Millisecond)))
+	modes := []struct {
+		name string
+		run  func(int) (time.Duration, time.Duration)
+	}{
+		{"own", task},
+		{"shared", func(n int) (time.Duration, time.Duration) {
+			restore := sandbox.SharedCgroupUnsafe()
+			defer restore()
+			return task(n)
+		}},
+		{"beside", host},
+	}
+	total := make([][2]time.Duration, len(modes))
+	round := 0
+	for b.Loop() {
+		round++
+		line := fmt.Sprintf("round %d:", round)
+		for i, m := range modes {
+			wall, cpu := m.run(n)
+			total[i][0] += wall
+			total[i][1] += cpu
+			line += fmt.Sprintf(" %s %.2f s/cpu-s (%.2f s wall, %.2f s cpu)", m.name, wall.Seconds()/cpu.Seconds(), wall.Seconds(), cpu.Seconds())
+		}
+		b.Log(line)
+	}
+	for i, m := range modes {
+		b.ReportMetric(total[i][0].Seconds()/total[i][1].Seconds(), m.name+"-s/cpu-s")
+	}
 }

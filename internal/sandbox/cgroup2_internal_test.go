@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/runmill/verify/internal/mountinfo"
+	"github.com/runmill/verify/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,7 +71,7 @@ func umlInit() int {
 		}
 	}
 	self, _ := os.Executable()
-	cmd := exec.Command(self, "-test.run=^TestProbeReadsCgroupV2$", "-test.count=1", "-test.v")
+	cmd := exec.Command(self, "-test.run=^(TestProbeReadsCgroupV2|TestPlaceRunOnCgroupV2)$", "-test.count=1", "-test.v")
 	cmd.Dir = os.Getenv(umlDirEnv)
 	// Not CI: no containerd runs in this kernel, and the address that
 	// does not answer makes TestMain say so at once instead of starting one.
@@ -142,9 +143,20 @@ func TestProbeReadsCgroupV2InUML(t *testing.T) {
 	if code := strings.Fields(string(out[i+len(umlMarker):]))[0]; code != "0" {
 		t.Fatalf("TestProbeReadsCgroupV2 in the user-mode kernel exited %s", code)
 	}
-	if !bytes.Contains(out, []byte("--- PASS: TestProbeReadsCgroupV2 ")) {
-		t.Fatal("TestProbeReadsCgroupV2 did not pass in the user-mode kernel")
+	for _, name := range []string{"TestProbeReadsCgroupV2", "TestPlaceRunOnCgroupV2"} {
+		if !bytes.Contains(out, []byte("--- PASS: "+name+" ")) {
+			t.Errorf("%s did not pass in the user-mode kernel", name)
+		}
 	}
+}
+
+// needCgroupNamespace returns unshare(1) and the cgroup2 hierarchy's root
+// for a test that makes a cgroup there and enters a cgroup namespace: it
+// needs root, and is skipped without them — and fails under CI=true.
+func needCgroupNamespace(t *testing.T) (unshare, root string) {
+	t.Helper()
+	testreq.Root(t, "a cgroup and a cgroup namespace of its own")
+	return testreq.Tool(t, "unshare")[0], cgroup2Root(t)
 }
 
 // cgroup2Root is the mount point of the cgroup v2 hierarchy at its root:
@@ -178,9 +190,7 @@ func cgroup2Root(t *testing.T) string {
 // to v1) fails its limit check — the probe never reads a v2 cgroup
 // without its limit files as enforced.
 func TestProbeReadsCgroupV2(t *testing.T) {
-	testreq.Root(t, "a cgroup and a cgroup namespace of its own")
-	unshare := testreq.Tool(t, "unshare")[0]
-	root := cgroup2Root(t)
+	unshare, root := needCgroupNamespace(t)
 	available := strings.Fields(readFile(t, filepath.Join(root, "cgroup.controllers")))
 	for _, c := range []string{"pids", "memory", "cpu"} {
 		if slices.Contains(available, c) {
@@ -302,4 +312,109 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// cgroupPlaceHelperEnv makes the test binary place a run as Connect does,
+// from inside a cgroup namespace whose root is its own cgroup (runmill in a
+// container on a cgroup v2 host), and print what it did.
+const cgroupPlaceHelperEnv = "RUNMILL_CGROUP_PLACE_TEST_HELPER"
+
+func cgroupPlaceHelper() int {
+	owner, err := ownerID()
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	h, err := readCgroupHost(owner)
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	r, err := placeRun(h, "helper01", 2)
+	if err != nil {
+		fmt.Println("refused", err)
+		return 0
+	}
+	fmt.Printf("placed %s moved %s self %s\n", r.path, r.moved, procfs.CgroupsByController(os.Getpid())[""])
+	return 0
+}
+
+// TestPlaceRunOnCgroupV2: the cgroup v2 placement on a real kernel's
+// cgroup2 hierarchy, for runmill at the root of its cgroup namespace (a
+// container's view): its cgroup holds it, so it must move itself into a
+// leaf before the kernel gives the controllers to the run's parent; with
+// another process in that cgroup it refuses instead. Where the hierarchy
+// lacks the controllers (this hybrid host keeps them on v1) the placement
+// must refuse; in the user-mode kernel (TestProbeReadsCgroupV2InUML) they
+// are there and the placement must succeed.
+func TestPlaceRunOnCgroupV2(t *testing.T) {
+	unshare, root := needCgroupNamespace(t)
+	for _, c := range placedControllers {
+		os.WriteFile(filepath.Join(root, "cgroup.subtree_control"), []byte("+"+c), 0)
+	}
+	given := len(without(placedControllers, strings.Fields(readFile(t, filepath.Join(root, "cgroup.subtree_control"))))) == 0
+	if os.Getenv(cgroupV2WantAllEnv) != "" && !given {
+		t.Fatalf("%s is set and the cgroup2 root does not give %v to its children", cgroupV2WantAllEnv, placedControllers)
+	}
+	for _, shared := range []bool{false, true} {
+		cg := filepath.Join(root, "runmill-test-place-"+strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+		if err := os.Mkdir(cg, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var stranger *exec.Cmd
+		if shared {
+			stranger = exec.Command("sleep", "60")
+			if err := stranger.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(stranger.Process.Pid)), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" --mount --cgroup --propagation private -- /bin/sh -c 'mount -t tmpfs runmill-test /sys/fs/cgroup && mount -t cgroup2 runmill-test-cgroup /sys/fs/cgroup && exec "$0" -test.run=^$' "$0"`,
+			os.Args[0], cg, unshare)
+		cmd.Env = []string{cgroupPlaceHelperEnv + "=1", "PATH=" + os.Getenv("PATH")}
+		out, err := cmd.CombinedOutput()
+		if stranger != nil {
+			stranger.Process.Kill()
+			stranger.Wait()
+		}
+		got := strings.TrimSpace(string(out))
+		t.Logf("shared %v, controllers given %v: %s (%v)", shared, given, got, err)
+		leaves, _ := filepath.Glob(filepath.Join(cg, selfCgroupPrefix+"*"))
+		runs, _ := filepath.Glob(filepath.Join(cg, runCgroupPrefix+"*"))
+		switch {
+		case err != nil:
+			t.Errorf("helper: %v", err)
+		case !given:
+			if !strings.HasPrefix(got, "refused") || !strings.Contains(got, "does not offer") {
+				t.Errorf("without the controllers: %q, want a refusal naming them", got)
+			}
+		case shared:
+			if !strings.HasPrefix(got, "refused") || !strings.Contains(got, "holds processes ["+strconv.Itoa(stranger.Process.Pid)+"]") {
+				t.Errorf("with another process in runmill's cgroup: %q, want a refusal naming it", got)
+			}
+			if len(leaves) > 0 || len(runs) > 0 {
+				t.Errorf("the refusal made %q %q", leaves, runs)
+			}
+		default:
+			f := strings.Fields(got)
+			if len(f) != 6 || f[0] != "placed" || len(leaves) != 1 || len(runs) != 1 ||
+				f[1] != "/"+filepath.Base(runs[0]) || f[3] != "/"+filepath.Base(leaves[0]) || f[5] != f[3] {
+				t.Fatalf("placement %q, leaves %q, run parents %q: want runmill moved into its leaf and the run's parent beside it", got, leaves, runs)
+			}
+			if w := strings.TrimSpace(readFile(t, filepath.Join(runs[0], "cpu.weight"))); w != "200" {
+				t.Errorf("the run's cpu.weight = %s, want 200 (2 cores × 100)", w)
+			}
+			if sc := strings.Fields(readFile(t, filepath.Join(cg, "cgroup.subtree_control"))); len(without(placedControllers, sc)) > 0 {
+				t.Errorf("runmill's former cgroup gives %v to its children, want %v", sc, placedControllers)
+			}
+		}
+		// The helper has exited: every cgroup it made is empty.
+		for _, d := range append(append(leaves, runs...), cg) {
+			if err := removeCgroupTree(d); err != nil {
+				t.Errorf("removing %s: %v", d, err)
+			}
+		}
+	}
 }

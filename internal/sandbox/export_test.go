@@ -2,7 +2,10 @@ package sandbox
 
 import (
 	"path/filepath"
+	"slices"
 	"time"
+
+	"github.com/runmill/verify/internal/procfs"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -14,6 +17,14 @@ import (
 func DisableOuterTimerUnsafe() (restore func()) {
 	outerTimerOff.Store(true)
 	return func() { outerTimerOff.Store(false) }
+}
+
+// SharedCgroupUnsafe places tasks prepared until restore in containerd's
+// default group, as before the run parents, for the benchmark comparing
+// the two. Never for a real run: the probe refuses that placement.
+func SharedCgroupUnsafe() (restore func()) {
+	sharedCgroup.Store(true)
+	return func() { sharedCgroup.Store(false) }
 }
 
 // TaskAnnotations are the annotations s gives every task's spec (its owner
@@ -57,3 +68,50 @@ func CgroupV2Helper() int { return cgroupV2Helper() }
 const UMLInitEnv = umlInitEnv
 
 func UMLInit() int { return umlInit() }
+
+// RunCgroup is s's run parent: its cgroup path and its directory in each
+// hierarchy it is made in (cgroup v2's, or v1's cpu, memory and pids),
+// the cpu one first, and the file holding its CPU weight.
+func RunCgroup(s *Sandbox) (cgroup string, dirs []string, weightFile string) {
+	return s.cgroup.path, placedDirs(s.cgroup, s.cgroup.path), s.cgroup.weightFile
+}
+
+// RunCgroupsParent is the cgroup holding s's run parent and those of other
+// runs, as directories in the same hierarchies as RunCgroup's.
+func RunCgroupsParent(s *Sandbox) []string { return placedDirs(s.cgroup, s.cgroup.parent) }
+
+func placedDirs(r *runCgroup, cgroup string) []string {
+	var dirs []string
+	for _, c := range placedControllers {
+		for _, m := range r.mounts {
+			if m.V2 == r.v2 && (r.v2 || slices.Contains(m.Controllers, c)) {
+				if d, ok := cgroupDir(m, cgroup); ok && !slices.Contains(dirs, d) {
+					dirs = append(dirs, d)
+				}
+				break
+			}
+		}
+	}
+	return dirs
+}
+
+// RunCgroupName is the name a run parent of owner (an ownerID) gets.
+func RunCgroupName(owner, instance string) string {
+	return runCgroupPrefix + ownerCgroupName(owner) + "-" + instance
+}
+
+// TaskCgroup is where the host sees a prepared task's process: its cgroup
+// (the cpu controller's on cgroup v1).
+func TaskCgroup(t *Task) string {
+	key := "cpu"
+	if t.s.cgroup.v2 {
+		key = ""
+	}
+	return procfs.CgroupsByController(int(t.task.Pid()))[key]
+}
+
+// CgroupPlaceHelperEnv and CgroupPlaceHelper: TestMain runs the helper of
+// TestPlaceRunOnCgroupV2 when the variable is set.
+const CgroupPlaceHelperEnv = cgroupPlaceHelperEnv
+
+func CgroupPlaceHelper() int { return cgroupPlaceHelper() }

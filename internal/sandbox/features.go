@@ -36,10 +36,7 @@ func detectFeatures(ctx context.Context) runtimeFeatures {
 	if unix.Uname(&u) == nil {
 		f.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	var st unix.Statfs_t
-	if unix.Statfs("/sys/fs/cgroup", &st) == nil {
-		f.CgroupV2 = st.Type == unix.CGROUP2_SUPER_MAGIC
-	}
+	f.CgroupV2 = cgroupUnified()
 	runc, err := lookDaemonPath("runc")
 	if err != nil {
 		if runc, err = exec.LookPath("runc"); err != nil {

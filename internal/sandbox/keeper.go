@@ -51,6 +51,7 @@ func (s *Sandbox) ensureKeeper(ctx context.Context) error {
 		return err
 	}
 	s.annotate(spec, true)
+	spec.Linux.CgroupsPath = s.cgroup.taskPath(p.ID)
 	s.track(p.ID, "shim keeper")
 	c, err := s.client.NewContainer(ctx, p.ID,
 		containerd.WithSpec(spec),

@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(sandbox.CgroupV2HelperEnv) != "" {
 		os.Exit(sandbox.CgroupV2Helper())
 	}
+	if os.Getenv(sandbox.CgroupPlaceHelperEnv) != "" {
+		os.Exit(sandbox.CgroupPlaceHelper())
+	}
 	os.Exit(testMain(m))
 }
 

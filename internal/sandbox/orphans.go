@@ -149,11 +149,12 @@ func (s *Sandbox) strays(ctx context.Context, all []proc) (shims []int, tasks []
 			if c.PPID != p.PID || c.Exited() {
 				continue
 			}
-			// A task's process is in containerd's cgroup for it,
-			// /<namespace>/<id>; anything else is no task of ours.
+			// A task's process is in the cgroup made for it (under a
+			// run's parent, or containerd's /<namespace>/<id>); anything
+			// else is no task of ours.
 			cg := c.cgroup()
-			id, ok := strings.CutPrefix(cg, "/"+s.namespace+"/")
-			if !ok || !validID(id) || known(id) {
+			id, ok := CgroupTask(cg)
+			if !ok || known(id) {
 				served = true
 				break
 			}
@@ -339,8 +340,9 @@ func bundleSpec(bundle string) (*specs.Spec, error) {
 	return &spec, nil
 }
 
-// cgroupOf is a spec's cgroup path when it is a plain absolute one
-// (containerd's "/<namespace>/<id>"), "" otherwise.
+// cgroupOf is a spec's cgroup path when it is a plain absolute one (the
+// task's own under its run's parent, or containerd's "/<namespace>/<id>"),
+// "" otherwise.
 func cgroupOf(spec *specs.Spec) string {
 	if spec.Linux == nil {
 		return ""

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
+
 	"github.com/runmill/verify/internal/mountinfo"
 	"github.com/runmill/verify/pkg/rmerr"
 )
@@ -106,7 +108,9 @@ func (s *Sandbox) Probe(ctx context.Context, spec Spec) (ProbeReport, error) {
 		return rep, err
 	}
 	defer os.RemoveAll(ps.dir)
-	res, err := s.runPlan(ctx, ps.plan)
+	// Where the task is placed is seen from the host, while runc init
+	// waits in the task's cgroup for the start.
+	res, err := s.runPlan(ctx, ps.plan, func(t containerd.Task) { ps.cgroup = s.cgroup.observe(t.Pid(), ps.plan.ID) })
 	if err != nil {
 		return rep, err
 	}
@@ -131,6 +135,7 @@ type probeSetup struct {
 	dir    string   // the probe's own host directory, removed afterwards
 	canary string   // the canary checkout on the host: world-writable, bound read-only at CheckoutPath
 	absent []string // host paths that must not exist in the task
+	cgroup cgroupSeen
 }
 
 // prepareProbe creates the probe's host files and the canary plan.
@@ -456,6 +461,10 @@ func evaluateProbe(ps *probeSetup, res Result, hostReport []byte, rro bool) []Pr
 	}
 	wantQuota := strconv.FormatInt(int64(p.Limits.CPUs*cfsPeriod+0.999999), 10)
 	add("limits.cpu", quota == wantQuota, "CFS quota %q per %dµs, want %s", quota, cfsPeriod, wantQuota)
+
+	cg := ps.cgroup
+	add("cgroup.own", cg.Task != "" && cg.Task == cg.WantTask && cg.Weight != "" && cg.Weight == cg.WantWeight,
+		"task in cgroup %q, want %q (its own, under the run's parent); the parent's %s %q, want %q", cg.Task, cg.WantTask, cg.WeightFile, cg.Weight, cg.WantWeight)
 
 	slices.SortStableFunc(checks, func(a, b ProbeCheck) int { return strings.Compare(a.Name, b.Name) })
 	return checks

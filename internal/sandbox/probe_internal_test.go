@@ -43,7 +43,7 @@ func TestRecordProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(ps.dir)
-	res, err := s.runPlan(s.ctx(context.Background()), ps.plan)
+	res, err := s.runPlan(s.ctx(context.Background()), ps.plan, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,11 @@ func fixtureProbe(t *testing.T) (*probeSetup, string) {
 		report:  bind{canary + "/report", CheckoutPath + "/report"},
 		env:     env, uid: DefaultUID, gid: DefaultGID,
 	}
-	return &probeSetup{plan: p, dir: fixtureProbeDir, canary: canary, absent: []string{fixtureProbeDir + "/outside", canary, fixtureSocket}}, out
+	// Where the host saw the canary's task: its own cgroup under the run's
+	// parent, which weighs two cores' worth.
+	task := "/" + runCgroupPrefix + "4026531836-100-200-abcdef12/rm-canary"
+	cg := cgroupSeen{Task: task, WantTask: task, Weight: "2048", WantWeight: "2048", WeightFile: "cpu.shares"}
+	return &probeSetup{plan: p, dir: fixtureProbeDir, canary: canary, absent: []string{fixtureProbeDir + "/outside", canary, fixtureSocket}, cgroup: cg}, out
 }
 
 func TestEvaluateProbe(t *testing.T) {
@@ -82,6 +86,7 @@ func TestEvaluateProbe(t *testing.T) {
 		edit       func(string) string
 		report     string
 		wantFailed []string // check names that must fail; empty: all hold
+		cgroup     func(*cgroupSeen)
 	}{
 		{name: "recorded", edit: func(s string) string { return s }},
 		{name: "capabilities kept", edit: replace("CapEff:\t0000000000000000", "CapEff:\t00000000a80425fb"), wantFailed: []string{"capabilities.none"}},
@@ -134,13 +139,25 @@ func TestEvaluateProbe(t *testing.T) {
 			return strings.Replace(s, "pids.max\n4096", "pids.max\nmax", 1)
 		}, wantFailed: []string{"limits.pids"}},
 		{name: "report not seen on host", report: "nope", edit: func(s string) string { return s }, wantFailed: []string{"write.report"}},
+		// The placement, seen from the host: containerd's shared group,
+		// another run's parent, a parent left at one process's weight,
+		// nothing seen.
+		{name: "shared cgroup", cgroup: func(c *cgroupSeen) { c.Task = "/" + DefaultNamespace + "/rm-canary" }, wantFailed: []string{"cgroup.own"}},
+		{name: "another run's cgroup", cgroup: func(c *cgroupSeen) { c.Task = "/" + runCgroupPrefix + "4026531836-100-200-00000000/rm-canary" }, wantFailed: []string{"cgroup.own"}},
+		{name: "parent of one process's weight", cgroup: func(c *cgroupSeen) { c.Weight = "1024" }, wantFailed: []string{"cgroup.own"}},
+		{name: "placement unseen", cgroup: func(c *cgroupSeen) { *c = cgroupSeen{WantTask: c.WantTask, WantWeight: c.WantWeight} }, wantFailed: []string{"cgroup.own"}},
 		{name: "truncated", edit: func(s string) string { return s[:strings.Index(s, "\n@@runmill-probe end")] }, wantFailed: []string{"canary.completed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ps, out := fixtureProbe(t)
+			if tt.edit == nil {
+				tt.edit = func(s string) string { return s }
+			}
 			edited := tt.edit(out)
-			if edited == out && tt.name != "recorded" && tt.report == "" {
+			if tt.cgroup != nil {
+				tt.cgroup(&ps.cgroup)
+			} else if edited == out && tt.name != "recorded" && tt.report == "" {
 				t.Fatal("edit changed nothing: the fixture no longer has what this case edits")
 			}
 			report := probeReportText

@@ -69,6 +69,12 @@ const (
 // the in-task init alone. Only a test sets it (DisableOuterTimerUnsafe).
 var outerTimerOff atomic.Bool
 
+// sharedCgroup leaves a task where containerd puts it by default
+// (/<namespace>/<id>: one group for every task on the machine), the
+// placement before the run parents. Only the benchmark that compares the
+// two sets it (SharedCgroupUnsafe).
+var sharedCgroup atomic.Bool
+
 // Run runs spec.Command in a fresh task and returns what happened. The
 // container and task are deleted whatever happened (in the background once
 // the result is read; Gone and Close wait for that). An error means no
@@ -121,12 +127,16 @@ func (s *Sandbox) Prepare(ctx context.Context, spec Spec) (*Task, error) {
 }
 
 // runPlan prepares and runs a validated plan (the probe's) within a Run or
-// Probe that already holds its inflight slot.
-func (s *Sandbox) runPlan(ctx context.Context, p *plan) (Result, error) {
+// Probe that already holds its inflight slot; created, when set, sees the
+// task once it exists and before it starts.
+func (s *Sandbox) runPlan(ctx context.Context, p *plan, created func(containerd.Task)) (Result, error) {
 	s.track(p.ID, "sandbox probe")
 	t, err := s.prepare(ctx, p)
 	if err != nil {
 		return Result{ID: p.ID}, err
+	}
+	if created != nil {
+		created(t.task)
 	}
 	s.inflight.Add(1) // the task's own, released by its Run
 	return t.Run(ctx)
@@ -173,6 +183,9 @@ func (s *Sandbox) prepare(ctx context.Context, p *plan) (_ *Task, retErr error) 
 		return nil, err
 	}
 	withInit(spec, p.Timeout+initGrace, initBin, lifeline)
+	if !sharedCgroup.Load() {
+		spec.Linux.CgroupsPath = s.cgroup.taskPath(p.ID)
+	}
 	// Share this process's running shim (see keeper.go). Without a keeper
 	// the run still works; it only starts and stops a shim of its own.
 	s.annotate(spec, s.ensureKeeper(ctx) == nil)

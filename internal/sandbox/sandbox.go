@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,8 @@ type Sandbox struct {
 	owner     string // value of labelOwner on every container this process creates
 	instance  string // distinguishes Sandboxes within one process
 	features  runtimeFeatures
+	// cgroup is the run's parent cgroup; every task is one below it.
+	cgroup *runCgroup
 	// runtimeOptions are the runc shim's options (nil: the daemon's defaults).
 	runtimeOptions any
 
@@ -90,7 +93,7 @@ type createdContainer struct{ id, role string }
 
 // Connect reaches containerd (or starts a private one) and returns a Sandbox
 // using it. It never falls back to anything weaker than a containerd task.
-func Connect(ctx context.Context, o Options) (*Sandbox, error) {
+func Connect(ctx context.Context, o Options) (_ *Sandbox, retErr error) {
 	if o.StateDir == "" {
 		return nil, rmerr.New(rmerr.SandboxSpec, "sandbox state directory is empty").
 			WithHint("pass the run's state directory (--out or $RUNMILL_STATE_DIR)")
@@ -118,6 +121,21 @@ func Connect(ctx context.Context, o Options) (*Sandbox, error) {
 		instance:  randomID()[len("rm-"):][:8],
 		etcDirs:   map[[2]uint32]string{},
 	}
+	// Before any private containerd starts: on cgroup v2 runmill may have
+	// to move into a leaf cgroup, which the daemon then starts in too.
+	host, err := readCgroupHost(owner)
+	if err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "reading this process's cgroups").
+			WithHint("mount /proc and the cgroup hierarchies")
+	}
+	if s.cgroup, err = placeRun(host, s.instance, runtime.NumCPU()); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			s.cgroup.remove()
+		}
+	}()
 	address := o.Address
 	if address == "" {
 		address = DefaultAddress
@@ -208,7 +226,8 @@ func (s *Sandbox) Close() error {
 // private containerd.
 type Resource struct {
 	// Kind is in the terminal statement's vocabulary: "container", "task"
-	// (the task's bundle directories), "tempdir" (a working directory).
+	// (the task's bundle directories), "tempdir" (a working directory),
+	// "cgroup" (the run's parent cgroup).
 	Kind   string
 	ID     string // container id or path
 	Gone   bool
@@ -278,7 +297,10 @@ func (s *Sandbox) CloseObserved() ([]Resource, error) {
 	if s.private != nil {
 		out = append(out, s.private.tidy(bundlesGone)...)
 	}
-	return out, err
+	// Every task and the keeper are deleted (runc removed their cgroups).
+	r, cerr := s.cgroup.remove()
+	out = append(out, r)
+	return out, errors.Join(err, cerr)
 }
 
 // track records a container id before containerd is asked for it, so one

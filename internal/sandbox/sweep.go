@@ -91,6 +91,9 @@ func (s *Sandbox) Sweep(ctx context.Context) (removed []string, err error) {
 	}
 	rb, berrs := s.sweepBundles(ctx)
 	removed, errs = append(removed, rb...), append(errs, berrs...)
+	// Last: a dead run's parent cgroup empties once its tasks are reaped.
+	rc, cerrs := s.cgroup.sweep(s.owner)
+	removed, errs = append(removed, rc...), append(errs, cerrs...)
 	for _, sub := range ownedSubdirs {
 		dir := filepath.Join(s.workDir, sub)
 		entries, err := os.ReadDir(dir)

@@ -157,9 +157,29 @@ func sweep(t *testing.T, s *sandbox.Sandbox, id, tag string) {
 	assertNoSleeper(t, tag+"0")
 	assertNoSleeper(t, tag+"1")
 	assertNoProcesses(t, id)
+	assertNoDeadRunCgroups(t, s)
 	again, err := s.Sweep(context.Background())
 	if err != nil || len(again) != 0 {
 		t.Errorf("second sweep: %q, %v", again, err)
+	}
+}
+
+// assertNoDeadRunCgroups: no run parent cgroup of a dead runmill is left
+// beside s's own.
+func assertNoDeadRunCgroups(t *testing.T, s *sandbox.Sandbox) {
+	t.Helper()
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	for _, dir := range sandbox.RunCgroupsParent(s) {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			f := strings.Split(strings.TrimPrefix(e.Name(), "runmill-run-"), "-")
+			if !strings.HasPrefix(e.Name(), "runmill-run-") || len(f) != 4 || "pid:["+f[0]+"]" != ns {
+				continue
+			}
+			if start, err := procfsStart(f[1]); err != nil || start != f[2] {
+				t.Errorf("the sweep left the cgroup %s of a dead run", filepath.Join(dir, e.Name()))
+			}
+		}
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 type recorder struct {
 	testing.TB
 	skipped, failed bool
-	msg             string
 }
 
 func (r *recorder) Helper()                          {}

@@ -255,7 +255,7 @@ type Cleanup struct {
 // CleanupResource is one resource the run created.
 type CleanupResource struct {
 	// Kind is "container", "task", "snapshot", "checkout", "mount",
-	// "tempdir" or "daemon".
+	// "tempdir", "daemon" or "cgroup" (the run's parent cgroup).
 	Kind string `json:"kind"`
 	ID   string `json:"id"`
 	// Gone is true when a fresh look found the resource absent (observed,

@@ -54,7 +54,7 @@ func (c *Chain) Events() ([]Event, string) { return slices.Clone(c.events), c.he
 
 var (
 	outcomes         = []string{"merge-ready", "not-merge-ready", "no-verdict", "shard"}
-	cleanupKinds     = []string{"container", "task", "snapshot", "checkout", "mount", "tempdir", "daemon"}
+	cleanupKinds     = []string{"container", "task", "snapshot", "checkout", "mount", "tempdir", "daemon", "cgroup"}
 	budgetResources  = []string{"wall-time-ms", "cpu-ms", "memory-bytes", "stdout-bytes", "stderr-bytes"}
 	sideEffectKinds  = []string{"file", "artifact", "api-call"}
 	maxEventKindSize = 128

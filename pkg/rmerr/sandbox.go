@@ -5,7 +5,8 @@ package rmerr
 // these instead.
 const (
 	// SandboxUnavailable: no containerd answers and a private one cannot be
-	// started (not root, containerd or runc not installed, or it failed to come up).
+	// started (not root, containerd or runc not installed, or it failed to come up),
+	// or the run's parent cgroup cannot be made.
 	SandboxUnavailable Code = "RM-SANDBOX-001"
 	// SandboxGuarantee: the probe measured that a promised isolation guarantee
 	// (network, read-only mounts, user, capabilities, limits, environment) is

@@ -22,6 +22,7 @@ import (
 // keeper's id, which names the runmill's pid), their live children (the
 // keeper's `runc init`, a check's init), and its tasks' container ids.
 type Leftovers struct {
+	PID          int // the killed runmill
 	Shims, Procs []int
 	IDs          []string
 }
@@ -30,7 +31,7 @@ type Leftovers struct {
 // caller knows of (a check whose processes are already gone has none).
 func LeftBy(t testing.TB, pid int, ids ...string) Leftovers {
 	t.Helper()
-	l := Leftovers{IDs: ids}
+	l := Leftovers{PID: pid, IDs: ids}
 	keeper := "runmill-keeper-" + strconv.Itoa(pid) + "-"
 	all := procfs.All()
 	for _, p := range all {
@@ -66,9 +67,32 @@ func (l Leftovers) Remaining() []string {
 				out = append(out, "mount "+mp)
 			}
 		}
-		for _, pat := range []string{"/sys/fs/cgroup/*/" + sandbox.DefaultNamespace + "/" + id, "/sys/fs/cgroup/" + sandbox.DefaultNamespace + "/" + id} {
+		// The task's cgroup under its run's parent, which lies beside the
+		// runmill's own cgroup (at most a few levels down), or containerd's
+		// default group.
+		var pats []string
+		for _, under := range []string{"/sys/fs/cgroup/", "/sys/fs/cgroup/*/", "/sys/fs/cgroup/*/*/", "/sys/fs/cgroup/*/*/*/"} {
+			pats = append(pats, under+"runmill-run-*/"+id, under+sandbox.DefaultNamespace+"/"+id)
+		}
+		for _, pat := range pats {
 			dirs, _ := filepath.Glob(pat)
 			for _, d := range dirs {
+				out = append(out, "cgroup "+d)
+			}
+		}
+	}
+	return append(out, RunCgroupsOf(l.PID)...)
+}
+
+// RunCgroupsOf lists the run parent cgroups named for runmill pid
+// ("runmill-run-NS-PID-START-INSTANCE") that exist, as "cgroup <dir>",
+// beside a runmill's own cgroup a few levels down at most.
+func RunCgroupsOf(pid int) []string {
+	var out []string
+	for _, under := range []string{"/sys/fs/cgroup/", "/sys/fs/cgroup/*/", "/sys/fs/cgroup/*/*/", "/sys/fs/cgroup/*/*/*/"} {
+		dirs, _ := filepath.Glob(under + "runmill-run-*")
+		for _, d := range dirs {
+			if f := strings.Split(strings.TrimPrefix(filepath.Base(d), "runmill-run-"), "-"); len(f) == 4 && f[1] == strconv.Itoa(pid) {
 				out = append(out, "cgroup "+d)
 			}
 		}
@@ -104,11 +128,11 @@ func arg(args []string, flag string) string {
 	return ""
 }
 
-// cgroupID is the container id a task process's cgroup names
-// ("/runmill/<id>"), "" for another cgroup.
+// cgroupID is the container id a task process's cgroup names, "" for
+// another cgroup.
 func cgroupID(pid int) string {
 	for _, cg := range procfs.Cgroups(pid) {
-		if id, ok := strings.CutPrefix(cg, "/"+sandbox.DefaultNamespace+"/"); ok && !strings.Contains(id, "/") {
+		if id, ok := sandbox.CgroupTask(cg); ok {
 			return id
 		}
 	}
