@@ -694,13 +694,7 @@ func TestInputsAreMapped(t *testing.T) {
 // workflow among them. scripts/test.sh sets RUNMILL_ACTIONLINT; with CI=true
 // a missing actionlint fails.
 func TestActionlint(t *testing.T) {
-	bin := os.Getenv("RUNMILL_ACTIONLINT")
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true and RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint)")
-		}
-		t.Skip("RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint and sets it)")
-	}
+	bin := actionlintBin(t)
 	var meta struct {
 		Inputs  map[string]map[string]any `yaml:"inputs"`
 		Outputs map[string]map[string]any `yaml:"outputs"`
@@ -737,28 +731,49 @@ func TestActionlint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), ".github", "workflows")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "action.yml")
-	if err := os.WriteFile(file, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-color=false", file)
-	cmd.Dir = filepath.Dir(filepath.Dir(dir))
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("actionlint on the composite steps: %v\n%s\n--- rendered workflow\n%s", err, msg, out)
-	}
+	lintWorkflow(t, bin, "the composite steps, rendered as a workflow", out)
 	// And every workflow of the repository, the release workflow with it.
 	workflows, err := filepath.Glob(filepath.Join(actionRoot(t), ".github", "workflows", "*.yml"))
 	if err != nil || len(workflows) < 2 {
 		t.Fatalf("workflows %q: %v", workflows, err)
 	}
-	cmd = exec.Command(bin, append([]string{"-color=false"}, workflows...)...)
+	cmd := exec.Command(bin, append([]string{"-color=false"}, workflows...)...)
 	cmd.Dir = actionRoot(t)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("actionlint on .github/workflows: %v\n%s", err, msg)
+	}
+}
+
+// actionlintBin is RUNMILL_ACTIONLINT; a test without it skips, or fails
+// with CI=true (scripts/test.sh builds actionlint and sets it).
+func actionlintBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("RUNMILL_ACTIONLINT")
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint)")
+		}
+		t.Skip("RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint and sets it)")
+	}
+	return bin
+}
+
+// lintWorkflow runs actionlint on wf as a workflow file of a repository of
+// its own; what names it in the failure.
+func lintWorkflow(t *testing.T, bin, what string, wf []byte) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), ".github", "workflows")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "workflow.yml")
+	if err := os.WriteFile(file, wf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-color=false", file)
+	cmd.Dir = filepath.Dir(filepath.Dir(dir))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("actionlint on %s: %v\n%s\n--- the workflow\n%s", what, err, out, wf)
 	}
 }
 

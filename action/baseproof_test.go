@@ -3,7 +3,6 @@ package action_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -195,24 +194,5 @@ func TestBaseProofWorkflowDoc(t *testing.T) {
 		t.Errorf("on: push %v (pull_request %v), a job proving github.sha with the signing key %v", onPush, onPR, proves)
 	}
 
-	bin := os.Getenv("RUNMILL_ACTIONLINT")
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true and RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint)")
-		}
-		t.Skip("RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint and sets it)")
-	}
-	dir := filepath.Join(t.TempDir(), ".github", "workflows")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "runmill.yml")
-	if err := os.WriteFile(file, wf, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-color=false", file)
-	cmd.Dir = filepath.Dir(filepath.Dir(dir))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("actionlint on docs/action.md's base-proof workflow: %v\n%s", err, out)
-	}
+	lintWorkflow(t, actionlintBin(t), "docs/action.md's base-proof workflow", wf)
 }

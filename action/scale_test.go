@@ -2,7 +2,6 @@ package action_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -54,26 +53,7 @@ func TestShardedWorkflowDoc(t *testing.T) {
 		t.Errorf("shard step %v, merge step %v", sharded, merged)
 	}
 
-	bin := os.Getenv("RUNMILL_ACTIONLINT")
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true and RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint)")
-		}
-		t.Skip("RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint and sets it)")
-	}
-	dir := filepath.Join(t.TempDir(), ".github", "workflows")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "sharded.yml")
-	if err := os.WriteFile(file, wf, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-color=false", file)
-	cmd.Dir = filepath.Dir(filepath.Dir(dir))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("actionlint on docs/scale.md's workflow: %v\n%s", err, out)
-	}
+	lintWorkflow(t, actionlintBin(t), "docs/scale.md's workflow", wf)
 }
 
 // shardedWorkflowDoc is the sharded workflow docs/scale.md documents.

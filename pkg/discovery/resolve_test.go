@@ -20,6 +20,17 @@ func required(m *discovery.Manifest) map[string]string {
 	return out
 }
 
+// picker picks up to n of from at random, in random order.
+func picker(rng *rand.Rand) func(n int, from []string) []string {
+	return func(n int, from []string) []string {
+		var out []string
+		for _, i := range rng.Perm(len(from))[:rng.IntN(n+1)] {
+			out = append(out, from[i])
+		}
+		return out
+	}
+}
+
 // TestUnionOnlyGrows: adding changed paths, symlinks, GitHub contexts, agent
 // proposals or operator checks never removes a required check (spec § 1: the union is
 // monotonic) — checked over random inputs.
@@ -27,13 +38,7 @@ func TestUnionOnlyGrows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	paths := []string{"src/a.go", "migrations/1.sql", "docs/x.md", "infra/main.tf", "web/app.test.js"}
 	globs := []string{"src/**", "migrations/**", "docs/", "*.tf", "**/*.js"}
-	pick := func(n int, from []string) []string {
-		var out []string
-		for _, i := range rng.Perm(len(from))[:rng.IntN(n+1)] {
-			out = append(out, from[i])
-		}
-		return out
-	}
+	pick := picker(rng)
 	mkChecks := func(prefix string) []policy.CheckSpec {
 		var cs []policy.CheckSpec
 		for i := 0; i < rng.IntN(6); i++ {
@@ -185,13 +190,7 @@ func TestEveryCoversAnyChange(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	paths := []string{"src/a.go", "migrations/1.sql", "docs/x.md", "infra/main.tf"}
 	globs := []string{"src/**", "migrations/**", "docs/", "*.tf"}
-	pick := func(n int, from []string) []string {
-		var out []string
-		for _, i := range rng.Perm(len(from))[:rng.IntN(n+1)] {
-			out = append(out, from[i])
-		}
-		return out
-	}
+	pick := picker(rng)
 	checks := func(prefix string) []policy.CheckSpec {
 		var cs []policy.CheckSpec
 		for i, id := range rng.Perm(6)[:rng.IntN(5)] {
