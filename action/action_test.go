@@ -470,6 +470,18 @@ func TestMergeGroup(t *testing.T) {
 	if !strings.Contains(j.sudoLog(), "--base "+f.base+" --candidate "+f.good+" ") {
 		t.Errorf("runmill was not called on the merge group's commits:\n%s\n%s", j.sudoLog(), j.ran[stepVerify].Log)
 	}
+	// The queue's base is a commit of the branch it merges into: its proof
+	// is the push job's, keyed by that branch.
+	j = newJob(t, f, "merge_group", "", map[string]string{"github-token": "", "base-proof": "true"})
+	j.event = map[string]any{"merge_group": map[string]any{"base_sha": f.base, "head_sha": f.good, "base_ref": "refs/heads/main"}}
+	for i := range j.action.Runs.Steps {
+		j.action.Runs.Steps[i].If = "cancelled()"
+	}
+	j.action.Runs.Steps[stepNameBaseProof].If = "always()"
+	j.run()
+	if got := j.ran[stepNameBaseProof].Outputs["base-proof-key"]; got != "runmill-base-proof-main-"+f.base {
+		t.Errorf("a merge group's base proof key %q, want main's proof of %s:\n%s", got, f.base, j.ran[stepNameBaseProof].Log)
+	}
 }
 
 // TestVerifyInputs runs the verify step alone (after a stand-in for the

@@ -9,12 +9,14 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-commit=${INPUT_BASE:-${RUNMILL_EVENT_BASE_SHA:-}}
+commit=${INPUT_BASE:-${RUNMILL_EVENT_BASE_SHA:-${RUNMILL_MERGE_GROUP_BASE_SHA:-}}}
 if [ -z "$commit" ]; then
 	echo "::notice title=runmill::base-proof: this ${GITHUB_EVENT_NAME:-} event names no base commit, so no base proof is restored"
 	exit 0
 fi
 repo=${GITHUB_WORKSPACE:-$PWD}
 commit=$(git -c safe.directory='*' -C "$repo" rev-parse -q --verify "$commit^{commit}" || printf '%s' "$commit")
-# The push job saved it under the branch pushed to: this pull request's base.
-base_proof_outputs "${GITHUB_BASE_REF:-}" "$commit"
+# The push job saved it under the branch pushed to: this pull request's
+# base, or the branch a merge queue merges into (refs/heads/<branch>).
+queue=${RUNMILL_MERGE_GROUP_BASE_REF:-}
+base_proof_outputs "${GITHUB_BASE_REF:-${queue#refs/heads/}}" "$commit"
