@@ -15,7 +15,7 @@ if [ -z "$commit" ]; then
 	exit 0
 fi
 repo=${GITHUB_WORKSPACE:-$PWD}
-commit=$(git -c safe.directory='*' -C "$repo" rev-parse -q --verify "$commit^{commit}" || printf '%s' "$commit")
+commit=$(git -c safe.directory='*' -C "$repo" rev-parse -q --verify "$commit^{commit}" 2>/dev/null || printf '%s' "$commit")
 # The push job saved it under the branch pushed to: this pull request's
 # base, or the branch a merge queue merges into (refs/heads/<branch>).
 queue=${RUNMILL_MERGE_GROUP_BASE_REF:-}
