@@ -12,6 +12,7 @@ import (
 	"github.com/runmill/verify/pkg/digest"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/record"
+	"github.com/runmill/verify/pkg/rmerr"
 	"github.com/runmill/verify/pkg/verdict"
 )
 
@@ -175,3 +176,31 @@ func TestBaseProofReused(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestProofOptionsRefused: a base proof that could never serve — unsigned,
+// sharded, about a pull request on GitHub, with agent proposals or another
+// candidate — is a usage error before anything runs.
+func TestProofOptionsRefused(t *testing.T) {
+	k := newReuseKey(t)
+	for _, tc := range []struct {
+		name string
+		mod  func(o *engine.VerifyOptions)
+		msg  string
+	}{
+		{"unsigned", func(o *engine.VerifyOptions) { o.SigningKey = nil }, "an unsigned base proof is never reused"},
+		{"another candidate", func(o *engine.VerifyOptions) { o.Discover.Candidate = "other" }, "measures one commit"},
+		{"sharded", func(o *engine.VerifyOptions) { o.Shard = &evidence.ShardSpec{Index: 1, Count: 2, VerificationID: "v"} }, "not sharded"},
+		{"on GitHub", func(o *engine.VerifyOptions) { o.GitHub = &engine.GitHubOptions{} }, "consults no GitHub"},
+		{"agent proposals", func(o *engine.VerifyOptions) { o.Discover.ProposalsFile = "-" }, "agent proposals add nothing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := engine.VerifyOptions{ProveBase: true, SigningKey: k.key, StateDir: t.TempDir(),
+				Discover: engine.DiscoverOptions{RepoDir: t.TempDir(), Base: "main"}}
+			tc.mod(&o)
+			_, err := engine.Verify(t.Context(), o)
+			if rmerr.CodeOf(err) != rmerr.Usage || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("Verify = %v, want a usage error saying %q", err, tc.msg)
+			}
+		})
+	}
+}
