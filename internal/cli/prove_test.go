@@ -3,10 +3,14 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runmill/verify/internal/engine"
+	"github.com/runmill/verify/internal/verifytest"
 	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/record"
 )
@@ -42,5 +46,42 @@ func TestFinishProof(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProveBaseThroughTheCLI: `verify --prove-base` through the command
+// proves the base (exit 0, GitHub not consulted even with a token and a
+// repository in the environment), and a verification of a change against
+// it from another state dir with --reuse reuses the proof's baseline and
+// says so.
+func TestProveBaseThroughTheCLI(t *testing.T) {
+	if containerdAddress == "" {
+		t.Skip(noSandbox)
+	}
+	t.Setenv("GITHUB_TOKEN", "ghs_unused")
+	t.Setenv("GITHUB_REPOSITORY", "octo-org/shop")
+	t.Setenv("GITHUB_API_URL", "http://127.0.0.1:9") // nothing may call GitHub
+	r, base := verifytest.ShopRepo(t, verifytest.TAPPolicy)
+	r.Checkout("change", true)
+	r.Write("tests/more.t", "x\n")
+	cand := r.Commit("a test more")
+	keyPEM, _, err := evidence.Keygen(24 * time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proofState := t.TempDir()
+	code, out, errOut := runCLI(t, "", "verify", "--repo", r.Dir, "--prove-base", base, "--signing-key", keyFile,
+		"--out", proofState, "--containerd-address", containerdAddress)
+	if code != 0 || !strings.Contains(out, "BASE PROOF") || !strings.Contains(out, "every one reusable") || !strings.Contains(errOut, "GitHub sources are NOT consulted") {
+		t.Fatalf("prove-base: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI(t, "", "verify", "--repo", r.Dir, "--base", base, "--candidate", cand, "--signing-key", keyFile,
+		"--no-github", "--out", t.TempDir(), "--reuse", proofState, "--containerd-address", containerdAddress)
+	if code != 0 || !strings.Contains(errOut, "unit (baseline): reused from the base proof ") || !strings.Contains(out, "unit (baseline) at "+base[:12]+": the base proof ") {
+		t.Fatalf("verify against the proven base: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
