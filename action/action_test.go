@@ -312,8 +312,9 @@ func TestActionOnPullRequests(t *testing.T) {
 				outcomes = append(outcomes, r.Outcome)
 			}
 			save := map[bool]string{false: "success", true: "skipped"}[hit]
-			// Prepare dependencies is opt-in: skipped without prepare-dependencies.
-			want := []string{"success", "success", "success", "success", save, "skipped", "success", "success", "success", tc.gate}
+			// Prepare dependencies is opt-in: skipped without prepare-dependencies;
+			// so is the base proof, without base-proof or prove-base.
+			want := []string{"success", "success", "success", "success", save, "skipped", "skipped", "skipped", "success", "skipped", "success", "success", tc.gate}
 			if !slices.Equal(outcomes, want) {
 				t.Fatalf("step outcomes %q, want %q", outcomes, want)
 			}
@@ -471,6 +472,18 @@ func TestMergeGroup(t *testing.T) {
 	if !strings.Contains(j.sudoLog(), "--base "+f.base+" --candidate "+f.good+" ") {
 		t.Errorf("runmill was not called on the merge group's commits:\n%s\n%s", j.sudoLog(), j.ran[stepVerify].Log)
 	}
+	// The queue's base is a commit of the branch it merges into: its proof
+	// is the push job's, keyed by that branch.
+	j = newJob(t, f, "merge_group", "", map[string]string{"github-token": "", "base-proof": "true"})
+	j.event = map[string]any{"merge_group": map[string]any{"base_sha": f.base, "head_sha": f.good, "base_ref": "refs/heads/main"}}
+	for i := range j.action.Runs.Steps {
+		j.action.Runs.Steps[i].If = "cancelled()"
+	}
+	j.action.Runs.Steps[stepNameBaseProof].If = "always()"
+	j.run()
+	if got := j.ran[stepNameBaseProof].Outputs["base-proof-key"]; got != "runmill-base-proof-main-"+f.base {
+		t.Errorf("a merge group's base proof key %q, want main's proof of %s:\n%s", got, f.base, j.ran[stepNameBaseProof].Log)
+	}
 }
 
 // TestVerifyInputs runs the verify step alone (after a stand-in for the
@@ -510,11 +523,26 @@ func TestVerifyInputs(t *testing.T) {
 		{"merge and shard", map[string]string{"merge": "true", "shards-dir": "shards", "shard": "1/2"}, "not both", ""},
 		{"reuse-dir", map[string]string{"reuse-dir": reuseDir, "signing-key": "PEM"}, "", "--parallel 0 --reuse " + reuseDir},
 		{"reuse-dir without signing-key", map[string]string{"reuse-dir": reuseDir}, "reuse-dir needs signing-key", ""},
+		{"prove-base", map[string]string{"prove-base": "main", "signing-key": "PEM"}, "", "verify --github-actions --repo " + f.dir + " --prove-base main --out "},
+		{"prove-base without signing-key", map[string]string{"prove-base": "main"}, "prove-base needs signing-key", ""},
+		{"prove-base and shard", map[string]string{"prove-base": "main", "shard": "1/2", "signing-key": "PEM"}, "drop shard", ""},
+		{"prove-base for a pull request", map[string]string{"prove-base": "main", "comment": "true", "signing-key": "PEM"}, "prove-base verifies no pull request", ""},
+		{"prove-base not a commit", map[string]string{"prove-base": strings.Repeat("0", 40), "signing-key": "PEM"}, "is not in the checkout", ""},
+		{"base-proof not a boolean", map[string]string{"base-proof": "yes"}, "base-proof must be true or false", ""},
+		{"base-proof restored", map[string]string{"signing-key": "PEM", "base-proof": "true"}, "", "_temp/runmill-base-proof --no-job-summary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.inputs["github-token"] = ""
 			j := newJob(t, f, "pull_request", f.good, tc.inputs)
-			r := verifyAlone(t, j)
+			var also []int
+			if tc.inputs["base-proof"] == "true" {
+				// Named by its step, put there as the Restore step would.
+				also = append(also, stepNameBaseProof)
+				if err := os.MkdirAll(filepath.Join(j.env["RUNNER_TEMP"], "runmill-base-proof"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := verifyAlone(t, j, also...)
 			if r.Outcome != "failure" {
 				t.Fatalf("verify step %s (sudo refuses, so it cannot succeed)", r.Outcome)
 			}
@@ -531,14 +559,16 @@ func TestVerifyInputs(t *testing.T) {
 	}
 }
 
-// verifyAlone runs the verify step alone after a stand-in for the build
-// step, with sudo refusing (runmill is never reached; the sudo log shows
+// verifyAlone runs the verify step alone (and the steps also names) after
+// a stand-in for the build step, with sudo refusing (runmill is never reached; the sudo log shows
 // the command line it was given), and returns its result.
-func verifyAlone(t *testing.T, j *job) stepResult {
+func verifyAlone(t *testing.T, j *job, also ...int) stepResult {
 	t.Helper()
 	j.env["RUNMILL_TEST_SUDO"] = "deny"
 	for i := range j.action.Runs.Steps {
-		j.action.Runs.Steps[i].If = "cancelled()"
+		if !slices.Contains(also, i) {
+			j.action.Runs.Steps[i].If = "cancelled()"
+		}
 	}
 	standInBuild(t, j)
 	j.action.Runs.Steps[stepVerify].If = "always()"
@@ -615,8 +645,16 @@ func TestInputsAreMapped(t *testing.T) {
 			t.Errorf("output %q of issue 27 is missing", name)
 		}
 	}
-	if len(a.Inputs) != 24 || len(a.Outputs) != 9 {
-		t.Errorf("%d inputs and %d outputs, want 24 and 9", len(a.Inputs), len(a.Outputs))
+	for _, name := range []string{"base-proof", "prove-base"} {
+		if _, ok := a.Inputs[name]; !ok {
+			t.Errorf("input %q of issue 26 is missing", name)
+		}
+	}
+	if d := a.Inputs["base-proof"].Default; d != "false" {
+		t.Errorf("base-proof defaults to %q: restoring needs the signing key, so it is opt-in", d)
+	}
+	if len(a.Inputs) != 26 || len(a.Outputs) != 9 {
+		t.Errorf("%d inputs and %d outputs, want 26 and 9", len(a.Inputs), len(a.Outputs))
 	}
 	// The Summarize step talks to GitHub with the token after the verdict:
 	// it never holds the signing key.
@@ -670,8 +708,7 @@ func TestInputsAreMapped(t *testing.T) {
 // workflow among them. scripts/test.sh sets RUNMILL_ACTIONLINT; with CI=true
 // a missing actionlint fails.
 func TestActionlint(t *testing.T) {
-	bin := os.Getenv("RUNMILL_ACTIONLINT")
-	testreq.Need(t, bin != "", "RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint and sets it)")
+	bin := actionlintBin(t)
 	var meta struct {
 		Inputs  map[string]map[string]any `yaml:"inputs"`
 		Outputs map[string]map[string]any `yaml:"outputs"`
@@ -708,28 +745,44 @@ func TestActionlint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), ".github", "workflows")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "action.yml")
-	if err := os.WriteFile(file, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-color=false", file)
-	cmd.Dir = filepath.Dir(filepath.Dir(dir))
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("actionlint on the composite steps: %v\n%s\n--- rendered workflow\n%s", err, msg, out)
-	}
+	lintWorkflow(t, bin, "the composite steps, rendered as a workflow", out)
 	// And every workflow of the repository, the release workflow with it.
 	workflows, err := filepath.Glob(filepath.Join(actionRoot(t), ".github", "workflows", "*.yml"))
 	if err != nil || len(workflows) < 2 {
 		t.Fatalf("workflows %q: %v", workflows, err)
 	}
-	cmd = exec.Command(bin, append([]string{"-color=false"}, workflows...)...)
+	cmd := exec.Command(bin, append([]string{"-color=false"}, workflows...)...)
 	cmd.Dir = actionRoot(t)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("actionlint on .github/workflows: %v\n%s", err, msg)
+	}
+}
+
+// actionlintBin is RUNMILL_ACTIONLINT; a test without it skips, or fails
+// with CI=true (scripts/test.sh builds actionlint and sets it).
+func actionlintBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("RUNMILL_ACTIONLINT")
+	testreq.Need(t, bin != "", "RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint and sets it)")
+	return bin
+}
+
+// lintWorkflow runs actionlint on wf as a workflow file of a repository of
+// its own; what names it in the failure.
+func lintWorkflow(t *testing.T, bin, what string, wf []byte) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), ".github", "workflows")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "workflow.yml")
+	if err := os.WriteFile(file, wf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-color=false", file)
+	cmd.Dir = filepath.Dir(filepath.Dir(dir))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("actionlint on %s: %v\n%s\n--- the workflow\n%s", what, err, out, wf)
 	}
 }
 
@@ -738,23 +791,29 @@ func TestActionlint(t *testing.T) {
 // the build, which installs runmill with sudo).
 // Issue 27 removed "Set up Go" (the action's Go is its own, never on PATH)
 // and put the release install and the build cache around the build.
+// Issue 26 put the base proof around verify: named and restored before,
+// saved after.
 const (
-	stepPreflight = 0
-	stepInstall   = 1
-	stepRestore   = 2
-	stepBuild     = 3
-	stepSave      = 4
-	stepPrepare   = 5
-	stepVerify    = 6
-	stepUpload    = 7
-	stepSummary   = 8
-	stepGate      = 9
+	stepPreflight        = 0
+	stepInstall          = 1
+	stepRestore          = 2
+	stepBuild            = 3
+	stepSave             = 4
+	stepPrepare          = 5
+	stepNameBaseProof    = 6
+	stepRestoreBaseProof = 7
+	stepVerify           = 8
+	stepSaveBaseProof    = 9
+	stepUpload           = 10
+	stepSummary          = 11
+	stepGate             = 12
 )
 
 func TestStepOrder(t *testing.T) {
 	a := loadAction(t, filepath.Join(actionRoot(t), "action.yml"))
 	for i, name := range map[int]string{stepBuild: "Build runmill", stepPreflight: "Preflight", stepPrepare: "Prepare dependencies",
 		stepInstall: "Install the released runmill", stepRestore: "Restore the build cache", stepSave: "Save the build cache",
+		stepNameBaseProof: "Name the base proof", stepRestoreBaseProof: "Restore the base proof", stepSaveBaseProof: "Save the base proof",
 		stepVerify: "runmill verify", stepUpload: "Upload the evidence", stepSummary: "Summarize", stepGate: "Gate on the verdict"} {
 		if a.Runs.Steps[i].Name != name {
 			t.Errorf("step %d is %q, want %q", i, a.Runs.Steps[i].Name, name)

@@ -23,6 +23,16 @@ if [ "$verdict" = shard ] && [ "$code" = 0 ] && [ -n "${RUNMILL_SHARD:-}" ]; the
 	echo "runmill: shard ${RUNMILL_SHARD} signed; the merge job takes the verdict"
 	exit 0
 fi
+# A base proof takes no verdict: it passes when every report check's
+# baseline passed at the commit, which pull requests then reuse.
+if [ "$verdict" = base-proof ] && [ -n "${RUNMILL_PROVE_BASE:-}" ]; then
+	if [ "$code" = 0 ]; then
+		echo "runmill: base proof of ${RUNMILL_PROVE_BASE} signed and saved; every baseline is reusable"
+		exit 0
+	fi
+	echo "::error title=runmill::the base proof of ${RUNMILL_PROVE_BASE} is signed, but some baselines did not pass there (the runmill verify step lists them); pull requests against it run those themselves"
+	exit 1
+fi
 case $verdict in
 not-merge-ready) echo "::error title=runmill::not merge-ready: the job summary says why; the evidence is the artifact $artifact" ;;
 merge-ready) echo "::error title=runmill::runmill said merge-ready but exited ${code:-without a code}: not merge-ready" ;;

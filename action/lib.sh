@@ -175,3 +175,19 @@ retention_output() {
 	fi
 	echo "retention-days=$days" >>"$GITHUB_OUTPUT"
 }
+
+# base_proof_outputs BRANCH COMMIT writes the actions/cache key of the base
+# proof of COMMIT on BRANCH, the restore-keys prefix of the branch's newest
+# proof, and the directory the proof is kept in, as step outputs (docs/
+# action.md § Proving the base once per commit). A cache key may not hold
+# a comma, and a branch name may: anything but the characters of ordinary
+# branch names becomes "_".
+base_proof_outputs() {
+	local branch
+	branch=$(printf '%s' "${1:-none}" | tr -c 'A-Za-z0-9._/-' '_')
+	{
+		echo "base-proof-key=runmill-base-proof-$branch-$2"
+		echo "base-proof-restore-keys=runmill-base-proof-$branch-"
+		echo "base-proof-dir=$RUNNER_TEMP/runmill-base-proof"
+	} >>"$GITHUB_OUTPUT"
+}

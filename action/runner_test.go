@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -34,9 +35,10 @@ import (
 // workflow's own steps) sees only the current attempt's uploads unless
 // given github-token and run-id, which list the whole run's, as GitHub's
 // artifact service does after "re-run failed jobs"; cache/restore and
-// cache/save keep directories by exact key in a store every job of the
-// test binary shares (GitHub's cache service: a later job restores what an
-// earlier one saved, and a saved key is never overwritten).
+// cache/save keep directories by key in a store every job of the test
+// binary shares (GitHub's cache service: a later job restores what an
+// earlier one saved, by its exact key or else the newest entry a
+// restore-keys prefix starts, and a saved key is never overwritten).
 //
 // Where it is not the runner: the tests run as root, so the steps do too
 // (the runner user on GitHub's images is uid 1001 with passwordless sudo);
@@ -454,15 +456,31 @@ func (j *job) uses(s stepMeta) stepResult {
 				t.Fatal(err)
 			}
 		})
-		stored := filepath.Join(caches.dir, strings.ReplaceAll(key, "/", "%2F"))
+		escape := func(k string) string { return strings.ReplaceAll(k, "/", "%2F") }
+		stored := filepath.Join(caches.dir, escape(key))
 		_, err := os.Stat(stored)
 		if name == "actions/cache/restore" {
 			r.Outputs["cache-hit"] = "false"
+			matched := ""
 			if err == nil {
-				if err := os.CopyFS(path, os.DirFS(stored)); err != nil {
+				matched = key
+			} else if prefix := with["restore-keys"]; prefix != "" {
+				// One restore key, a prefix: the newest entry it starts,
+				// as the cache service answers a partial match.
+				var newest time.Time
+				entries, _ := os.ReadDir(caches.dir)
+				for _, e := range entries {
+					fi, ierr := e.Info()
+					if ierr == nil && strings.HasPrefix(e.Name(), escape(prefix)) && fi.ModTime().After(newest) {
+						matched, newest = strings.ReplaceAll(e.Name(), "%2F", "/"), fi.ModTime()
+					}
+				}
+			}
+			if matched != "" {
+				if err := os.CopyFS(path, os.DirFS(filepath.Join(caches.dir, escape(matched)))); err != nil {
 					return fail("restoring: %v", err)
 				}
-				r.Outputs["cache-hit"], r.Outputs["cache-matched-key"] = "true", key
+				r.Outputs["cache-hit"], r.Outputs["cache-matched-key"] = strconv.FormatBool(matched == key), matched
 			}
 			r.Outputs["cache-primary-key"] = key
 			return r

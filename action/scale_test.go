@@ -2,13 +2,10 @@ package action_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/runmill/verify/internal/testreq"
 
 	"gopkg.in/yaml.v3"
 )
@@ -56,21 +53,7 @@ func TestShardedWorkflowDoc(t *testing.T) {
 		t.Errorf("shard step %v, merge step %v", sharded, merged)
 	}
 
-	bin := os.Getenv("RUNMILL_ACTIONLINT")
-	testreq.Need(t, bin != "", "RUNMILL_ACTIONLINT is not set (scripts/test.sh builds actionlint and sets it)")
-	dir := filepath.Join(t.TempDir(), ".github", "workflows")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "sharded.yml")
-	if err := os.WriteFile(file, wf, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-color=false", file)
-	cmd.Dir = filepath.Dir(filepath.Dir(dir))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("actionlint on docs/scale.md's workflow: %v\n%s", err, out)
-	}
+	lintWorkflow(t, actionlintBin(t), "docs/scale.md's workflow", wf)
 }
 
 // shardedWorkflowDoc is the sharded workflow docs/scale.md documents.

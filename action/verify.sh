@@ -31,11 +31,28 @@ true | false) ;;
 esac
 retention_output
 
+# A base proof (prove-base) verifies no change: one commit, every report
+# check's baseline there, signed for the pull requests against it.
+case ${INPUT_BASE_PROOF:-false} in
+true | false) ;;
+*) input_error "base-proof must be true or false" ;;
+esac
+prove=${INPUT_PROVE_BASE:-}
+if [ -n "$prove" ]; then
+	[ -n "${RUNMILL_SIGNING_KEY:-}" ] || input_error "prove-base needs signing-key: an unsigned proof is never reused"
+	[ -z "$shard" ] || input_error "prove-base proves every report check's baseline at once; drop shard"
+	[ -z "${INPUT_AGENT_PROPOSALS:-}" ] && [ -z "${INPUT_REUSE_DIR:-}" ] && [ "${INPUT_CHECK_RUN:-false}" != true ] && [ "${INPUT_COMMENT:-false}" != true ] ||
+		input_error "prove-base verifies no pull request: drop agent-proposals, reuse-dir, check-run and comment"
+fi
+
 # The pull request's base.sha and head.sha (a merge queue's base_sha and
 # head_sha), never GITHUB_SHA: on pull_request that is a merge commit GitHub
 # made, not the candidate.
 base=${INPUT_BASE:-${RUNMILL_EVENT_BASE_SHA:-${RUNMILL_MERGE_GROUP_BASE_SHA:-}}}
 candidate=${INPUT_CANDIDATE:-${RUNMILL_EVENT_HEAD_SHA:-${RUNMILL_MERGE_GROUP_HEAD_SHA:-}}}
+if [ -n "$prove" ]; then
+	base=$prove candidate=$prove
+fi
 if [ -z "$base" ] || [ -z "$candidate" ]; then
 	input_error "no base or candidate commit: this ${GITHUB_EVENT_NAME:-} event carries no pull request or merge group, so pass the base and candidate inputs"
 fi
@@ -59,7 +76,11 @@ runmill=$(installed_runmill) || exit 2
 out=${RUNMILL_PREPARED_OUT:-$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")}
 echo "evidence-dir=$out/runs" >>"$GITHUB_OUTPUT"
 
-args=(verify --github-actions --repo "$repo" --base "$base" --candidate "$candidate" --out "$out")
+if [ -n "$prove" ]; then
+	args=(verify --github-actions --repo "$repo" --prove-base "$prove" --out "$out")
+else
+	args=(verify --github-actions --repo "$repo" --base "$base" --candidate "$candidate" --out "$out")
+fi
 if [ -n "${GITHUB_REPOSITORY:-}" ]; then
 	args+=(--github-repo "$GITHUB_REPOSITORY")
 fi
@@ -133,6 +154,18 @@ if [ -n "$reuse_dir" ]; then
 	args+=(--reuse "$reuse_dir")
 fi
 
+# The base proof the Restore step put there (docs/action.md § Proving the
+# base once per commit): read like reuse-dir, never trusted. Without the
+# signing key (a fork's pull request) nothing can verify it: a miss.
+proof_dir=${RUNMILL_BASE_PROOF_DIR:-}
+if [ -z "$prove" ] && [ -n "$proof_dir" ] && [ -d "$proof_dir" ]; then
+	if [ -n "${RUNMILL_SIGNING_KEY:-}" ]; then
+		args+=(--reuse "$proof_dir")
+	else
+		echo "::notice title=runmill::base-proof: no signing-key in this job, so the restored base proof cannot be verified and is not reused; the baselines run"
+	fi
+fi
+
 case ${INPUT_CHECK_RUN:-false} in
 true) args+=(--check-run) ;;
 false) ;;
@@ -169,6 +202,26 @@ if [ -n "$reuse_dir" ]; then
 	find "$reuse_dir" -mindepth 1 -maxdepth 1 -type d -print0 | sort -rz | tail -z -n +9 | xargs -0r rm -rf --
 fi
 echo "exit-code=$rc" >>"$GITHUB_OUTPUT"
+if [ -n "$prove" ] && { [ "$rc" = 0 ] || [ "$rc" = 1 ]; }; then
+	# runmill publishes no verdict for a proof (exit 1: some baseline did
+	# not pass at the commit; it is signed all the same). The run joins the
+	# directory the Save step caches for the pull requests against it.
+	bundle=$(find "$out/runs" -mindepth 2 -maxdepth 2 -name evidence.json -type f | head -n 1)
+	[ -n "$bundle" ] || { echo "::error title=runmill::the base proof wrote no signed bundle"; exit 3; }
+	run=$(dirname "$bundle")
+	commit=$(git -c safe.directory='*' -C "$repo" rev-parse --verify "$prove^{commit}")
+	# Saved under the branch pushed to: the base_ref of the pull requests
+	# that restore it.
+	base_proof_outputs "${GITHUB_REF_NAME:-}" "$commit"
+	proof_dir=$RUNNER_TEMP/runmill-base-proof
+	mkdir -p "$proof_dir"
+	cp -a "$run" "$proof_dir/"
+	{
+		echo "verdict=base-proof"
+		echo "bundle-path=$bundle"
+		echo "run-id=$(basename "$run")"
+	} >>"$GITHUB_OUTPUT"
+fi
 if [ -n "$shard" ] && [ "$rc" = 0 ]; then
 	# runmill publishes no verdict for a shard; the gate reads this one.
 	bundle=$(find "$out/runs" -name shard.json -type f | head -n 1)

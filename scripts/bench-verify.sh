@@ -9,10 +9,19 @@
 #             has never verified this base but holds the prepared Go
 #             toolchain cache (copied from the cold run below): both sides run;
 #   reverify  `runmill verify` of that same new candidate on the state dir of
-#             the earlier runs, signed: the baseline is reused from them.
+#             the earlier runs, signed: the baseline is reused from them;
+#   first, proven base
+#             issue 26: `runmill verify` of that candidate on a fresh state
+#             dir (the toolchain cache given) with --reuse the base proof's
+#             state dir, as a pull request's job that restored the proof: only
+#             the candidate runs;
+#   reverify, proven base
+#             the same verification again on that state dir (another push of
+#             the pull request, or a re-run job that restored the proof).
 # Once, before the rounds: the Go module's verification with a COLD toolchain
 # cache (an empty state dir: the cache is built), which also seeds the Go
-# reuse state dir; the node project's seeding verification.
+# reuse state dir; the node project's seeding verification; each workload's
+# base proof (`verify --prove-base main`, the on-push job's work).
 # Each round also: the example repository (examples/, three checks; runmill's
 # fixed cost dominates) bare and re-verified (signed, warm state dir), and one
 # trivial TAP check on a 1 000-file repository on a warm state dir.
@@ -73,7 +82,7 @@ out=${1:?usage: bench-verify.sh OUTDIR [ROUNDS]}
 rounds=${2:-3}
 . "$(dirname "$0")/bench-lib.sh"
 bench_prologue "$out" "$0"
-rm -rf "$out"/state-* "$out"/first-* "$out/logs" "$out/times" "$out/key.pem" "$out/trust.json"
+rm -rf "$out"/state-* "$out"/first-* "$out"/proof-* "$out"/proven-* "$out/logs" "$out/times" "$out/key.pem" "$out/trust.json"
 mkdir -p "$out/logs"
 "$runmill" evidence keygen --key-out "$out/key.pem" --trust-out "$out/trust.json" --valid-for 24h >/dev/null
 
@@ -124,6 +133,11 @@ bare_cmd() {
 # verify LABEL REPO CANDIDATE STATE [FLAGS…]: one verification; its progress goes to logs/LABEL.
 verify() {
   "$runmill" verify --repo "$out/$2" --base main --candidate "$3" --out "$4" --no-github "${@:5}" \
+    >"$out/logs/$1.out" 2>"$out/logs/$1"
+}
+# prove LABEL REPO STATE: the base proof of main; its progress goes to logs/LABEL.
+prove() {
+  "$runmill" verify --repo "$out/$2" --prove-base main --out "$3" --signing-key "$out/key.pem" \
     >"$out/logs/$1.out" 2>"$out/logs/$1"
 }
 # measure WORKLOAD KIND LABEL CMD…: runs CMD, appends "WORKLOAD KIND SECONDS NOTE" to times, prints it.
@@ -181,6 +195,10 @@ seed "$out/state-shop"
 measure shop "first" shop-first verify shop-first shop good "$out/state-shop" "${sign[@]}"
 seed "$out/state-tap"
 measure tap "first" tap-first verify tap-first tap cand "$out/state-tap"
+for w in go node; do
+  seed "$out/proof-$w"
+  measure "$w" "base proof (on push)" "$w-proof" prove "$w-proof" "$w" "$out/proof-$w"
+done
 load
 cgroup=
 if [ -n "${BENCH_BARE_CGROUP:-}" ]; then
@@ -196,6 +214,10 @@ for r in $(seq "$rounds"); do
     measure "$w" first "$w-first-$r" verify "$w-first-$r" "$w" "push$r" "$out/first-$w-$r" "${sign[@]}"
     rm -rf "$out/first-$w-$r"
     measure "$w" "reverify (reused)" "$w-reverify-$r" verify "$w-reverify-$r" "$w" "push$r" "$out/state-$w" "${sign[@]}"
+    seed "$out/proven-$w-$r"
+    measure "$w" "first, proven base" "$w-proven-$r" verify "$w-proven-$r" "$w" "push$r" "$out/proven-$w-$r" "${sign[@]}" --reuse "$out/proof-$w"
+    measure "$w" "reverify, proven base" "$w-proven-re-$r" verify "$w-proven-re-$r" "$w" "push$r" "$out/proven-$w-$r" "${sign[@]}" --reuse "$out/proof-$w"
+    rm -rf "$out/proven-$w-$r"
   done
   measure shop bare "" bare shop
   measure shop "reverify (reused)" "shop-reverify-$r" verify "shop-reverify-$r" shop good "$out/state-shop" "${sign[@]}"

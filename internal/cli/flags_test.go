@@ -97,6 +97,18 @@ func TestVerifyFlags(t *testing.T) {
 				retention: retentionFlags{runs: 30, days: 3}, noJobSummary: true,
 			}},
 		{name: "missing flags", args: []string{"--repo", "r"}, err: "missing required flag(s) --base, --candidate"},
+		{name: "a base proof", args: []string{"--repo", "r", "--prove-base", "main", "--signing-key", "k.pem", "--github-repo", "acme/widget"},
+			want: &verifyOptions{change: engine.DiscoverOptions{RepoDir: "r", Base: "main"}, output: outputFlags{signingKey: "k.pem"},
+				github: func() githubFlags {
+					g := gh("repo", "prove-base", "signing-key", "github-repo")
+					g.repo, g.off = "acme/widget", true
+					return g
+				}(), retention: retentionFlags{runs: 200, days: 14}, prove: proveFlags{rev: "main"}}},
+		{name: "a base proof needs the repository", args: []string{"--prove-base", "main"}, err: "missing required flag(s) --repo"},
+		{name: "a base proof of one commit", args: append(append([]string{}, change...), "--prove-base", "main"),
+			err: "--prove-base main proves one base commit for no pull request and reuses nothing: --base, --candidate do not apply"},
+		{name: "a base proof for no pull request", args: []string{"--repo", "r", "--prove-base", "main", "--pr", "3", "--check-run", "--shard", "1/2", "--reuse", "d", "--agent-proposals", "a"},
+			err: "--shard, --agent-proposals, --pr, --check-run, --reuse do not apply"},
 		{name: "positional", args: append(append([]string{}, change...), "extra"), err: `unexpected argument "extra"`},
 		{name: "unknown flag", args: append(append([]string{}, change...), "--nope"), err: "flag provided but not defined: -nope"},
 		{name: "bad number", args: append(append([]string{}, change...), "--parallel", "x"), err: "invalid value"},

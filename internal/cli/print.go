@@ -108,8 +108,12 @@ func writeReused(w io.Writer, d *evidence.Delivery) {
 			first = false
 		}
 		ref := c.ReusedFrom
-		fmt.Fprintf(w, "  %s (%s) at %s: run %s, check run %d of bundle %s\n", printable.Text(c.CheckID, maxIDBytes), c.Phase,
-			objectid.Short(c.Commit), printable.Text(ref.RunID, maxIDBytes), ref.Index, printable.Text(shortDigest(strings.Replace(ref.Bundle, "/", ":", 1)), maxIDBytes))
+		from := "run"
+		if ref.Proof {
+			from = "the base proof" // verify --prove-base of that commit
+		}
+		fmt.Fprintf(w, "  %s (%s) at %s: %s %s, check run %d of bundle %s\n", printable.Text(c.CheckID, maxIDBytes), c.Phase,
+			objectid.Short(c.Commit), from, printable.Text(ref.RunID, maxIDBytes), ref.Index, printable.Text(shortDigest(strings.Replace(ref.Bundle, "/", ":", 1)), maxIDBytes))
 	}
 }
 

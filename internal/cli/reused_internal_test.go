@@ -25,6 +25,10 @@ func TestWriteReused(t *testing.T) {
 			{CheckID: "unit", Phase: record.Candidate, Commit: strings.Repeat("c", 40)},
 		}, "\nReused (not executed: an equal input key passed in a signed earlier run; `evidence verify --artifacts-dir` re-verifies its bundle):\n" +
 			"  unit (baseline) at bbbbbbbbbbbb: run 20261201T120000Z-1a2b, check run 2 of bundle sha256:aaaaaaaaaaaa\n"},
+		{"a baseline reused from a base proof", []record.CheckRun{
+			{CheckID: "unit", Phase: record.Baseline, Commit: base, ReusedFrom: &record.ReuseRef{Bundle: bundle, RunID: "20261201T110000Z-9f9f", Index: 0, Proof: true}},
+		}, "\nReused (not executed: an equal input key passed in a signed earlier run; `evidence verify --artifacts-dir` re-verifies its bundle):\n" +
+			"  unit (baseline) at bbbbbbbbbbbb: the base proof 20261201T110000Z-9f9f, check run 0 of bundle sha256:aaaaaaaaaaaa\n"},
 		{"an id that moves the cursor", []record.CheckRun{
 			{CheckID: "u\x1b[2Knit", Phase: record.Baseline, Commit: base, ReusedFrom: &record.ReuseRef{Bundle: bundle, RunID: "r", Index: 0}},
 		}, "\nReused (not executed: an equal input key passed in a signed earlier run; `evidence verify --artifacts-dir` re-verifies its bundle):\n" +

@@ -23,6 +23,7 @@ type verifyOptions struct {
 	shard             shardFlags
 	reuse             reuseFlags
 	retention         retentionFlags
+	prove             proveFlags
 	// noJobSummary: with --github-actions, leave the job summary to
 	// `runmill summary` in a later step (the action's, after the upload).
 	noJobSummary bool
@@ -57,7 +58,7 @@ func newVerifyCmd(runF func(context.Context, IO, *verifyOptions) error) *command
 	c := &command{
 		name:    "verify",
 		exit:    exitVerify,
-		usage:   "--repo DIR --base REV --candidate REV [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--shard K/N [--verification-id ID] [--shard-durations FILE]] [--reuse DIR]... [--trust FILE] [--no-reuse] [--keep-runs N] [--keep-days D] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions [--no-job-summary]]",
+		usage:   "--repo DIR (--base REV --candidate REV | --prove-base REV) [--policy FILE] [--out DIR] [--signing-key FILE] [--agent-proposals FILE] [--containerd-address ADDR] [--parallel N] [--shard K/N [--verification-id ID] [--shard-durations FILE]] [--reuse DIR]... [--trust FILE] [--no-reuse] [--keep-runs N] [--keep-days D] [--github-repo OWNER/NAME] [--pr N] [--github-job NAME] [--check-run [--check-run-name NAME]] [--no-github] [--json] [--github-actions [--no-job-summary]]",
 		summary: "run the whole pipeline and write the run's evidence",
 		long:    verifyLong,
 	}
@@ -75,16 +76,24 @@ func newVerifyCmd(runF func(context.Context, IO, *verifyOptions) error) *command
 		o.shard.register(fs.FlagSet)
 		o.reuse.register(fs.FlagSet)
 		o.retention.register(fs.FlagSet)
+		o.prove.register(fs.FlagSet)
 		fs.StringVar(&o.containerdAddress, "containerd-address", "", "containerd socket `ADDR` (default: the system socket, else a private daemon)")
 		fs.IntVar(&o.parallel, "parallel", 0, "concurrent check runs (0: number of CPUs)")
 		fs.BoolVar(&o.noJobSummary, "no-job-summary", false, "with --github-actions: write no job summary; 'runmill summary' writes it in a later step (the action's, once the evidence is uploaded)")
-		if err := fs.parseStrict(args, "repo", "base", "candidate"); err != nil {
+		if err := fs.parse(args); err != nil {
+			return err
+		}
+		if err := fs.noPositional(); err != nil {
+			return err
+		}
+		if err := o.prove.required(fs); err != nil {
 			return err
 		}
 		if _, err := o.retention.retention(); err != nil {
 			return err
 		}
 		o.github.given = fs.given()
+		o.prove.apply(o)
 		return runF(ctx, s, o)
 	}
 	return c
@@ -107,6 +116,13 @@ Without a token no
 GitHub call is made and the evidence says the GitHub sources were not consulted.
 The token never enters a sandbox and is never printed.
 
+With --prove-base REV it verifies no change: it runs the baseline of every report
+check of REV's policy and the operator's (every path rule taken as matched) at REV,
+signs them as a base proof, and exits 0 when every one passed with proven coverage
+(1 when some did not: verifications against REV run those themselves). Later
+verifications against REV reuse the proof's runs by input key (in the state dir, or
+under --reuse DIR). It needs --signing-key and consults no GitHub.
+
 Exit: 0 merge-ready · 1 not merge-ready (any reason) · 2 usage or operator-config error ·
 3 no verdict could be produced (sandbox, git, disk).`
 
@@ -117,7 +133,7 @@ func runVerify(ctx context.Context, s IO, o *verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	gh := startGitHubStep(s, o.output.githubActions && eo.Shard == nil)
+	gh := startGitHubStep(s, o.output.githubActions && eo.Shard == nil && !eo.ProveBase)
 	if gh != nil {
 		gh.rt.NoSummary = o.noJobSummary
 	}
@@ -129,6 +145,9 @@ func runVerify(ctx context.Context, s IO, o *verifyOptions) error {
 	if eo.Shard != nil {
 		return finishShard(s, run, o.output.json)
 	}
+	if eo.ProveBase {
+		return finishProof(s, run, o.output.json)
+	}
 	return publishRun(ctx, s, gh, run, o.output.json, eo.Discover.RepoDir)
 }
 
@@ -136,7 +155,7 @@ func runVerify(ctx context.Context, s IO, o *verifyOptions) error {
 // files, the environment) into the engine's options, saying on stderr what
 // will not be consulted or signed.
 func (o *verifyOptions) engineOptions(s IO) (engine.VerifyOptions, error) {
-	e := engine.VerifyOptions{Discover: o.change, ContainerdAddress: o.containerdAddress, Parallel: o.parallel}
+	e := engine.VerifyOptions{Discover: o.change, ContainerdAddress: o.containerdAddress, Parallel: o.parallel, ProveBase: o.prove.rev != ""}
 	var err error
 	if e.GitHub, err = o.github.options(os.Getenv, s.Err); err != nil {
 		return e, err

@@ -32,6 +32,9 @@ type DiscoverOptions struct {
 	GitHubConsulted bool
 	GitHubUnknown   []discovery.UnknownSource
 	GitHubExcluded  []string
+	// Every requires every configured check whatever the change touches
+	// (discovery.Input.Every): a base proof's Discovery.
+	Every bool
 }
 
 // Discover resolves the manifest for one change.
@@ -96,6 +99,7 @@ func discoverIn(ctx context.Context, repo *git.Repo, o DiscoverOptions) (_ *disc
 		return nil, nil, cmp, err
 	}
 	in.CheckoutRoot = sandbox.CheckoutPath
+	in.Every = o.Every
 	m, err := discovery.Resolve(in)
 	return m, in.Operator, cmp, err
 }

@@ -408,8 +408,12 @@ func (e *executor) reusedBaseline(ctx context.Context, c discovery.Check, commit
 		return sideResult{}, false
 	}
 	ref := rec.ReusedFrom
-	e.logf("%s (baseline): reused from run %s (bundle %s, run %d), input key %s", c.ID, ref.RunID, ref.Bundle, ref.Index, k.key[:16])
-	e.event("check.reused", map[string]any{"check": c.ID, "phase": string(record.Baseline), "commit": commit, "input_key": k.key, "bundle": ref.Bundle, "run_id": ref.RunID, "index": ref.Index})
+	from := "run"
+	if ref.Proof {
+		from = "the base proof"
+	}
+	e.logf("%s (baseline): reused from %s %s (bundle %s, run %d), input key %s", c.ID, from, ref.RunID, ref.Bundle, ref.Index, k.key[:16])
+	e.event("check.reused", map[string]any{"check": c.ID, "phase": string(record.Baseline), "commit": commit, "input_key": k.key, "bundle": ref.Bundle, "run_id": ref.RunID, "index": ref.Index, "proof": ref.Proof})
 	e.judged(&rec, nil)
 	return sideResult{rec: rec, inv: evidence.ReportInventory(rec.Report)}, true
 }
@@ -498,7 +502,7 @@ func (e *executor) adopt(src *source) (record.CheckRun, error) {
 	rec.Notes = slices.Clone(s.Notes)
 	rec.Observations = slices.Clone(s.Observations)
 	rec.Findings = slices.Clone(s.Findings)
-	rec.ReusedFrom = &record.ReuseRef{Bundle: sb.addr, BundleSize: sb.size, RunID: sb.stmt.Predicate.RunID, Index: src.index}
+	rec.ReusedFrom = &record.ReuseRef{Bundle: sb.addr, BundleSize: sb.size, RunID: sb.stmt.Predicate.RunID, Index: src.index, Proof: sb.stmt.Predicate.BaseProof}
 	return rec, nil
 }
 

@@ -83,7 +83,13 @@ func (v *verification) startChecks(ctx context.Context) *checkRuns {
 		runs.wg.Add(1)
 		go func() {
 			defer runs.wg.Done()
-			recs, err := v.e.check(ctx, sem, c, v.m, v.cmp)
+			var recs []record.CheckRun
+			var err error
+			if v.o.ProveBase {
+				recs, err = v.e.proveBaseline(ctx, sem, c, v.cmp.baseline)
+			} else {
+				recs, err = v.e.check(ctx, sem, c, v.m, v.cmp)
+			}
 			if err != nil {
 				runs.mu.Lock()
 				if runs.err == nil {
@@ -136,6 +142,10 @@ func (v *verification) describe(ctx context.Context, probe json.RawMessage) {
 	}
 	d.Dependencies = dependencyDiffs(ctx, v.repo, m, v.cmp, v.logf)
 	d.Failures = append(d.Failures, githubFindings(m, v.op != nil && v.op.Doc.GitHub.Required, v.gh)...)
+	if o.ProveBase {
+		d.BaseProof = true
+		d.Failures = append(d.Failures, baseProofFinding(m.Base))
+	}
 }
 
 // collect adds the focus scans' findings, the candidate tree and the check

@@ -61,6 +61,10 @@ type VerifyOptions struct {
 	// Retention bounds the runs kept under StateDir/runs (prune.go); the
 	// zero Retention is DefaultRetention.
 	Retention Retention
+	// ProveBase makes the run a base proof of Discover.Base (prove.go):
+	// every report check's baseline there, signed for later verifications
+	// against that commit to reuse; no candidate runs.
+	ProveBase bool
 }
 
 // Run is the outcome of Verify: the run's directory and its records.
@@ -97,6 +101,11 @@ var _ runner = (*sandbox.Sandbox)(nil)
 func Verify(ctx context.Context, o VerifyOptions) (_ *Run, err error) {
 	if o.Shard != nil {
 		if err := evidence.CheckVerificationID(o.Shard.VerificationID); err != nil {
+			return nil, err
+		}
+	}
+	if o.ProveBase {
+		if err := o.proofOptions(); err != nil {
 			return nil, err
 		}
 	}

@@ -47,6 +47,10 @@ type Input struct {
 	// Proposals are check ids the agent proposes: looked up in the configured
 	// set, never executed when unknown (spec § 1).
 	Proposals []string
+	// Every requires every configured check, each path rule taken as
+	// matched: a base proof (`verify --prove-base`) runs the baselines a
+	// later change could need, and which paths it will touch is unknown.
+	Every bool
 }
 
 // gate is one document's requirement rule for a check.
@@ -171,6 +175,10 @@ func Resolve(in Input) (*Manifest, error) {
 
 	unmatched := map[string][]string{}
 	for _, id := range order {
+		if in.Every {
+			require(id, SourceRepository, true, "a base proof requires every configured check, whatever paths a change touches")
+			continue
+		}
 		for _, g := range defs[id].gates {
 			if len(g.paths) == 0 {
 				why := "declared by the " + string(g.by) + " policy"
@@ -202,7 +210,7 @@ func Resolve(in Input) (*Manifest, error) {
 			}
 		}
 	}
-	if in.Operator != nil {
+	if in.Operator != nil && !in.Every {
 		for i, r := range in.Operator.Doc.Verification.PathRules {
 			pats, err := compileAll(r.Paths)
 			if err != nil {

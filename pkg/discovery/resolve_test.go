@@ -20,6 +20,17 @@ func required(m *discovery.Manifest) map[string]string {
 	return out
 }
 
+// picker picks up to n of from at random, in random order.
+func picker(rng *rand.Rand) func(n int, from []string) []string {
+	return func(n int, from []string) []string {
+		var out []string
+		for _, i := range rng.Perm(len(from))[:rng.IntN(n+1)] {
+			out = append(out, from[i])
+		}
+		return out
+	}
+}
+
 // TestUnionOnlyGrows: adding changed paths, symlinks, GitHub contexts, agent
 // proposals or operator checks never removes a required check (spec § 1: the union is
 // monotonic) — checked over random inputs.
@@ -27,13 +38,7 @@ func TestUnionOnlyGrows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	paths := []string{"src/a.go", "migrations/1.sql", "docs/x.md", "infra/main.tf", "web/app.test.js"}
 	globs := []string{"src/**", "migrations/**", "docs/", "*.tf", "**/*.js"}
-	pick := func(n int, from []string) []string {
-		var out []string
-		for _, i := range rng.Perm(len(from))[:rng.IntN(n+1)] {
-			out = append(out, from[i])
-		}
-		return out
-	}
+	pick := picker(rng)
 	mkChecks := func(prefix string) []policy.CheckSpec {
 		var cs []policy.CheckSpec
 		for i := 0; i < rng.IntN(6); i++ {
@@ -172,5 +177,71 @@ func TestChangeDeclarations(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEveryCoversAnyChange: a base proof's manifest (Input.Every, no
+// changed path) requires every configured check any change could trigger —
+// by a path rule of either policy, through a symlink, by an agent's
+// proposal — with the same definition, so its baselines serve every later
+// change against that base; unconfigured ids (a path rule's or a
+// proposal's) are not among them: they have no command to prove.
+func TestEveryCoversAnyChange(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	paths := []string{"src/a.go", "migrations/1.sql", "docs/x.md", "infra/main.tf"}
+	globs := []string{"src/**", "migrations/**", "docs/", "*.tf"}
+	pick := picker(rng)
+	checks := func(prefix string) []policy.CheckSpec {
+		var cs []policy.CheckSpec
+		for i, id := range rng.Perm(6)[:rng.IntN(5)] {
+			c := policy.CheckSpec{ID: fmt.Sprintf("c%d", id), Run: fmt.Sprintf("%scmd %d", prefix, i)}
+			if rng.IntN(2) == 0 {
+				c.Paths = pick(2, globs)
+			}
+			if rng.IntN(4) == 0 {
+				f := false
+				c.Required = &f
+			}
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	for i := 0; i < 2000; i++ {
+		op := policy.Operator{Verification: policy.Verification{Commands: checks("op-"),
+			PathRules: []policy.PathRule{{Paths: pick(2, globs), Checks: pick(2, []string{"c1", "c4", "unconfigured"})}}}}
+		base := discovery.Input{
+			Repository: &discovery.RepositoryPolicy{Doc: policy.Repository{Checks: checks("repo-")}, ReadFrom: discovery.ReadFromBase},
+			Operator:   &discovery.OperatorPolicy{Doc: op},
+		}
+		proof := base
+		proof.Every = true
+		change := base
+		change.ChangedPaths = pick(3, paths)
+		change.Links = []discovery.Links{tree("c", paths, pick(2, []string{"migrations -> src", "infra -> /runmill/checkout/migrations"})...)}
+		change.CheckoutRoot = checkoutRoot
+		change.Proposals = pick(2, []string{"c0", "c2", "zz"})
+		mp, err := discovery.Resolve(proof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mc, err := discovery.Resolve(change)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp := required(mp)
+		for _, c := range mc.Checks {
+			if !c.Runnable() {
+				if _, ok := rp[c.ID]; ok {
+					t.Fatalf("case %d: the proof requires %q, which has no command", i, c.ID)
+				}
+				continue
+			}
+			if cmd, ok := rp[c.ID]; !ok || cmd != c.Command {
+				t.Fatalf("case %d: a change requires %q (%q); the proof %q (present %v)\nproof %+v", i, c.ID, c.Command, cmd, ok, mp.Checks)
+			}
+		}
+		if len(mp.NotTriggered) > 0 {
+			t.Fatalf("case %d: a proof leaves %v untriggered", i, mp.NotTriggered)
+		}
 	}
 }

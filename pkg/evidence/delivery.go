@@ -10,6 +10,7 @@ import (
 	"github.com/runmill/verify/pkg/policy"
 	"github.com/runmill/verify/pkg/record"
 	"github.com/runmill/verify/pkg/report"
+	"github.com/runmill/verify/pkg/verdict"
 )
 
 var (
@@ -323,6 +324,12 @@ func repeatedIDs(inv *record.Inventory) []report.TestID {
 func (v *verification) bindDelivery() *failure {
 	e, p := v.delivery, &v.dst.Predicate
 	bad := func(format string, args ...any) *failure { return fail(ReasonBinding, format, args...) }
+	if p.BaseProof {
+		// A proof measured a base for later verifications to reuse; it
+		// ran no change, so it is never the verdict of one, whatever the
+		// expectations name (and however a caller relaxes merge_ready).
+		return bad("this is a base proof of %s (predicate.base_proof): baseline runs for later verifications to reuse, never a change's verdict", p.Candidate.Base)
+	}
 	c := p.Candidate
 	for _, b := range []struct {
 		field     string
@@ -562,6 +569,9 @@ func (v *verification) checkRecords() *failure {
 	bad := func(i int, format string, args ...any) *failure {
 		return fail(ReasonRecord, "predicate.checks[%d] (%s): %s", i, p.Checks[i].CheckID, fmt.Sprintf(format, args...))
 	}
+	if msg := baseProofGrammar(p); msg != "" {
+		return fail(ReasonRecord, "a base proof %s", msg)
+	}
 	for i, r := range p.Checks {
 		for _, o := range []struct {
 			name string
@@ -605,6 +615,36 @@ func (v *verification) checkRecords() *failure {
 		}
 	}
 	return v.checkJudgements()
+}
+
+// baseProofGrammar is what makes a statement a base proof ("" when p is
+// one, or is not marked as one): one commit as base and head, no change
+// (no pull request, no landing merge), and only baseline runs executed
+// there — nothing a reusing verification could take for a candidate's.
+func baseProofGrammar(p *Delivery) string {
+	if !p.BaseProof {
+		return ""
+	}
+	c := &p.Candidate
+	switch {
+	case c.Head != c.Base || p.Manifest.Base != c.Base || p.Manifest.Candidate != c.Base:
+		return fmt.Sprintf("measures one commit: candidate.head %s, candidate.base %s, manifest base %s and candidate %s differ", c.Head, c.Base, p.Manifest.Base, p.Manifest.Candidate)
+	case c.PullRequest != 0 || len(p.Reviews) > 0 || c.Landing.Merged || c.Landing.Conflicted():
+		return "belongs to no pull request and merges nothing"
+	case len(p.Remote) > 0 || len(p.PendingContexts) > 0 || len(p.Shards) > 0:
+		return "reconciles no remote check and merges no shard"
+	case p.Verdict.MergeReady || !slices.ContainsFunc(p.Failures, func(f record.Finding) bool { return f.Rule == verdict.RuleBaseProof }):
+		return "is never merge-ready, and its failures say why (" + verdict.RuleBaseProof + ")"
+	}
+	for i, r := range p.Checks {
+		if r.Phase != record.Baseline || r.Commit != c.Base {
+			return fmt.Sprintf("holds baseline runs at %s only; checks[%d] (%s) is a %s run at %s", c.Base, i, r.CheckID, r.Phase, r.Commit)
+		}
+		if r.ReusedFrom != nil {
+			return fmt.Sprintf("is executed: checks[%d] (%s) was reused", i, r.CheckID)
+		}
+	}
+	return ""
 }
 
 // checkRequired enforces "required evidence": every check the expectations

@@ -107,6 +107,11 @@ func CheckReuse(rec *record.CheckRun, src *DeliveryStatement) error {
 	if p.RunID != ref.RunID {
 		return fmt.Errorf("the source bundle is of run %s, not %s", p.RunID, ref.RunID)
 	}
+	if ref.Proof != p.BaseProof {
+		// Said by the record, so a reader knows without the source bundle
+		// whether a baseline came from a base proof or from a change's run.
+		return fmt.Errorf("the record says its source is a base proof: %t; the source bundle says %t", ref.Proof, p.BaseProof)
+	}
 	if ref.Index < 0 || ref.Index >= len(p.Checks) {
 		return fmt.Errorf("the source run has %d check runs, none at index %d", len(p.Checks), ref.Index)
 	}

@@ -88,6 +88,7 @@ func TestReusedRecordVerification(t *testing.T) {
 		{name: "no input key", change: func(c *record.CheckRun) { c.InputKey = "" }, reason: ReasonStatement, msg: "needs the input_key"},
 		{name: "an input key that is no digest", change: func(c *record.CheckRun) { c.InputKey = "ABC" }, reason: ReasonStatement, msg: "lower-case hex"},
 		{name: "a negative index", change: func(c *record.CheckRun) { c.ReusedFrom.Index = -1 }, reason: ReasonStatement, msg: "index ≥ 0"},
+		{name: "a source claimed to be a base proof", change: func(c *record.CheckRun) { c.ReusedFrom.Proof = true }, artifacts: true, reason: ReasonRecord, msg: "its source is a base proof: true; the source bundle says false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newReuseFixture(t, tc.sourceKey)

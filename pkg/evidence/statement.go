@@ -185,6 +185,13 @@ type Delivery struct {
 	// Shards are the shard bundles a merged verification was taken from
 	// (`evidence merge`); absent for a run that was not sharded.
 	Shards []ShardRef `json:"shards,omitempty"`
+	// BaseProof marks a base proof (`verify --prove-base`): the baselines
+	// of every report check at one base commit (candidate.head and
+	// candidate.base), run so that later verifications against that commit
+	// reuse them. It holds baseline runs only, its verdict is never
+	// merge-ready, and a delivery verifier refuses it as a change's
+	// verdict (bindDelivery). Absent (false) in every other statement.
+	BaseProof bool `json:"base_proof,omitempty"`
 }
 
 // Review is one pull-request review.

@@ -130,6 +130,9 @@ type ReuseRef struct {
 	// in its checks.
 	RunID string `json:"run_id"`
 	Index int    `json:"index"`
+	// Proof: the source bundle is a base proof (`verify --prove-base`),
+	// not a verification of a change. Absent (false) otherwise.
+	Proof bool `json:"proof,omitempty"`
 }
 
 // Output is one captured output stream. The digest and size cover every

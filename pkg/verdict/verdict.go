@@ -161,6 +161,10 @@ const (
 	RuleInvalidRecord      = "record.invalid"
 	RuleUnlistedCheck      = "record.unlisted-check"
 	RuleDuplicateCheck     = "record.duplicate-check"
+	// RuleBaseProof: the statement is a base proof (`verify --prove-base`),
+	// which verified no change; the orchestrator records it among the
+	// failures so its verdict is never merge-ready, whatever ran.
+	RuleBaseProof = "coverage.base-proof"
 )
 
 // Evaluate computes the verdict. It never fails: a record it cannot make sense
