@@ -267,18 +267,10 @@ func VerifyShard(bundle, trustDoc []byte, now time.Time) (*VerifiedShard, error)
 	if f := checkStatement(&st); f != nil {
 		return nil, f.err()
 	}
-	p := &st.Predicate
-	at, _ := parseTime(p.IssuedAt) // checkStatement parsed it
-	k := v.key
-	switch {
-	case !slices.Contains(k.purposes, PurposeDelivery):
-		return nil, fail(ReasonKeyWindow, "key %q is not trusted for delivery (shard) statements (purposes %v)", k.id, k.purposes).err()
-	case at.Before(k.notBefore) || at.After(k.notAfter):
-		return nil, fail(ReasonKeyWindow, "issued_at %s lies outside key %q's window [%s, %s]", p.IssuedAt, k.id, formatTime(k.notBefore), formatTime(k.notAfter)).err()
-	case at.After(now.Add(DefaultClockSkew)):
-		return nil, fail(ReasonKeyWindow, "issued_at %s lies in the future (now %s)", p.IssuedAt, formatTime(now)).err()
+	if f := v.checkIssued(st.Predicate.IssuedAt, "shard statements"); f != nil {
+		return nil, f.err()
 	}
-	return &VerifiedShard{Statement: &st, Digest: v.result.CanonicalDigest, KeyID: k.id, Bundle: bundle}, nil
+	return &VerifiedShard{Statement: &st, Digest: v.result.CanonicalDigest, KeyID: v.key.id, Bundle: bundle}, nil
 }
 
 // checkShardSignature is checkSignature without the speculative decode
