@@ -206,7 +206,9 @@ func (j *job) sudoLog() string {
 	return string(b)
 }
 
-var wantOrder = []string{"Preflight", "Install the released runmill", "Restore the build cache", "Build runmill", "runmill verify", "Upload the evidence", "Summarize", "Gate on the verdict"}
+var wantOrder = []string{"Preflight", "Install the released runmill", "Restore the build cache", "Build runmill",
+	"Locate the caches", "Restore the Go toolchain caches", "Vet the restored caches",
+	"runmill verify", "Upload the evidence", "Summarize", "Seal the caches", "Gate on the verdict"}
 
 func signingKey(t *testing.T) string {
 	key, _, err := evidence.Keygen(24 * time.Hour)
@@ -310,8 +312,13 @@ func TestActionOnPullRequests(t *testing.T) {
 				outcomes = append(outcomes, r.Outcome)
 			}
 			save := map[bool]string{false: "success", true: "skipped"}[hit]
-			// Prepare dependencies is opt-in: skipped without prepare-dependencies.
-			want := []string{"success", "success", "success", "success", save, "skipped", "success", "success", "success", tc.gate}
+			// Prepare dependencies (and the dependency caches with it) is
+			// opt-in: skipped without prepare-dependencies. A check that is
+			// not a Go check makes no toolchain cache: nothing to save.
+			want := []string{"success", "success", "success", "success", save,
+				"success", "success", "skipped", "success",
+				"skipped", "success", "success", "success",
+				"success", "skipped", "skipped", tc.gate}
 			if !slices.Equal(outcomes, want) {
 				t.Fatalf("step outcomes %q, want %q", outcomes, want)
 			}
@@ -613,8 +620,11 @@ func TestInputsAreMapped(t *testing.T) {
 			t.Errorf("output %q of issue 27 is missing", name)
 		}
 	}
-	if len(a.Inputs) != 24 || len(a.Outputs) != 9 {
-		t.Errorf("%d inputs and %d outputs, want 24 and 9", len(a.Inputs), len(a.Outputs))
+	if d := a.Inputs["caches"].Default; d != "true" {
+		t.Errorf("input \"caches\" of issue 26 defaults to %q, want true", d)
+	}
+	if len(a.Inputs) != 25 || len(a.Outputs) != 9 {
+		t.Errorf("%d inputs and %d outputs, want 25 and 9", len(a.Inputs), len(a.Outputs))
 	}
 	// The Summarize step talks to GitHub with the token after the verdict:
 	// it never holds the signing key.
@@ -736,31 +746,54 @@ func TestActionlint(t *testing.T) {
 	}
 }
 
-// The indices of action.yml's steps the tests drive (issue 15 inserted
-// "Prepare dependencies" before verify; issue 23 moved the preflight before
-// the build, which installs runmill with sudo).
-// Issue 27 removed "Set up Go" (the action's Go is its own, never on PATH)
-// and put the release install and the build cache around the build.
-const (
-	stepPreflight = 0
-	stepInstall   = 1
-	stepRestore   = 2
-	stepBuild     = 3
-	stepSave      = 4
-	stepPrepare   = 5
-	stepVerify    = 6
-	stepUpload    = 7
-	stepSummary   = 8
-	stepGate      = 9
+// The indices of action.yml's steps the tests drive, found by name (steps
+// are added around them: the caches' restore, vet, seal and save steps).
+var (
+	stepPreflight = stepIndex("Preflight")
+	stepInstall   = stepIndex("Install the released runmill")
+	stepRestore   = stepIndex("Restore the build cache")
+	stepBuild     = stepIndex("Build runmill")
+	stepSave      = stepIndex("Save the build cache")
+	stepPrepare   = stepIndex("Prepare dependencies")
+	stepVerify    = stepIndex("runmill verify")
+	stepUpload    = stepIndex("Upload the evidence")
+	stepSummary   = stepIndex("Summarize")
+	stepGate      = stepIndex("Gate on the verdict")
 )
 
+// stepIndex is the index of the step named name in action.yml (-1 when
+// there is none, which TestStepOrder reports).
+func stepIndex(name string) int {
+	b, err := os.ReadFile(filepath.Join("..", "action.yml"))
+	if err != nil {
+		panic(err)
+	}
+	var a actionMeta
+	if err := yaml.Unmarshal(b, &a); err != nil {
+		panic(err)
+	}
+	return slices.IndexFunc(a.Runs.Steps, func(s stepMeta) bool { return s.Name == name })
+}
+
 func TestStepOrder(t *testing.T) {
-	a := loadAction(t, filepath.Join(actionRoot(t), "action.yml"))
-	for i, name := range map[int]string{stepBuild: "Build runmill", stepPreflight: "Preflight", stepPrepare: "Prepare dependencies",
-		stepInstall: "Install the released runmill", stepRestore: "Restore the build cache", stepSave: "Save the build cache",
-		stepVerify: "runmill verify", stepUpload: "Upload the evidence", stepSummary: "Summarize", stepGate: "Gate on the verdict"} {
-		if a.Runs.Steps[i].Name != name {
-			t.Errorf("step %d is %q, want %q", i, a.Runs.Steps[i].Name, name)
+	// The order the steps depend on: the build before anything runs
+	// runmill, the caches restored and vetted before dependencies are
+	// prepared, the upload and the summary before the caches are sealed
+	// and saved, the gate last.
+	order := []string{"Preflight", "Install the released runmill", "Restore the build cache", "Build runmill", "Save the build cache",
+		"Locate the caches", "Restore the Go toolchain caches", "Restore the dependency caches", "Vet the restored caches",
+		"Prepare dependencies", "runmill verify", "Upload the evidence", "Summarize",
+		"Seal the caches", "Save the Go toolchain caches", "Save the dependency caches", "Gate on the verdict"}
+	last := -1
+	for _, name := range order {
+		i := stepIndex(name)
+		if i <= last {
+			t.Errorf("step %q is at %d, want it after %d (%s)", name, i, last, strings.Join(order, ", "))
 		}
+		last = max(last, i)
+	}
+	a := loadAction(t, filepath.Join(actionRoot(t), "action.yml"))
+	if last != len(a.Runs.Steps)-1 {
+		t.Errorf("the gate is step %d of %d: it must come last", last, len(a.Runs.Steps))
 	}
 }
