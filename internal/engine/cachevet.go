@@ -135,8 +135,16 @@ func judgeCaches(ctx context.Context, o CacheOptions, seal bool) ([]CacheEntry, 
 		e := CacheEntry{Cache: c.cache, Name: c.name, Dir: c.dir}
 		refuse := func(cause string) {
 			e.Cause = cause
-			if err := os.RemoveAll(c.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// Never from under a live run on a shared state dir (a build
+			// under way, an entry a run holds): that run judges it itself.
+			removed, err := lastuse.Remove(ctx, c.dir, func(time.Time) bool { return true })
+			switch {
+			case err != nil:
 				e.Cause += fmt.Sprintf("; removing it failed (%v): delete it by hand", err)
+			case !removed:
+				if _, serr := os.Lstat(c.dir); serr == nil {
+					e.Cause += "; a live run holds it, so it stays until that run ends (and is judged again when next used)"
+				}
 			}
 		}
 		if c.check == nil {
