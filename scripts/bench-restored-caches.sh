@@ -8,8 +8,14 @@
 #              restored (the zstd tar actions/cache would download, unpacked),
 #              `runmill cache vet`, `runmill verify`, `runmill cache seal` —
 #              the Action's steps;
+#   warm       `runmill verify` on a state dir that already holds the
+#              toolchain cache (a copy, nothing vetted or sealed): what the
+#              restored job would cost if restoring, vetting and sealing were
+#              free;
 #   nothing    `runmill verify` on an empty state dir (nothing restored: the
 #              toolchain cache is built).
+# The restored job's own steps (unpack, vet, seal) are timed apart too
+# (logs/steps).
 # Once, before the rounds: a verification on an empty state dir whose sealed
 # caches are archived as actions/cache archives them (tar | zstd), and the
 # sizes on disk and archived.
@@ -36,12 +42,21 @@ verify() { # STATE CANDIDATE LABEL
     >"$out/logs/$3.out" 2>"$out/logs/$3"
 }
 restored() { # STATE CANDIDATE LABEL: the Action's restore, vet, verify, seal
+  local t0 t1 t2 t3 t4
   mkdir -p "$1"
+  t0=$EPOCHREALTIME
   zstd -dc "$out/caches.tar.zst" | tar -xf - -C "$1"
+  t1=$EPOCHREALTIME
   "$runmill" cache vet --out "$1" --signing-key "$out/key.pem" 2>>"$out/logs/$3.vet"
+  t2=$EPOCHREALTIME
   verify "$@"
+  t3=$EPOCHREALTIME
   "$runmill" cache seal --out "$1" --signing-key "$out/key.pem" 2>>"$out/logs/$3.vet"
+  t4=$EPOCHREALTIME
+  awk -v l="$3" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v e="$t4" \
+    'BEGIN { printf "%s: unpack %.2f s, vet %.2f s, verify %.2f s, seal %.2f s\n", l, b - a, c - b, d - c, e - d }' | tee -a "$out/logs/steps"
 }
+warm_state() { mkdir -p "$1/toolcache" && cp -a "$out/state-seed/toolcache/go" "$1/toolcache/"; }
 bare() { (cd "$repo" && go test -count=1 -json ./... >/dev/null); }
 measure() { # KIND CMD…
   local k=$1 s e rc=0
@@ -68,8 +83,10 @@ for r in $(seq "$rounds"); do
   measure restored restored "$out/state-r$r" "push$r" "restored-$r"
   grep -q '0 refused' "$out/logs/restored-$r.vet" || echo "WARNING: round $r's vet refused an entry (logs/restored-$r.vet)"
   grep -q 'prepared the Go toolchain cache' "$out/logs/restored-$r" && echo "WARNING: round $r built the toolchain cache though it was restored"
+  warm_state "$out/state-w$r" # before the clock: the machine had it
+  measure warm verify "$out/state-w$r" "push$r" "warm-$r"
   measure nothing verify "$out/state-n$r" "push$r" "nothing-$r"
-  rm -rf "$out/state-r$r" "$out/state-n$r"
+  rm -rf "$out/state-r$r" "$out/state-w$r" "$out/state-n$r"
 done
 echo
 echo "== wall seconds (min med max) and over bare (each round's own bare), $rounds rounds, $(nproc) cores"
