@@ -1,7 +1,6 @@
 package evidence
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -133,28 +132,9 @@ func VerifySeal(bundle, trustDoc []byte, now time.Time) (*Seal, error) {
 		return nil, fail(ReasonInputSize, "the seal has %d bytes, more than the cap of %d", len(bundle), MaxSealBytes).err()
 	}
 	v := &verification{opts: VerifyOptions{Now: now}}
-	for _, step := range []func() *failure{
-		v.checkOptions,
-		func() *failure { return v.checkSizes(bundle, trustDoc, nil) },
-		func() *failure { return v.parseBundle(bundle) },
-		func() *failure { return v.parseTrust(trustDoc) },
-		v.checkShardSignature,
-		v.checkCanonical,
-	} {
-		if f := step(); f != nil {
-			return nil, f.err()
-		}
-	}
 	var st SealStatement
-	if err := decodeStrict(v.bundle.payload, &st); err != nil {
-		var head struct {
-			PredicateType string `json:"predicateType"`
-		}
-		_ = json.Unmarshal(v.bundle.payload, &head)
-		if head.PredicateType != SealPredicateType {
-			return nil, fail(ReasonStatement, "the bundle's predicateType is %q, not a cache seal (%s)", head.PredicateType, SealPredicateType).err()
-		}
-		return nil, fail(ReasonStatement, "the signed seal: %v", err).err()
+	if f := v.authenticateAs(bundle, trustDoc, &st, SealPredicateType, "cache seal"); f != nil {
+		return nil, f.err()
 	}
 	if f := checkSeal(&st); f != nil {
 		return nil, f.err()

@@ -237,32 +237,9 @@ func (s *VerifiedShard) label() string {
 // the step that failed (the Reason's RM-EVIDENCE code).
 func VerifyShard(bundle, trustDoc []byte, now time.Time) (*VerifiedShard, error) {
 	v := &verification{opts: VerifyOptions{Now: now}}
-	if f := v.checkOptions(); f != nil {
-		return nil, f.err()
-	}
-	if f := v.checkSizes(bundle, trustDoc, nil); f != nil {
-		return nil, f.err()
-	}
-	for _, step := range []func() *failure{
-		func() *failure { return v.parseBundle(bundle) },
-		func() *failure { return v.parseTrust(trustDoc) },
-		v.checkShardSignature,
-		v.checkCanonical,
-	} {
-		if f := step(); f != nil {
-			return nil, f.err()
-		}
-	}
 	var st ShardStatement
-	if err := decodeStrict(v.bundle.payload, &st); err != nil {
-		var head struct {
-			PredicateType string `json:"predicateType"`
-		}
-		_ = json.Unmarshal(v.bundle.payload, &head)
-		if head.PredicateType != ShardPredicateType {
-			return nil, fail(ReasonStatement, "the bundle's predicateType is %q, not a shard statement (%s)", head.PredicateType, ShardPredicateType).err()
-		}
-		return nil, fail(ReasonStatement, "the signed shard statement: %v", err).err()
+	if f := v.authenticateAs(bundle, trustDoc, &st, ShardPredicateType, "shard statement"); f != nil {
+		return nil, f.err()
 	}
 	if f := checkStatement(&st); f != nil {
 		return nil, f.err()
@@ -271,6 +248,37 @@ func VerifyShard(bundle, trustDoc []byte, now time.Time) (*VerifiedShard, error)
 		return nil, f.err()
 	}
 	return &VerifiedShard{Statement: &st, Digest: v.result.CanonicalDigest, KeyID: v.key.id, Bundle: bundle}, nil
+}
+
+// authenticateAs runs the steps every signed statement but a delivery or
+// terminal one shares — options, sizes, the strict parse, the trust
+// document, the signature, canonical form — and decodes the payload into
+// dst, strictly, as a statement of predicateType (what names it in
+// messages).
+func (v *verification) authenticateAs(bundle, trustDoc []byte, dst any, predicateType, what string) *failure {
+	for _, step := range []func() *failure{
+		v.checkOptions,
+		func() *failure { return v.checkSizes(bundle, trustDoc, nil) },
+		func() *failure { return v.parseBundle(bundle) },
+		func() *failure { return v.parseTrust(trustDoc) },
+		v.checkShardSignature,
+		v.checkCanonical,
+	} {
+		if f := step(); f != nil {
+			return f
+		}
+	}
+	if err := decodeStrict(v.bundle.payload, dst); err != nil {
+		var head struct {
+			PredicateType string `json:"predicateType"`
+		}
+		_ = json.Unmarshal(v.bundle.payload, &head)
+		if head.PredicateType != predicateType {
+			return fail(ReasonStatement, "the bundle's predicateType is %q, not a %s (%s)", head.PredicateType, what, predicateType)
+		}
+		return fail(ReasonStatement, "the signed %s: %v", what, err)
+	}
+	return nil
 }
 
 // checkShardSignature is checkSignature without the speculative decode
