@@ -26,7 +26,7 @@ out=${1:?usage: bench-restored-caches.sh OUTDIR [ROUNDS]}
 rounds=${2:-3}
 . "$(dirname "$0")/bench-lib.sh"
 bench_prologue "$out" "$0"
-rm -rf "$out"/state-* "$out/logs" "$out/times" "$out/caches.tar.zst"
+rm -rf "$out"/state-* "$out/logs" "$out/times" "$out/caches.tar.zst" "$out/key.pem" "$out/trust.json"
 mkdir -p "$out/logs"
 "$runmill" evidence keygen --key-out "$out/key.pem" --trust-out "$out/trust.json" --valid-for 24h >/dev/null
 bash "$here/scripts/bench-gomodule.sh" "$out/go"
