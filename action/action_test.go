@@ -208,7 +208,9 @@ func (j *job) sudoLog() string {
 	return string(b)
 }
 
-var wantOrder = []string{"Preflight", "Install the released runmill", "Restore the build cache", "Build runmill", "runmill verify", "Upload the evidence", "Summarize", "Gate on the verdict"}
+var wantOrder = []string{"Preflight", "Install the released runmill", "Restore the build cache", "Build runmill",
+	"Locate the caches", "Restore the Go toolchain caches", "Vet the restored caches",
+	"runmill verify", "Upload the evidence", "Summarize", "Seal the caches", "Gate on the verdict"}
 
 func signingKey(t *testing.T) string {
 	key, _, err := evidence.Keygen(24 * time.Hour)
@@ -312,9 +314,15 @@ func TestActionOnPullRequests(t *testing.T) {
 				outcomes = append(outcomes, r.Outcome)
 			}
 			save := map[bool]string{false: "success", true: "skipped"}[hit]
-			// Prepare dependencies is opt-in: skipped without prepare-dependencies;
-			// so is the base proof, without base-proof or prove-base.
-			want := []string{"success", "success", "success", "success", save, "skipped", "skipped", "skipped", "success", "skipped", "success", "success", tc.gate}
+			// Prepare dependencies (and the dependency caches with it) is
+			// opt-in: skipped without prepare-dependencies; so is the base
+			// proof, without base-proof or prove-base. A check that is not a
+			// Go check makes no toolchain cache: nothing to save.
+			want := []string{"success", "success", "success", "success", save,
+				"success", "success", "skipped", "success",
+				"skipped", "skipped", "skipped", "success", "skipped",
+				"success", "success", "success",
+				"skipped", "skipped", tc.gate}
 			if !slices.Equal(outcomes, want) {
 				t.Fatalf("step outcomes %q, want %q", outcomes, want)
 			}
@@ -653,8 +661,11 @@ func TestInputsAreMapped(t *testing.T) {
 	if d := a.Inputs["base-proof"].Default; d != "false" {
 		t.Errorf("base-proof defaults to %q: restoring needs the signing key, so it is opt-in", d)
 	}
-	if len(a.Inputs) != 26 || len(a.Outputs) != 9 {
-		t.Errorf("%d inputs and %d outputs, want 26 and 9", len(a.Inputs), len(a.Outputs))
+	if d := a.Inputs["caches"].Default; d != "true" {
+		t.Errorf("input \"caches\" of issue 26 defaults to %q, want true", d)
+	}
+	if len(a.Inputs) != 27 || len(a.Outputs) != 9 {
+		t.Errorf("%d inputs and %d outputs, want 27 and 9", len(a.Inputs), len(a.Outputs))
 	}
 	// The Summarize step talks to GitHub with the token after the verdict:
 	// it never holds the signing key.
@@ -786,37 +797,58 @@ func lintWorkflow(t *testing.T, bin, what string, wf []byte) {
 	}
 }
 
-// The indices of action.yml's steps the tests drive (issue 15 inserted
-// "Prepare dependencies" before verify; issue 23 moved the preflight before
-// the build, which installs runmill with sudo).
-// Issue 27 removed "Set up Go" (the action's Go is its own, never on PATH)
-// and put the release install and the build cache around the build.
-// Issue 26 put the base proof around verify: named and restored before,
-// saved after.
-const (
-	stepPreflight        = 0
-	stepInstall          = 1
-	stepRestore          = 2
-	stepBuild            = 3
-	stepSave             = 4
-	stepPrepare          = 5
-	stepNameBaseProof    = 6
-	stepRestoreBaseProof = 7
-	stepVerify           = 8
-	stepSaveBaseProof    = 9
-	stepUpload           = 10
-	stepSummary          = 11
-	stepGate             = 12
+// The indices of action.yml's steps the tests drive, found by name (steps
+// are added around them: the caches' restore, vet, seal and save steps, the
+// base proof's name, restore and save).
+var (
+	stepPreflight = stepIndex("Preflight")
+	stepInstall   = stepIndex("Install the released runmill")
+	stepRestore   = stepIndex("Restore the build cache")
+	stepBuild     = stepIndex("Build runmill")
+	stepSave      = stepIndex("Save the build cache")
+	stepPrepare   = stepIndex("Prepare dependencies")
+	stepVerify    = stepIndex("runmill verify")
+	stepUpload    = stepIndex("Upload the evidence")
+	stepSummary   = stepIndex("Summarize")
+	stepGate      = stepIndex("Gate on the verdict")
+
+	stepNameBaseProof = stepIndex("Name the base proof")
 )
 
+// stepIndex is the index of the step named name in action.yml (-1 when
+// there is none, which TestStepOrder reports).
+func stepIndex(name string) int {
+	b, err := os.ReadFile(filepath.Join("..", "action.yml"))
+	if err != nil {
+		panic(err)
+	}
+	var a actionMeta
+	if err := yaml.Unmarshal(b, &a); err != nil {
+		panic(err)
+	}
+	return slices.IndexFunc(a.Runs.Steps, func(s stepMeta) bool { return s.Name == name })
+}
+
 func TestStepOrder(t *testing.T) {
-	a := loadAction(t, filepath.Join(actionRoot(t), "action.yml"))
-	for i, name := range map[int]string{stepBuild: "Build runmill", stepPreflight: "Preflight", stepPrepare: "Prepare dependencies",
-		stepInstall: "Install the released runmill", stepRestore: "Restore the build cache", stepSave: "Save the build cache",
-		stepNameBaseProof: "Name the base proof", stepRestoreBaseProof: "Restore the base proof", stepSaveBaseProof: "Save the base proof",
-		stepVerify: "runmill verify", stepUpload: "Upload the evidence", stepSummary: "Summarize", stepGate: "Gate on the verdict"} {
-		if a.Runs.Steps[i].Name != name {
-			t.Errorf("step %d is %q, want %q", i, a.Runs.Steps[i].Name, name)
+	// The order the steps depend on: the build before anything runs
+	// runmill, the caches restored and vetted before dependencies are
+	// prepared, the base proof restored before verify and saved after it, the upload and the summary before the caches are sealed
+	// and saved, the gate last.
+	order := []string{"Preflight", "Install the released runmill", "Restore the build cache", "Build runmill", "Save the build cache",
+		"Locate the caches", "Restore the Go toolchain caches", "Restore the dependency caches", "Vet the restored caches",
+		"Prepare dependencies", "Name the base proof", "Restore the base proof", "runmill verify", "Save the base proof",
+		"Upload the evidence", "Summarize",
+		"Seal the caches", "Save the Go toolchain caches", "Save the dependency caches", "Gate on the verdict"}
+	last := -1
+	for _, name := range order {
+		i := stepIndex(name)
+		if i <= last {
+			t.Errorf("step %q is at %d, want it after %d (%s)", name, i, last, strings.Join(order, ", "))
 		}
+		last = max(last, i)
+	}
+	a := loadAction(t, filepath.Join(actionRoot(t), "action.yml"))
+	if last != len(a.Runs.Steps)-1 {
+		t.Errorf("the gate is step %d of %d: it must come last", last, len(a.Runs.Steps))
 	}
 }

@@ -57,7 +57,8 @@ func standInBuild(t *testing.T, j *job) {
 	t.Helper()
 	bin := installedRunmill(t)
 	s := &j.action.Runs.Steps[stepBuild]
-	s.Run = `echo "runmill=` + bin + `" >>"$GITHUB_OUTPUT"`
+	// The build's cache directory exists after a build, for the save.
+	s.Run = `if [ -n "${RUNMILL_CACHE_DIR:-}" ]; then mkdir -p -- "$RUNMILL_CACHE_DIR"; fi; echo "runmill=` + bin + `" >>"$GITHUB_OUTPUT"`
 	s.If = "always()"
 }
 

@@ -67,7 +67,7 @@ mergebase=$(git -C "$repo" merge-base "$base" "$candidate")
 
 # The state directory verify will use: a step output (verify reads it as
 # RUNMILL_PREPARED_OUT), which no later step can change.
-out=$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")
+out=${RUNMILL_CACHES_OUT:-$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")}
 echo "state-dir=$out" >>"$GITHUB_OUTPUT"
 
 # The tools, resolved now, by absolute path. npm must be npm's own CLI: a

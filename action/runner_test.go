@@ -2,6 +2,8 @@ package action_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -13,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -35,10 +36,11 @@ import (
 // workflow's own steps) sees only the current attempt's uploads unless
 // given github-token and run-id, which list the whole run's, as GitHub's
 // artifact service does after "re-run failed jobs"; cache/restore and
-// cache/save keep directories by key in a store every job of the test
-// binary shares (GitHub's cache service: a later job restores what an
-// earlier one saved, by its exact key or else the newest entry a
-// restore-keys prefix starts, and a saved key is never overwritten).
+// cache/save keep directories by key in a store every job of one
+// repository (a test's fixture) shares (GitHub's cache service: a later job
+// restores what an earlier one saved — the exact key, else the newest
+// entry under each of restore-keys' prefixes in turn — and a saved key is
+// never overwritten).
 //
 // Where it is not the runner: the tests run as root, so the steps do too
 // (the runner user on GitHub's images is uid 1001 with passwordless sudo);
@@ -426,6 +428,50 @@ var pinned = regexp.MustCompile(`^[\w.-]+/[\w.-]+(/[\w.-]+)*@[0-9a-f]{40}$`)
 var caches struct {
 	once sync.Once
 	dir  string
+	mu   sync.Mutex
+	seq  int // saves so far: the newest entry of a prefix wins
+}
+
+// cacheScope is the directory of the repository's caches: GitHub keeps
+// caches per repository, and each test's fixture is one.
+func (j *job) cacheScope() string {
+	sum := sha256.Sum256([]byte(j.env["GITHUB_REPOSITORY"] + "\x00" + j.env["GITHUB_WORKSPACE"]))
+	return filepath.Join(caches.dir, hex.EncodeToString(sum[:8]))
+}
+
+// newestCache is the key saved last in scope that starts with prefix.
+func newestCache(t *testing.T, scope, prefix string) string {
+	ents, _ := os.ReadDir(scope)
+	best, bestSeq := "", -1
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".seq")
+		key := strings.ReplaceAll(name, "%2F", "/")
+		if !ok || !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(scope, e.Name()))
+		n, aerr := strconv.Atoi(string(b))
+		if err != nil || aerr != nil {
+			t.Fatalf("the cache store's %s: %v %v", e.Name(), err, aerr)
+		}
+		if n > bestSeq {
+			best, bestSeq = key, n
+		}
+	}
+	return best
+}
+
+// copyTree copies a directory as the cache's tar does: symlinks as links,
+// hard links within the tree as links, modes and times kept.
+func copyTree(src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	out, err := exec.Command("cp", "-a", "--", src+"/.", dst).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("cp -a: %v %s", err, out)
+	}
+	return nil
 }
 
 // uses stands in for the actions action.yml uses.
@@ -456,33 +502,32 @@ func (j *job) uses(s stepMeta) stepResult {
 				t.Fatal(err)
 			}
 		})
-		escape := func(k string) string { return strings.ReplaceAll(k, "/", "%2F") }
-		stored := filepath.Join(caches.dir, escape(key))
+		scope := j.cacheScope()
+		stored := filepath.Join(scope, strings.ReplaceAll(key, "/", "%2F"))
 		_, err := os.Stat(stored)
 		if name == "actions/cache/restore" {
 			r.Outputs["cache-hit"] = "false"
+			r.Outputs["cache-primary-key"] = key
 			matched := ""
 			if err == nil {
 				matched = key
-			} else if prefix := with["restore-keys"]; prefix != "" {
-				// One restore key, a prefix: the newest entry it starts,
-				// as the cache service answers a partial match.
-				var newest time.Time
-				entries, _ := os.ReadDir(caches.dir)
-				for _, e := range entries {
-					fi, ierr := e.Info()
-					if ierr == nil && strings.HasPrefix(e.Name(), escape(prefix)) && fi.ModTime().After(newest) {
-						matched, newest = strings.ReplaceAll(e.Name(), "%2F", "/"), fi.ModTime()
+				r.Outputs["cache-hit"] = "true"
+			} else {
+				// restore-keys, in order: the newest entry saved under
+				// each prefix.
+				for _, prefix := range strings.Split(with["restore-keys"], "\n") {
+					if prefix = strings.TrimSpace(prefix); prefix != "" && matched == "" {
+						matched = newestCache(t, scope, prefix)
 					}
 				}
 			}
 			if matched != "" {
-				if err := os.CopyFS(path, os.DirFS(filepath.Join(caches.dir, escape(matched)))); err != nil {
+				if err := copyTree(filepath.Join(scope, strings.ReplaceAll(matched, "/", "%2F")), path); err != nil {
 					return fail("restoring: %v", err)
 				}
-				r.Outputs["cache-hit"], r.Outputs["cache-matched-key"] = strconv.FormatBool(matched == key), matched
+				r.Outputs["cache-matched-key"] = matched
+				r.Log = "Cache restored from key: " + matched
 			}
-			r.Outputs["cache-primary-key"] = key
 			return r
 		}
 		if err == nil {
@@ -492,8 +537,15 @@ func (j *job) uses(s stepMeta) stepResult {
 		if _, err := os.Stat(path); err != nil {
 			return fail("Path Validation Error: Path(s) specified in the action for caching do(es) not exist")
 		}
-		if err := os.CopyFS(stored, os.DirFS(path)); err != nil {
+		if err := copyTree(path, stored); err != nil {
 			return fail("saving: %v", err)
+		}
+		caches.mu.Lock()
+		caches.seq++
+		seq := caches.seq
+		caches.mu.Unlock()
+		if err := os.WriteFile(stored+".seq", []byte(strconv.Itoa(seq)), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	case "actions/upload-artifact":
 		name, path := with["name"], with["path"]

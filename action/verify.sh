@@ -71,9 +71,10 @@ runmill=$(installed_runmill) || exit 2
 
 # A fresh state directory per run: its runs/ holds exactly this run, which
 # the upload step takes whatever happens next.
-# The Prepare dependencies step, when enabled, made it and filled its cache
-# (its step output, which no later step can change, not GITHUB_ENV).
-out=${RUNMILL_PREPARED_OUT:-$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")}
+# The Prepare dependencies step, when enabled, made it and filled its cache,
+# or the Locate the caches step made it and the caches were restored into
+# it (their step outputs, which no later step can change, not GITHUB_ENV).
+out=${RUNMILL_PREPARED_OUT:-${RUNMILL_CACHES_OUT:-$(mktemp -d "$RUNNER_TEMP/runmill.XXXXXX")}}
 echo "evidence-dir=$out/runs" >>"$GITHUB_OUTPUT"
 
 if [ -n "$prove" ]; then

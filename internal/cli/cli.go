@@ -41,6 +41,7 @@ var commands = []*command{
 	newVerifyCmd(nil), newManifestCmd(nil), newReportInventoryCmd(nil),
 	newEvidenceVerifyCmd(nil), newEvidenceKeygenCmd(nil), newEvidenceExpectCmd(nil),
 	newEvidenceDownloadCmd(nil), newEvidenceMergeCmd(nil), newInspectCmd(nil),
+	newCacheVetCmd(nil), newCacheSealCmd(nil), newCacheKeyCmd(nil),
 	newDoctorCmd(nil), newInitCmd(nil), newDepsImportCmd(nil), newSummaryCmd(nil),
 }
 

@@ -334,3 +334,22 @@ func TestShardVerificationID(t *testing.T) {
 		})
 	}
 }
+
+func TestCacheFlags(t *testing.T) {
+	testFlags(t, newCacheVetCmd, []flagCase[cacheOptions]{
+		{name: "defaults", args: nil, want: &cacheOptions{}},
+		{name: "trust", args: []string{"--out", "s", "--trust", "t.json", "--json"}, want: &cacheOptions{out: "s", trust: "t.json", json: true}},
+		{name: "key", args: []string{"--signing-key", "k.pem"}, want: &cacheOptions{signingKey: "k.pem"}},
+		{name: "trust and key", args: []string{"--trust", "t", "--signing-key", "k"}, err: "exclusive"},
+		{name: "no repo flag", args: []string{"--repo", "."}, err: "-repo"},
+	})
+	testFlags(t, newCacheSealCmd, []flagCase[cacheOptions]{
+		{name: "key", args: []string{"--out", "s", "--signing-key", "k.pem"}, want: &cacheOptions{out: "s", signingKey: "k.pem"}},
+		{name: "no trust flag", args: []string{"--trust", "t"}, err: "trust"},
+	})
+	testFlags(t, newCacheKeyCmd, []flagCase[cacheOptions]{
+		{name: "repo and base", args: []string{"--out", "s", "--repo", "r", "--base", "main"}, want: &cacheOptions{out: "s", repo: "r", base: "main"}},
+		{name: "repo alone", args: []string{"--repo", "r"}, err: "go together"},
+		{name: "no key flag", args: []string{"--signing-key", "k"}, err: "signing-key"},
+	})
+}

@@ -154,3 +154,59 @@ func reuse(ctx context.Context, dir, strategy, key string, inputs map[string]str
 func hashTree(ctx context.Context, dir string) (treehash.Digest, treehash.Stats, error) {
 	return treehash.Sum(ctx, dir, treehash.Options{})
 }
+
+// Entry is one content-keyed entry of a dependency cache, as it lies in a
+// state dir (a restored one, say).
+type Entry struct {
+	Strategy string // NPM, GoModules or the operators' Go build caches
+	Name     string // its directory name: the content key's hex
+	Dir      string
+}
+
+// Tree is the entry's cached tree.
+func (e Entry) Tree() string { return filepath.Join(e.Dir, "tree") }
+
+// Entries lists the directories of stateDir's dependency caches (what
+// CacheRoots prunes), entry or not: a name that is not a content key is
+// listed too, for the caller to refuse.
+func Entries(stateDir string) ([]Entry, error) {
+	var out []Entry
+	for _, s := range cached {
+		dir := cacheDir(stateDir, s)
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			out = append(out, Entry{Strategy: s, Name: e.Name(), Dir: filepath.Join(dir, e.Name())})
+		}
+	}
+	return out, nil
+}
+
+// Vet is reuse for an entry found in a state dir rather than asked for by
+// a commit: the receipt must describe the entry's own name, and every byte
+// of its tree is hashed again. An entry that fails is removed and the
+// error (RM-VERIFY-005) says why.
+func (e Entry) Vet(ctx context.Context) (Receipt, error) {
+	key := "sha256:" + e.Name
+	var r Receipt
+	b, err := bounded.ReadFile(filepath.Join(e.Dir, "receipt.json"), maxReceipt)
+	if err == nil {
+		err = json.Unmarshal(b, &r)
+	}
+	if err != nil {
+		rmErr := removeTree(e.Dir)
+		if rmErr != nil {
+			return Receipt{}, refuse(e.Strategy, "the cache entry %s has no readable receipt (%v); removing it failed too (%v): delete it by hand", e.Dir, err, rmErr)
+		}
+		return Receipt{}, refuse(e.Strategy, "the cache entry %s has no readable receipt (%v); it has been removed", e.Dir, err)
+	}
+	return reuse(ctx, e.Dir, e.Strategy, key, r.Inputs)
+}
+
+// Remove removes the entry.
+func (e Entry) Remove() error { return removeTree(e.Dir) }

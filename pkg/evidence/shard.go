@@ -237,48 +237,48 @@ func (s *VerifiedShard) label() string {
 // the step that failed (the Reason's RM-EVIDENCE code).
 func VerifyShard(bundle, trustDoc []byte, now time.Time) (*VerifiedShard, error) {
 	v := &verification{opts: VerifyOptions{Now: now}}
-	if f := v.checkOptions(); f != nil {
+	var st ShardStatement
+	if f := v.authenticateAs(bundle, trustDoc, &st, ShardPredicateType, "shard statement"); f != nil {
 		return nil, f.err()
 	}
-	if f := v.checkSizes(bundle, trustDoc, nil); f != nil {
+	if f := checkStatement(&st); f != nil {
 		return nil, f.err()
 	}
+	if f := v.checkIssued(st.Predicate.IssuedAt, "shard statements"); f != nil {
+		return nil, f.err()
+	}
+	return &VerifiedShard{Statement: &st, Digest: v.result.CanonicalDigest, KeyID: v.key.id, Bundle: bundle}, nil
+}
+
+// authenticateAs runs the steps every signed statement but a delivery or
+// terminal one shares — options, sizes, the strict parse, the trust
+// document, the signature, canonical form — and decodes the payload into
+// dst, strictly, as a statement of predicateType (what names it in
+// messages).
+func (v *verification) authenticateAs(bundle, trustDoc []byte, dst any, predicateType, what string) *failure {
 	for _, step := range []func() *failure{
+		v.checkOptions,
+		func() *failure { return v.checkSizes(bundle, trustDoc, nil) },
 		func() *failure { return v.parseBundle(bundle) },
 		func() *failure { return v.parseTrust(trustDoc) },
 		v.checkShardSignature,
 		v.checkCanonical,
 	} {
 		if f := step(); f != nil {
-			return nil, f.err()
+			return f
 		}
 	}
-	var st ShardStatement
-	if err := decodeStrict(v.bundle.payload, &st); err != nil {
+	if err := decodeStrict(v.bundle.payload, dst); err != nil {
 		var head struct {
 			PredicateType string `json:"predicateType"`
 		}
 		_ = json.Unmarshal(v.bundle.payload, &head)
-		if head.PredicateType != ShardPredicateType {
-			return nil, fail(ReasonStatement, "the bundle's predicateType is %q, not a shard statement (%s)", head.PredicateType, ShardPredicateType).err()
+		if head.PredicateType != predicateType {
+			return fail(ReasonStatement, "the bundle's predicateType is %q, not a %s (%s)", head.PredicateType, what, predicateType)
 		}
-		return nil, fail(ReasonStatement, "the signed shard statement: %v", err).err()
+		return fail(ReasonStatement, "the signed %s: %v", what, err)
 	}
-	if f := checkStatement(&st); f != nil {
-		return nil, f.err()
-	}
-	p := &st.Predicate
-	at, _ := parseTime(p.IssuedAt) // checkStatement parsed it
-	k := v.key
-	switch {
-	case !slices.Contains(k.purposes, PurposeDelivery):
-		return nil, fail(ReasonKeyWindow, "key %q is not trusted for delivery (shard) statements (purposes %v)", k.id, k.purposes).err()
-	case at.Before(k.notBefore) || at.After(k.notAfter):
-		return nil, fail(ReasonKeyWindow, "issued_at %s lies outside key %q's window [%s, %s]", p.IssuedAt, k.id, formatTime(k.notBefore), formatTime(k.notAfter)).err()
-	case at.After(now.Add(DefaultClockSkew)):
-		return nil, fail(ReasonKeyWindow, "issued_at %s lies in the future (now %s)", p.IssuedAt, formatTime(now)).err()
-	}
-	return &VerifiedShard{Statement: &st, Digest: v.result.CanonicalDigest, KeyID: k.id, Bundle: bundle}, nil
+	return nil
 }
 
 // checkShardSignature is checkSignature without the speculative decode
