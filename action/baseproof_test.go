@@ -104,7 +104,7 @@ func TestBaseProofJobs(t *testing.T) {
 	if !proof.Predicate.BaseProof || baseline(proof).Commit != f.base || proof.Predicate.Verdict.MergeReady {
 		t.Fatalf("the push job signed no base proof of %s: %+v", f.base, proof.Predicate)
 	}
-	saved := filepath.Join(caches.dir, "runmill-base-proof-main-"+f.base)
+	saved := filepath.Join(push.cacheScope(), "runmill-base-proof-main-"+f.base)
 	if _, err := os.Stat(filepath.Join(saved, push.outputs()["run-id"], "evidence.json")); err != nil {
 		t.Fatalf("the proof was not saved under the branch and commit: %v", err)
 	}
