@@ -596,8 +596,12 @@ func TestPrepareHostile(t *testing.T) {
 		t.Errorf("programs of the pull request ran:\n%s", ran)
 	}
 	// Every step through verify succeeds; the base proof's, not asked for, are skipped.
-	for i, want := range []string{"success", "success", "success", "success", "success", "success", "skipped", "skipped", "success"} {
-		if i == stepSave && j.ran[stepRestore].Outputs["cache-hit"] == "true" {
+	for i := range stepVerify + 1 {
+		want := "success"
+		switch {
+		case strings.HasSuffix(j.ran[i].Name, "the base proof"):
+			want = "skipped"
+		case i == stepSave && j.ran[stepRestore].Outputs["cache-hit"] == "true":
 			want = "skipped" // an earlier job of this binary saved the key
 		}
 		if j.ran[i].Outcome != want {
