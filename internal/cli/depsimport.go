@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/engine"
@@ -64,14 +66,14 @@ reason) · 2 usage.`,
 		fs := newFlags(c, s)
 		fs.StringVar(&o.repo, "repo", "", "repository `DIR`")
 		fs.StringVar(&o.commit, "commit", "", "the commit `REV` the install was made for")
-		fs.StringVar(&o.from, "from", "", "the install `DIR` (npm: REV's package.json and package-lock.json after a confined npm ci; go-modules: a module cache)")
-		fs.StringVar(&o.strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm or go-modules)")
+		fs.StringVar(&o.from, "from", "", "the install `DIR` (npm: REV's package.json and package-lock.json after a confined npm ci; go-modules: a module cache; cargo: a directory source holding REV's Cargo.lock crates)")
+		fs.StringVar(&o.strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm, go-modules or cargo)")
 		fs.StringVar(&o.out, "out", "", "state `DIR` (as for verify; default RUNMILL_STATE_DIR, else the user's state directory)")
 		if err := fs.parseStrict(args, "repo", "commit", "from"); err != nil {
 			return err
 		}
-		if o.strategy != deps.NPM && o.strategy != deps.GoModules {
-			return rmerr.New(rmerr.Usage, "--strategy %q is not npm or go-modules", o.strategy).WithHint("run '%s --help'", fs.Name())
+		if !slices.Contains(deps.Strategies, o.strategy) {
+			return rmerr.New(rmerr.Usage, "--strategy %q is not one of %s", o.strategy, strings.Join(deps.Strategies, ", ")).WithHint("run '%s --help'", fs.Name())
 		}
 		return runF(ctx, s, o)
 	}

@@ -47,7 +47,7 @@ func TestParseCargoLock(t *testing.T) {
 // TestParseCargoLockReal reads lockfiles cargo wrote against Debian's
 // crate directories.
 func TestParseCargoLockReal(t *testing.T) {
-	b, err := os.ReadFile("testdata/cargo/semver-0.9.lock")
+	b, err := os.ReadFile("testdata/cargo/semver-0.9/Cargo.lock")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestParseCargoLockReal(t *testing.T) {
 	}
 	// Debian's cfg-if directories declare no package checksum, and cargo
 	// writes its placeholder into the lockfile: no checksum to verify.
-	b, err = os.ReadFile("testdata/cargo/debian-cfg-if.lock")
+	b, err = os.ReadFile("testdata/cargo/debian-cfg-if.Cargo.lock")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestParseCargoLockReal(t *testing.T) {
 // directory is one path element and whose registry entries carry a
 // checksum.
 func FuzzParseCargoLock(f *testing.F) {
-	for _, n := range []string{"semver-0.9.lock", "semver-1.lock", "debian-cfg-if.lock"} {
+	for _, n := range []string{"semver-0.9/Cargo.lock", "semver-1/Cargo.lock", "debian-cfg-if.Cargo.lock"} {
 		if b, err := os.ReadFile("testdata/cargo/" + n); err == nil {
 			f.Add(b)
 		}
