@@ -156,9 +156,10 @@ const DebianRegistry = "/usr/share/cargo/registry"
 // WriteCargo writes the Cargo sample — a library whose tests use semver,
 // src/lib.rs the same on every side — with the Cargo.toml and Cargo.lock
 // of one semver line ("0.9": semver 0.9.0 and semver-parser 0.7.0; "1":
-// semver 1.0.14), lockfiles cargo wrote against Debian's crate
-// directories. The bump from 0.9 to 1 breaks one test: semver 1 compares
-// build metadata.
+// semver 1.0.14; "both": 0.9 as semver and 1.0.14 beside it as semver1),
+// lockfiles cargo wrote against Debian's crate directories. The bump from
+// 0.9 to 1 breaks one test, tests::build_metadata_is_the_same_release:
+// semver 1 compares build metadata. The bump to "both" breaks none.
 func WriteCargo(t testing.TB, r *gittest.Repo, semver string) {
 	t.Helper()
 	src := filepath.Join(testdata(t), "cargo")
