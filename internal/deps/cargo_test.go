@@ -303,3 +303,43 @@ func writeSums(t *testing.T, dir, pkg string, files bool) {
 	}
 	write(t, filepath.Join(dir, ".cargo-checksum.json"), string(b))
 }
+
+// BenchmarkCargoImportSecondSide: the candidate's crates (semver 0.9.0,
+// semver-parser 0.7.0 and semver 1.0.14) imported into a cache holding the
+// base's (semver 0.9.0, semver-parser 0.7.0); docs/benchmarks.md §
+// Prepared dependencies for both sides.
+func BenchmarkCargoImportSecondSide(b *testing.B) {
+	depstest.Need(b, "git")
+	r := gittest.New(b)
+	depstest.WriteCargo(b, r, "0.9")
+	base := r.Commit("base")
+	depstest.WriteCargo(b, r, "both")
+	cand := r.Commit("adds semver 1")
+	repo, err := git.Open(context.Background(), r.Dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	baseFrom := depstest.CargoCrates(b, "semver-0.9.0", "semver-parser-0.7.0")
+	candFrom := depstest.CargoCrates(b, "semver-0.9.0", "semver-parser-0.7.0", "semver-1.0.14")
+	imp := func(state, commit, from string) deps.Imported {
+		i, err := deps.Import(context.Background(), repo, deps.ImportOptions{Strategy: deps.Cargo, Commit: commit, From: from, StateDir: state})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return i
+	}
+	var copied, linked, total int64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		state := b.TempDir()
+		imp(state, base, baseFrom)
+		b.StartTimer()
+		c := imp(state, cand, candFrom)
+		total += c.Receipt.Bytes
+		copied += c.Copy.CopiedBytes
+		linked += c.Copy.LinkedBytes
+	}
+	b.ReportMetric(float64(total)/float64(b.N), "tree-B/op")
+	b.ReportMetric(float64(copied)/float64(b.N), "copied-B/op")
+	b.ReportMetric(float64(linked)/float64(b.N), "linked-B/op")
+}
