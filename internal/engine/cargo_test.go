@@ -131,4 +131,15 @@ func TestVerifyCargo(t *testing.T) {
 			t.Fatalf("merge-ready %v:\n%s", run.MergeReady(), strings.Join(rules(run), "\n"))
 		}
 	})
+
+	t.Run("a declared directory source", func(t *testing.T) {
+		// Debian's registry itself, named in the operator policy: each
+		// commit's crates are imported from it on first use, no
+		// runmill deps import.
+		pol := operatorPolicy(t, "verification:\n  fail_on_skipped_check: true\ndependencies:\n  cargo:\n    registry: "+depstest.DebianRegistry+"\n")
+		run := verify(t, r, base, both, func(o *engine.VerifyOptions) { o.Discover.PolicyFile = pol })
+		if !run.MergeReady() {
+			t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))
+		}
+	})
 }
