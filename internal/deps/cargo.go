@@ -185,13 +185,7 @@ func importCrates(ctx context.Context, from, dst string, crates []cargoPackage, 
 		}
 	}
 	if len(findings) > 0 {
-		const show = 10
-		more := ""
-		if len(findings) > show {
-			more = fmt.Sprintf(" (and %d more)", len(findings)-show)
-			findings = findings[:show]
-		}
-		return refuse(Cargo, "the directory source %s does not hold Cargo.lock's crates: %s%s", from, strings.Join(findings, "; "), more)
+		return refuse(Cargo, "the directory source %s does not hold Cargo.lock's crates: %s", from, listFindings(findings))
 	}
 	return nil
 }
@@ -392,11 +386,7 @@ func (c *cargoPrepared) attach(ctx context.Context, dir, views string) (*View, e
 	lock := cargoInputs(b)[cargoLockFile]
 	i := slices.IndexFunc(c.sides, func(s *cargoSide) bool { return s.lock == lock })
 	if i < 0 {
-		r, err := git.Open(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		commit, err := r.ResolveCommit(ctx, "HEAD", "HEAD")
+		commit, err := checkedOut(ctx, dir)
 		if err != nil {
 			return nil, err
 		}

@@ -343,3 +343,22 @@ func uniq(in []string) []string {
 	sort.Strings(out)
 	return slices.Compact(out)
 }
+
+// listFindings joins a refusal's findings, the first ten of them: enough
+// to act on, and a message stays readable when a whole install is wrong.
+func listFindings(findings []string) string {
+	const show = 10
+	if len(findings) <= show {
+		return strings.Join(findings, "; ")
+	}
+	return fmt.Sprintf("%s (and %d more)", strings.Join(findings[:show], "; "), len(findings)-show)
+}
+
+// checkedOut is the commit checked out in dir, for a refusal that names it.
+func checkedOut(ctx context.Context, dir string) (string, error) {
+	r, err := git.Open(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	return r.ResolveCommit(ctx, "HEAD", "HEAD")
+}
