@@ -52,6 +52,11 @@ verify can run that commit's checks on it (docs/dependencies.md):
               (prepare-dependencies; docs/action.md).
   go-modules  --from is a module cache (GOMODCACHE) holding every go.sum module of REV,
               each checked against its go.sum hash.
+  cargo       --from is a directory source: <name>-<version> crate directories with
+              their .cargo-checksum.json (Debian's /usr/share/cargo/registry, or
+              cargo vendor --versioned-dirs run from / with a CARGO_HOME of your own,
+              never in a checkout of REV). Exactly REV's Cargo.lock crates are imported,
+              each checked against its lockfile entry (docs/dependencies.md § Cargo).
 
 The install is copied into the content-keyed cache under the state directory (--out,
 as for verify: pass the --out the verify that needs it uses; the directory is printed
