@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/deps/depstest"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/record"
 )
 
@@ -84,9 +86,30 @@ func TestVerifyCargo(t *testing.T) {
 
 	prepare(both, "semver-0.9.0", "semver-parser-0.7.0", "semver-1.0.14")
 	t.Run("both sides prepared", func(t *testing.T) {
-		run := verify(t, r, base, both, opts)
+		_, key, trust := newTestKey(t)
+		run := verify(t, r, base, both, func(o *engine.VerifyOptions) { opts(o); o.SigningKey = key })
 		if !run.MergeReady() {
 			t.Fatalf("not merge-ready:\n%s\n%s", strings.Join(rules(run), "\n"), outputs(run))
+		}
+		// evidence verify holds each side's key to the Cargo.lock it
+		// observes at the bound commit, and refuses another one.
+		exp, err := engine.Expect(context.Background(), engine.ExpectOptions{
+			Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: both, PolicyFile: pol}, StateDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bundle, err := os.ReadFile(run.BundlePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expDoc, _ := exp.Encode()
+		if res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now()}); !res.Valid {
+			t.Fatalf("the bundle does not verify: %s %s", res.Reason, res.Message)
+		}
+		exp.Lockfiles[both]["Cargo.lock"] = exp.Lockfiles[base]["Cargo.lock"]
+		expDoc, _ = exp.Encode()
+		if res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now()}); res.Valid || !strings.Contains(res.Message, "keyed by Cargo.lock") {
+			t.Fatalf("verified against another Cargo.lock: %s %s", res.Reason, res.Message)
 		}
 		for _, c := range run.Delivery.Checks {
 			want := base
