@@ -16,6 +16,10 @@
 #                        pyenv or virtualenv interpreter on the host's PATH
 #   nodejs, npm          node:test and Mocha samples, prepared npm dependencies
 #   cargo                the Cargo sample (Debian's cargo brings rustc)
+#   librust-semver-dev, librust-semver-0.9-dev (with librust-semver-parser-0.7-dev)
+#                        real crate directories under /usr/share/cargo/registry:
+#                        the cargo strategy's directory source (semver 0.9.0 →
+#                        1.0.14 is the tests' dependency bump)
 #   openssl              TestOpenSSLKeys (pkg/evidence)
 #   time                 GNU /usr/bin/time -v: peak memory in docs/benchmarks.md
 #   libxml2-utils        xmllint --stream, the yardstick of the JUnit parser's
@@ -72,6 +76,8 @@ install_pkgs() {
 	visible npm || missing+=(npm)
 	# cargo: a rustup cargo on PATH works (init binds ~/.cargo and ~/.rustup).
 	command -v cargo >/dev/null 2>&1 || missing+=(cargo)
+	[ -d /usr/share/cargo/registry/semver-1.0.14 ] || missing+=(librust-semver-dev)
+	[ -d /usr/share/cargo/registry/semver-0.9.0 ] || missing+=(librust-semver-0.9-dev)
 	visible openssl || missing+=(openssl)
 	[ -x /usr/bin/time ] || missing+=(time)
 	command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/engine"
@@ -50,6 +52,11 @@ verify can run that commit's checks on it (docs/dependencies.md):
               (prepare-dependencies; docs/action.md).
   go-modules  --from is a module cache (GOMODCACHE) holding every go.sum module of REV,
               each checked against its go.sum hash.
+  cargo       --from is a directory source: <name>-<version> crate directories with
+              their .cargo-checksum.json (Debian's /usr/share/cargo/registry, or
+              cargo vendor --versioned-dirs run from / with a CARGO_HOME of your own,
+              never in a checkout of REV). Exactly REV's Cargo.lock crates are imported,
+              each checked against its lockfile entry (docs/dependencies.md § Cargo).
 
 The install is copied into the content-keyed cache under the state directory (--out,
 as for verify: pass the --out the verify that needs it uses; the directory is printed
@@ -64,14 +71,14 @@ reason) · 2 usage.`,
 		fs := newFlags(c, s)
 		fs.StringVar(&o.repo, "repo", "", "repository `DIR`")
 		fs.StringVar(&o.commit, "commit", "", "the commit `REV` the install was made for")
-		fs.StringVar(&o.from, "from", "", "the install `DIR` (npm: REV's package.json and package-lock.json after a confined npm ci; go-modules: a module cache)")
-		fs.StringVar(&o.strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm or go-modules)")
+		fs.StringVar(&o.from, "from", "", "the install `DIR` (npm: REV's package.json and package-lock.json after a confined npm ci; go-modules: a module cache; cargo: a directory source holding REV's Cargo.lock crates)")
+		fs.StringVar(&o.strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm, go-modules or cargo)")
 		fs.StringVar(&o.out, "out", "", "state `DIR` (as for verify; default RUNMILL_STATE_DIR, else the user's state directory)")
 		if err := fs.parseStrict(args, "repo", "commit", "from"); err != nil {
 			return err
 		}
-		if o.strategy != deps.NPM && o.strategy != deps.GoModules {
-			return rmerr.New(rmerr.Usage, "--strategy %q is not npm or go-modules", o.strategy).WithHint("run '%s --help'", fs.Name())
+		if !slices.Contains(deps.Strategies, o.strategy) {
+			return rmerr.New(rmerr.Usage, "--strategy %q is not one of %s", o.strategy, strings.Join(deps.Strategies, ", ")).WithHint("run '%s --help'", fs.Name())
 		}
 		return runF(ctx, s, o)
 	}

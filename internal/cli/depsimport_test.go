@@ -31,7 +31,7 @@ func TestDepsImport(t *testing.T) {
 		want string
 	}{
 		{"missing flags", []string{"--repo", r.Dir}, 2, "--commit, --from"},
-		{"unknown strategy", []string{"--repo", r.Dir, "--commit", commit, "--from", wt, "--strategy", "yarn"}, 2, "not npm or go-modules"},
+		{"unknown strategy", []string{"--repo", r.Dir, "--commit", commit, "--from", wt, "--strategy", "yarn"}, 2, "is not one of npm, go-modules, cargo"},
 		{"unknown commit", []string{"--repo", r.Dir, "--commit", "nope", "--from", wt, "--out", state}, 2, "nope"},
 		{"no install", []string{"--repo", r.Dir, "--commit", commit, "--from", wt, "--out", state}, 1, "RM-VERIFY-005"},
 	} {
@@ -112,4 +112,38 @@ func TestDepsImport(t *testing.T) {
 		must(os.Link(secret, planted))
 		refused("the file " + planted + " is mode 0600 (owner uid 0, gid 0), not readable by every user")
 	})
+}
+
+// runmill deps import --strategy cargo: a commit's Cargo.lock crates from a
+// directory source of real Debian crate directories are imported (exit 0,
+// the receipt on stdout), and a source lacking one of them is refused
+// (exit 1, RM-VERIFY-005 naming the crate).
+func TestDepsImportCargo(t *testing.T) {
+	depstest.Need(t, "git")
+	r := gittest.New(t)
+	depstest.WriteCargo(t, r, "1")
+	commit := r.Commit("sample")
+	state := t.TempDir()
+	code, stdout, stderr := run(t, "deps", "import", "--strategy", "cargo", "--repo", r.Dir, "--commit", commit, "--out", state, "--from", depstest.CargoCrates(t, "semver-1.0.14"))
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	var got struct {
+		Commit  string `json:"commit"`
+		Receipt struct {
+			Strategy string `json:"strategy"`
+			Key      string `json:"key"`
+			Files    int    `json:"files"`
+		} `json:"receipt"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || got.Commit != commit || got.Receipt.Strategy != "cargo" || got.Receipt.Files == 0 {
+		t.Fatalf("stdout %s: %v", stdout, err)
+	}
+	if b := depstest.Run(t, "/", nil, "cat", filepath.Join(state, "deps", "index", "cargo", commit)); strings.TrimSpace(b) != got.Receipt.Key {
+		t.Errorf("the index holds %q, the receipt's key is %s", b, got.Receipt.Key)
+	}
+	code, stdout, stderr = run(t, "deps", "import", "--strategy", "cargo", "--repo", r.Dir, "--commit", commit, "--out", t.TempDir(), "--from", depstest.CargoCrates(t, "semver-0.9.0"))
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "RM-VERIFY-005") || !strings.Contains(stderr, "semver 1.0.14 is not in it") {
+		t.Fatalf("exit %d, want 1 with RM-VERIFY-005; stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
 }

@@ -249,7 +249,7 @@ func TestDepsImportFlags(t *testing.T) {
 		{name: "npm by default", args: []string{"--repo", "r", "--commit", "c", "--from", "f"}, want: &depsImportOptions{repo: "r", commit: "c", from: "f", strategy: "npm"}},
 		{name: "go modules", args: []string{"--repo", "r", "--commit", "c", "--from", "f", "--strategy", "go-modules", "--out", "o"},
 			want: &depsImportOptions{repo: "r", commit: "c", from: "f", strategy: "go-modules", out: "o"}},
-		{name: "strategy", args: []string{"--repo", "r", "--commit", "c", "--from", "f", "--strategy", "pip"}, err: `--strategy "pip" is not npm or go-modules`},
+		{name: "strategy", args: []string{"--repo", "r", "--commit", "c", "--from", "f", "--strategy", "pip"}, err: `--strategy "pip" is not one of npm, go-modules, cargo`},
 	})
 }
 

@@ -46,10 +46,11 @@ import (
 const (
 	NPM       = "npm"
 	GoModules = "go-modules"
+	Cargo     = "cargo"
 )
 
 // Strategies lists every strategy runmill knows, for messages.
-var Strategies = []string{NPM, GoModules}
+var Strategies = []string{NPM, GoModules, Cargo}
 
 // Options say where the install is and where runmill keeps its cache.
 type Options struct {
@@ -71,6 +72,8 @@ type Options struct {
 	Base, Candidate string
 	// Go configures go-modules.
 	Go GoOptions
+	// Cargo configures cargo.
+	Cargo CargoOptions
 	// CopyOnWrite makes every npm view a copy-on-write overlay (cow.go):
 	// the cached install its read-only lower layer, a size-limited tmpfs
 	// per check run its upper layer. Set it only when runmill may mount
@@ -101,6 +104,7 @@ type Prepared struct {
 	cow bool
 	npm *npmPrepared
 	gom *goPrepared
+	crg *cargoPrepared
 	// errs are the refusals of Prepare by strategy: a check of a strategy
 	// that failed gets its error from Attach, the others still run.
 	// Refusals of one commit's install live in the strategy's own errs.
@@ -165,6 +169,11 @@ func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string
 			if p.gom != nil {
 				perCommit = p.gom.errs
 			}
+		case Cargo:
+			p.crg, err = prepareCargo(ctx, repo, o, rl, objs)
+			if p.crg != nil {
+				perCommit = p.crg.errs
+			}
 		default:
 			err = unknown(s)
 		}
@@ -210,6 +219,11 @@ func (p *Prepared) Receipts() []Receipt {
 		}
 		if p.gom.build != nil {
 			out = append(out, *p.gom.build)
+		}
+	}
+	if p.crg != nil {
+		for _, s := range p.crg.sides {
+			out = append(out, s.receipt)
 		}
 	}
 	return out
@@ -296,6 +310,11 @@ func (p *Prepared) Attach(ctx context.Context, strategy, dir string) (*View, err
 			return nil, fmt.Errorf("deps: go-modules was not prepared")
 		}
 		return p.gom.attach(ctx, dir)
+	case Cargo:
+		if p == nil || p.crg == nil {
+			return nil, fmt.Errorf("deps: cargo was not prepared")
+		}
+		return p.crg.attach(ctx, dir, p.views)
 	}
 	return nil, unknown(strategy)
 }
@@ -313,6 +332,8 @@ func refuse(strategy, format string, args ...any) *rmerr.Error {
 		return e.WithHint("update the source checkout to the base, run npm ci there, and start a fresh run")
 	case GoModules:
 		return e.WithHint("run go mod download for the base outside verification (into the declared module cache), and start a fresh run")
+	case Cargo:
+		return e.WithHint("prepare the commit's Cargo.lock crates outside verification as a directory source and import them with runmill deps import --strategy cargo, and start a fresh run")
 	}
 	return e
 }
@@ -321,4 +342,23 @@ func uniq(in []string) []string {
 	out := slices.Clone(in)
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+// listFindings joins a refusal's findings, the first ten of them: enough
+// to act on, and a message stays readable when a whole install is wrong.
+func listFindings(findings []string) string {
+	const show = 10
+	if len(findings) <= show {
+		return strings.Join(findings, "; ")
+	}
+	return fmt.Sprintf("%s (and %d more)", strings.Join(findings[:show], "; "), len(findings)-show)
+}
+
+// checkedOut is the commit checked out in dir, for a refusal that names it.
+func checkedOut(ctx context.Context, dir string) (string, error) {
+	r, err := git.Open(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	return r.ResolveCommit(ctx, "HEAD", "HEAD")
 }

@@ -438,13 +438,7 @@ func importModules(ctx context.Context, modcache, dst string, lines []goSumLine,
 		}
 	}
 	if len(findings) > 0 {
-		const show = 10
-		more := ""
-		if len(findings) > show {
-			more = fmt.Sprintf(" (and %d more)", len(findings)-show)
-			findings = findings[:show]
-		}
-		return refuse(GoModules, "the module cache %s does not hold go.sum's modules: %s%s", modcache, strings.Join(findings, "; "), more)
+		return refuse(GoModules, "the module cache %s does not hold go.sum's modules: %s", modcache, listFindings(findings))
 	}
 	return nil
 }
@@ -519,11 +513,7 @@ func (g *goPrepared) attach(ctx context.Context, dir string) (*View, error) {
 	sum := goInputs(b)["go.sum"]
 	i := slices.IndexFunc(g.sides, func(s *goSide) bool { return s.sum == sum })
 	if i < 0 {
-		r, err := git.Open(ctx, dir)
-		if err != nil {
-			return nil, err
-		}
-		commit, err := r.ResolveCommit(ctx, "HEAD", "HEAD")
+		commit, err := checkedOut(ctx, dir)
 		if err != nil {
 			return nil, err
 		}

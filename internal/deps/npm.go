@@ -286,13 +286,7 @@ func compareInstall(src string, lock, hidden *lockfile, rt nodeRuntime) error {
 	if len(findings) == 0 {
 		return nil
 	}
-	const show = 10
-	more := ""
-	if len(findings) > show {
-		more = fmt.Sprintf(" (and %d more)", len(findings)-show)
-		findings = findings[:show]
-	}
-	return refuse(NPM, "the install in %s does not match the base's package-lock.json: %s%s", src, strings.Join(findings, "; "), more)
+	return refuse(NPM, "the install in %s does not match the base's package-lock.json: %s", src, listFindings(findings))
 }
 
 // attach is spec § 3 step 5 for one fresh checkout: the install whose

@@ -19,7 +19,7 @@ const goBuild = "go-build"
 
 // cached are the caches under StateDir/deps whose entries are keyed by
 // content: a directory of entries each.
-var cached = []string{NPM, GoModules, goBuild}
+var cached = []string{NPM, GoModules, goBuild, Cargo}
 
 // CacheRoots are the directories of content-keyed entries under
 // stateDir/deps, for lastuse.Prune: a run holds every entry it uses, from

@@ -41,6 +41,15 @@ func (p *Prepared) InputKeys(strategy, commit string) ([]string, bool) {
 		if p.gom.build != nil {
 			out = append(out, "build-cache "+p.gom.build.Key+" "+p.gom.build.Fingerprint)
 		}
+	case Cargo:
+		if p.crg == nil || p.crg.errs[commit] != nil {
+			return nil, false
+		}
+		for _, s := range p.crg.sides {
+			if s.commit == commit {
+				out = append(out, line(s.receipt))
+			}
+		}
 	}
 	if len(out) == 0 {
 		return nil, false

@@ -336,7 +336,8 @@ type ImportOptions struct {
 	Commit string
 	// From is the install: for npm a checkout of Commit where npm ci ran
 	// (its package.json, package-lock.json and node_modules); for
-	// go-modules a module cache holding Commit's go.sum modules.
+	// go-modules a module cache holding Commit's go.sum modules; for cargo
+	// a directory source holding Commit's Cargo.lock crates.
 	From string
 	// StateDir is runmill's machine-local state (the cache's home).
 	StateDir string
@@ -369,6 +370,12 @@ func Import(ctx context.Context, repo *git.Repo, o ImportOptions) (Imported, err
 		return Imported{Receipt: s.receipt, Copy: objs.stats()}, nil
 	case GoModules:
 		s, err := importGo(ctx, repo, o.StateDir, "", o.Commit, o.From, objs)
+		if err != nil {
+			return Imported{}, err
+		}
+		return Imported{Receipt: s.receipt, Copy: objs.stats()}, nil
+	case Cargo:
+		s, err := importCargo(ctx, repo, o.StateDir, "", o.Commit, o.From, objs)
 		if err != nil {
 			return Imported{}, err
 		}

@@ -50,6 +50,8 @@ func CheckSource(ctx context.Context, repo *git.Repo, o Options, strategies []st
 			_, err = validateNPM(ctx, repo, o)
 		case GoModules:
 			err = checkGo(ctx, repo, o)
+		case Cargo:
+			err = checkCargo(ctx, repo, o)
 		default:
 			err = unknown(s)
 		}
@@ -71,4 +73,21 @@ func checkGo(ctx context.Context, repo *git.Repo, o Options) error {
 		return err
 	}
 	return importModules(ctx, modcache, "", lines, nil)
+}
+
+// checkCargo verifies the base's Cargo.lock crates in the declared
+// directory source in place.
+func checkCargo(ctx context.Context, repo *git.Repo, o Options) error {
+	if o.Cargo.Registry == "" {
+		return refuse(Cargo, "no directory source declared; the base's crates must be imported (runmill deps import --strategy cargo)")
+	}
+	_, l, err := cargoLockAt(ctx, repo, o.Base)
+	if err != nil {
+		return err
+	}
+	crates, err := registryCrates(l)
+	if err != nil {
+		return err
+	}
+	return importCrates(ctx, o.Cargo.Registry, "", crates, nil)
 }

@@ -35,10 +35,12 @@ func describe(p *engine.Policies) string {
 type DependencyRequest struct {
 	RepoDir  string
 	Base     string   // resolved base commit whose policy declared the checks
-	Strategy string   // npm | go-modules
+	Strategy string   // npm | go-modules | cargo
 	Checks   []string // ids of the checks that declare it
 	// GoModules is the operator policy's go-modules settings.
 	GoModules policy.GoModules
+	// Cargo is the operator policy's cargo settings.
+	Cargo policy.Cargo
 }
 
 // DependencyChecker is what the verification:dependencies check (and
@@ -62,7 +64,8 @@ func (Deps) CheckDependencies(ctx context.Context, req DependencyRequest) (strin
 	}
 	g := req.GoModules
 	o := deps.Options{SourceDir: repo.Dir, Base: req.Base,
-		Go: deps.GoOptions{ModuleCache: g.ModuleCache, BuildCache: g.BuildCache, AllowAdditions: g.AllowAdditions}}
+		Go:    deps.GoOptions{ModuleCache: g.ModuleCache, BuildCache: g.BuildCache, AllowAdditions: g.AllowAdditions},
+		Cargo: deps.CargoOptions{Registry: req.Cargo.Registry}}
 	if err := deps.CheckSource(ctx, repo, o, []string{req.Strategy}); err != nil {
 		return "", err
 	}
@@ -99,6 +102,7 @@ func checkDependencies(ctx context.Context, dc DependencyChecker, pol *engine.Po
 		req := DependencyRequest{RepoDir: pol.RepoDir, Base: pol.Base, Strategy: s, Checks: ids}
 		if pol.Operator != nil {
 			req.GoModules = pol.Operator.Doc.Dependencies.GoModules
+			req.Cargo = pol.Operator.Doc.Dependencies.Cargo
 		}
 		d, err := dc.CheckDependencies(ctx, req)
 		if err != nil {

@@ -54,6 +54,7 @@ func prepareDeps(ctx context.Context, repo *git.Repo, m *discovery.Manifest, can
 	if op != nil {
 		g := op.Doc.Dependencies.GoModules
 		do.Go = deps.GoOptions{ModuleCache: g.ModuleCache, BuildCache: g.BuildCache, AllowAdditions: g.AllowAdditions}
+		do.Cargo = deps.CargoOptions{Registry: op.Doc.Dependencies.Cargo.Registry}
 	}
 	start := time.Now()
 	p, err := deps.Prepare(ctx, repo, do, strategies)

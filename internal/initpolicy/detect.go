@@ -440,7 +440,8 @@ func detectRust(fsys fs.FS, p *Plan) error {
 		"(their ids hold line numbers); #[ignore] tests do not appear in libtest's report.",
 		"The checkout is read-only: Cargo.lock must be committed and current (--locked),",
 		"and the build goes to $TMPDIR. Crates from a registry cannot be fetched (no",
-		"network): vendor them or use an image; runmill prepares no Cargo dependencies.",
+		"network): declare dependencies: cargo and prepare each commit's crates.io crates",
+		"(docs/dependencies.md § Cargo), vendor them, or use an image.",
 	}
 	lock, err := read(fsys, "Cargo.lock")
 	if err != nil {
@@ -461,7 +462,7 @@ func detectRust(fsys fs.FS, p *Plan) error {
 	case lock == nil:
 		p.Notes = append(p.Notes, "no Cargo.lock: commit one (cargo generate-lockfile) or the cargo check fails (--locked, read-only checkout)")
 	case bytes.Contains(lock, []byte(`source = "registry+`)) || bytes.Contains(lock, []byte(`source = "git+`)):
-		p.Notes = append(p.Notes, "Cargo.lock lists registry or git crates: the sandbox cannot fetch them; vendor them (cargo vendor) or use an image")
+		p.Notes = append(p.Notes, "Cargo.lock lists registry or git crates: the sandbox cannot fetch them; prepare crates.io crates with dependencies: cargo (docs/dependencies.md § Cargo), vendor them (cargo vendor), or use an image")
 	}
 	p.Checks = append(p.Checks, c)
 	return nil

@@ -37,6 +37,16 @@ type GitHub struct {
 // npm ci.
 type Dependencies struct {
 	GoModules GoModules `yaml:"go_modules,omitempty" json:"go_modules,omitempty"`
+	Cargo     Cargo     `yaml:"cargo,omitempty" json:"cargo,omitempty"`
+}
+
+// Cargo configures dependencies: cargo.
+type Cargo struct {
+	// Registry is a directory source the operator prepared outside
+	// verification (absolute: <name>-<version> crate directories, such
+	// as Debian's /usr/share/cargo/registry): a commit with no imported
+	// crates takes its Cargo.lock's crates from there.
+	Registry string `yaml:"registry,omitempty" json:"registry,omitempty"`
 }
 
 // GoModules configures dependencies: go-modules.

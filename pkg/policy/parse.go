@@ -136,7 +136,7 @@ func ParseOperator(data []byte, file string) (Document[Operator], error) {
 			bad(fmt.Sprintf("sandbox.host_paths[%d]", j), "give absolute toolchain directories such as /opt/node; never / itself", "host path %q must be absolute, without .., and not /", p)
 		}
 	}
-	for _, fp := range [][2]string{{"dependencies.go_modules.module_cache", op.Dependencies.GoModules.ModuleCache}, {"dependencies.go_modules.build_cache", op.Dependencies.GoModules.BuildCache}} {
+	for _, fp := range [][2]string{{"dependencies.go_modules.module_cache", op.Dependencies.GoModules.ModuleCache}, {"dependencies.go_modules.build_cache", op.Dependencies.GoModules.BuildCache}, {"dependencies.cargo.registry", op.Dependencies.Cargo.Registry}} {
 		f, p := fp[0], fp[1]
 		if p != "" && (!strings.HasPrefix(p, "/") || strings.Contains(p, "..") || p == "/") {
 			bad(f, "give the absolute directory the operator prepared outside verification", "%q must be absolute, without .., and not /", p)
@@ -247,9 +247,9 @@ func validateChecks(checks []CheckSpec, root *yaml.Node, field, file string, cod
 			add("image", "name the OCI image tarball (docker save or an oci-layout tar) on the verifier host by its absolute, clean path", "image %q is not an absolute, clean path", c.Image)
 		}
 		switch c.Dependencies {
-		case "", "npm", "go-modules":
+		case "", "npm", "go-modules", "cargo":
 		default:
-			add("dependencies", "declare npm or go-modules; runmill does not guess a preparation strategy", "unknown dependency strategy %q", c.Dependencies)
+			add("dependencies", "declare npm, go-modules or cargo; runmill does not guess a preparation strategy", "unknown dependency strategy %q", c.Dependencies)
 		}
 	}
 	return errs
@@ -383,7 +383,8 @@ func cleanYAML(s string) string {
 		"in type policy.Budgets", "in budgets (allowed: run_timeout, check_timeout, max_output_bytes, parallel)",
 		"in type policy.Risk", "in risk (allowed: high_risk_paths)",
 		"in type policy.Sandbox", "in sandbox (allowed: host_paths)",
-		"in type policy.Dependencies", "in dependencies (allowed: go_modules)",
+		"in type policy.Dependencies", "in dependencies (allowed: go_modules, cargo)",
+		"in type policy.Cargo", "in dependencies.cargo (allowed: registry)",
 		"in type policy.GoModules", "in dependencies.go_modules (allowed: module_cache, build_cache, allow_additions)",
 		"yaml: ", "",
 	)

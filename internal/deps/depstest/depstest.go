@@ -148,3 +148,43 @@ func Worktree(t testing.TB, r *gittest.Repo, commit string) string {
 	t.Cleanup(func() { r.Git("worktree", "remove", "--force", dir) })
 	return dir
 }
+
+// DebianRegistry is Debian's directory of crate sources, where the
+// librust-*-dev packages (scripts/setup.sh) install them.
+const DebianRegistry = "/usr/share/cargo/registry"
+
+// WriteCargo writes the Cargo sample — a library whose tests use semver,
+// src/lib.rs the same on every side — with the Cargo.toml and Cargo.lock
+// of one semver line ("0.9": semver 0.9.0 and semver-parser 0.7.0; "1":
+// semver 1.0.14; "both": 0.9 as semver and 1.0.14 beside it as semver1),
+// lockfiles cargo wrote against Debian's crate directories. The bump from
+// 0.9 to 1 breaks one test, tests::build_metadata_is_the_same_release:
+// semver 1 compares build metadata. The bump to "both" breaks none.
+func WriteCargo(t testing.TB, r *gittest.Repo, semver string) {
+	t.Helper()
+	src := filepath.Join(testdata(t), "cargo")
+	for _, f := range []string{"semver-" + semver + "/Cargo.toml", "semver-" + semver + "/Cargo.lock", "src/lib.rs"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Write(strings.TrimPrefix(f, "semver-"+semver+"/"), string(b))
+	}
+	r.Write(".gitignore", "target/\n")
+}
+
+// CargoCrates is a directory source holding copies of Debian's crate
+// directories named (name-version), as an operator assembles one for a
+// commit; it skips (fails with CI=true) when a librust-*-dev package is
+// not installed.
+func CargoCrates(t testing.TB, crates ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, c := range crates {
+		src := filepath.Join(DebianRegistry, c)
+		_, err := os.Stat(src)
+		testreq.Need(t, err == nil, "%s is not installed (scripts/setup.sh installs the librust-*-dev packages)", src)
+		Run(t, "/", nil, "cp", "-a", src, filepath.Join(dir, c))
+	}
+	return dir
+}
