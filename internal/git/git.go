@@ -33,7 +33,37 @@ type Repo struct {
 	Limits Limits
 
 	mu    sync.Mutex
-	sizes map[string]*measure // TreeSize's answers by commit
+	sizes map[string]*measure     // TreeSize's answers by commit
+	trees map[string]*treeListing // listTree's listings by commit id
+	// What git answered about immutable objects (a commit or blob named by
+	// its full id), kept so a second reader of the same policy file or
+	// change starts no git process: Stat by commit and path, ReadBlob's
+	// small blobs by id, ChangedPaths by its two commits.
+	stats   map[string]Entry
+	blobs   map[string][]byte
+	changed map[string][]string
+}
+
+// maxKeptBlob is the largest blob ReadBlob keeps: policy files and
+// lockfiles' small neighbours, not the repository's content.
+const maxKeptBlob = 64 << 10
+
+// kept returns m[key] under r.mu.
+func kept[V any](r *Repo, m map[string]V, key string) (V, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := m[key]
+	return v, ok
+}
+
+// keep sets (*m)[key] = v under r.mu, making the map on first use.
+func keep[V any](r *Repo, m *map[string]V, key string, v V) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if *m == nil {
+		*m = map[string]V{}
+	}
+	(*m)[key] = v
 }
 
 // Open checks that dir is a git repository.
@@ -219,6 +249,18 @@ type Entry struct {
 
 // Stat describes path at commit without reading its content.
 func (r *Repo) Stat(ctx context.Context, commit, path string) (Entry, error) {
+	key := commit + "\x00" + path
+	if e, ok := kept(r, r.stats, key); ok {
+		return e, nil
+	}
+	e, err := r.stat(ctx, commit, path)
+	if err == nil && objectid.Valid(commit) {
+		keep(r, &r.stats, key, e)
+	}
+	return e, err
+}
+
+func (r *Repo) stat(ctx context.Context, commit, path string) (Entry, error) {
 	out, err := r.run(ctx, nil, "ls-tree", "-z", "--long", "--full-tree", commit, "--", path)
 	if err != nil {
 		return Entry{}, rmerr.Wrap(rmerr.GitRepository, err, "listing %s at %s", path, objectid.Short(commit))
@@ -274,14 +316,13 @@ func (r *Repo) Symlinks(ctx context.Context, commit string) (links map[string]st
 	var ids []string              // each blob once
 	seen := map[string]bool{}
 	dirs = map[string]bool{}
-	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1, dirs: ", directories"}
-	err = r.listTree(ctx, l, commit, true, func(e entry) error {
-		switch string(e.mode) {
+	err = r.listTree(ctx, commit, func(e entry) error {
+		switch e.mode {
 		case "040000":
-			dirs[string(e.name)] = true
+			dirs[e.name] = true
 		case "120000":
-			id := string(e.oid)
-			blobOf[string(e.name)] = id
+			id := e.oid
+			blobOf[e.name] = id
 			if !seen[id] {
 				seen[id] = true
 				ids = append(ids, id)
@@ -390,14 +431,23 @@ func (r *Repo) ReadBlob(ctx context.Context, e Entry, max int64) ([]byte, error)
 	if e.Size > max {
 		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, e.Size, max)
 	}
-	out, err := r.run(ctx, nil, "cat-file", "blob", e.Object)
-	if err != nil {
-		return nil, err
+	b, ok := kept(r, r.blobs, e.Object)
+	if !ok {
+		out, err := r.run(ctx, nil, "cat-file", "blob", e.Object)
+		if err != nil {
+			return nil, err
+		}
+		b = out
+		if len(b) <= maxKeptBlob && objectid.Valid(e.Object) {
+			keep(r, &r.blobs, e.Object, bytes.Clone(b))
+		}
+	} else {
+		b = bytes.Clone(b)
 	}
-	if int64(len(out)) > max {
+	if int64(len(b)) > max {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
 	}
-	return out, nil
+	return b, nil
 }
 
 // ModeAt returns the tree-entry mode of path at commit ("100644",
