@@ -33,8 +33,8 @@ type Repo struct {
 	Limits Limits
 
 	mu    sync.Mutex
-	sizes map[string]*measure     // TreeSize's answers by commit
-	trees map[string]*treeListing // listTree's listings by commit id
+	sizes map[string]*answer[TreeSize] // TreeSize's answers by commit
+	trees map[string]*answer[[]entry]  // listTree's listings by commit id (the entries admitted, how it ended)
 	// What git answered about immutable objects (a commit or blob named by
 	// its full id), kept so a second reader of the same policy file or
 	// change starts no git process: Stat by commit and path, ReadBlob's

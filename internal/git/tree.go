@@ -115,38 +115,43 @@ func (l *listing) admit(path string) error {
 	return nil
 }
 
-// measure is one commit's TreeSize, measured once per Repo.
-type measure struct {
+// answer is what the Repo was told once about one key.
+type answer[V any] struct {
 	once sync.Once
-	s    TreeSize
+	v    V
 	err  error
+}
+
+// askOnce returns ask's answer for key, asking it once per Repo: the answer
+// is kept in *m, a refusal too (a commit's tree and the limits do not
+// change); a cancelled ask is not kept.
+func askOnce[V any](ctx context.Context, r *Repo, m *map[string]*answer[V], key string, ask func() (V, error)) (V, error) {
+	r.mu.Lock()
+	if *m == nil {
+		*m = map[string]*answer[V]{}
+	}
+	a, ok := (*m)[key]
+	if !ok {
+		a = &answer[V]{}
+		(*m)[key] = a
+	}
+	r.mu.Unlock()
+	a.once.Do(func() {
+		a.v, a.err = ask()
+		if a.err != nil && ctx.Err() != nil {
+			r.mu.Lock()
+			delete(*m, key)
+			r.mu.Unlock()
+		}
+	})
+	return a.v, a.err
 }
 
 // TreeSize measures what checking commit out would write, refusing a tree
 // over r.Limits (RM-LIMIT-002, -003, -004) as soon as the measure passes a
-// limit. The answer is kept, a refusal too (the tree and the limits do not
-// change), so every user of the Repo measures a commit once; a cancelled
-// measure is not kept.
+// limit. Every user of the Repo measures a commit once (askOnce).
 func (r *Repo) TreeSize(ctx context.Context, commit string) (TreeSize, error) {
-	r.mu.Lock()
-	if r.sizes == nil {
-		r.sizes = map[string]*measure{}
-	}
-	m, ok := r.sizes[commit]
-	if !ok {
-		m = &measure{}
-		r.sizes[commit] = m
-	}
-	r.mu.Unlock()
-	m.once.Do(func() {
-		m.s, m.err = r.treeSize(ctx, commit)
-		if m.err != nil && ctx.Err() != nil {
-			r.mu.Lock()
-			delete(r.sizes, commit)
-			r.mu.Unlock()
-		}
-	})
-	return m.s, m.err
+	return askOnce(ctx, r, &r.sizes, commit, func() (TreeSize, error) { return r.treeSize(ctx, commit) })
 }
 
 // treeSize lists the tree streamed (git ls-tree -r -t), then asks each
@@ -288,40 +293,20 @@ func (r *Repo) listTree(ctx context.Context, commit string, fn func(entry) error
 	if !objectid.Valid(commit) {
 		return r.streamTree(ctx, commit, fn)
 	}
-	r.mu.Lock()
-	if r.trees == nil {
-		r.trees = map[string]*treeListing{}
-	}
-	t, ok := r.trees[commit]
-	if !ok {
-		t = &treeListing{}
-		r.trees[commit] = t
-	}
-	r.mu.Unlock()
-	t.once.Do(func() {
-		t.err = r.streamTree(ctx, commit, func(e entry) error {
-			t.entries = append(t.entries, e)
+	entries, err := askOnce(ctx, r, &r.trees, commit, func() ([]entry, error) {
+		var entries []entry
+		err := r.streamTree(ctx, commit, func(e entry) error {
+			entries = append(entries, e)
 			return nil
 		})
-		if t.err != nil && ctx.Err() != nil {
-			r.mu.Lock()
-			delete(r.trees, commit)
-			r.mu.Unlock()
-		}
+		return entries, err
 	})
-	for _, e := range t.entries {
+	for _, e := range entries {
 		if err := fn(e); err != nil {
 			return err
 		}
 	}
-	return t.err
-}
-
-// treeListing is one commit's listing, kept by its Repo.
-type treeListing struct {
-	once    sync.Once
-	entries []entry // the entries admitted
-	err     error   // how the listing ended
+	return err
 }
 
 // streamTree runs git ls-tree -r -t over commit and hands fn each entry as
