@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -262,7 +263,9 @@ func configVersion(ctx context.Context, bin, path string) (int, error) {
 func keptConfigVersion(ctx context.Context, bin, path, kept string) (int, error) {
 	id, idErr := executableIdentity(bin)
 	if idErr == nil {
-		if b, err := os.ReadFile(kept); err == nil {
+		// Read as every state-dir file is: a FIFO or link planted there is
+		// refused, never waited on or followed.
+		if b, err := bounded.ReadFile(kept, 4096); err == nil {
 			if key, v, ok := strings.Cut(strings.TrimSpace(string(b)), "\n"); ok && key == id {
 				if n, err := strconv.Atoi(v); err == nil && n >= 2 {
 					return n, nil
@@ -276,8 +279,13 @@ func keptConfigVersion(ctx context.Context, bin, path, kept string) (int, error)
 	}
 	if idErr == nil {
 		tmp := kept + ".new"
-		if os.WriteFile(tmp, []byte(id+"\n"+strconv.Itoa(version)+"\n"), 0o600) == nil {
-			_ = os.Rename(tmp, kept)
+		if f, err := createFresh(tmp); err == nil {
+			_, err = f.WriteString(id + "\n" + strconv.Itoa(version) + "\n")
+			if errors.Join(err, f.Close()) == nil {
+				_ = os.Rename(tmp, kept)
+			} else {
+				os.Remove(tmp)
+			}
 		}
 	}
 	return version, nil

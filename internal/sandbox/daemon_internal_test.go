@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,6 +198,13 @@ func TestKeptConfigVersion(t *testing.T) {
 			}
 		}, 2, 4},
 		{"kept once more", func() {}, 2, 4},
+		{"a FIFO planted in its place: refused, not waited on", func() {
+			os.Remove(kept)
+			if err := syscall.Mkfifo(kept, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, 2, 5},
+		{"kept after the FIFO", func() {}, 2, 5},
 	} {
 		step.before()
 		got, err := keptConfigVersion(context.Background(), bin, daemonPath, kept)
