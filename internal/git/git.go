@@ -37,8 +37,10 @@ type Repo struct {
 	trees map[string]*answer[[]entry]  // listTree's listings by commit id (the entries admitted, how it ended)
 	// What git answered about immutable objects (a commit or blob named by
 	// its full id), kept so a second reader of the same policy file or
-	// change starts no git process: Stat by commit and path, ReadBlob's
-	// small blobs by id, ChangedPaths by its two commits.
+	// change starts no git process: ResolveCommit of a full id, Stat by
+	// commit and path, ReadBlob's small blobs by id, ChangedPaths by its
+	// two commits.
+	commits map[string]string
 	stats   map[string]Entry
 	blobs   map[string][]byte
 	changed map[string][]string
@@ -214,11 +216,17 @@ func (r *Repo) ResolveCommit(ctx context.Context, rev, flag string) (string, err
 		return "", rmerr.New(rmerr.GitRevision, "invalid revision %q", rev).InField(flag).
 			WithHint("pass a commit id, branch or tag")
 	}
+	if id, ok := kept(r, r.commits, rev); ok {
+		return id, nil
+	}
 	out, err := r.run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 	id := strings.TrimSpace(string(out))
 	if err != nil || !objectid.Valid(id) {
 		return "", rmerr.New(rmerr.GitRevision, "revision %q is not a commit in %s", rev, r.Dir).InField(flag).
 			WithHint("fetch it first (actions/checkout needs fetch-depth: 0) or check the spelling")
+	}
+	if objectid.Valid(rev) {
+		keep(r, &r.commits, rev, id) // a full id names its commit for ever; a ref can move
 	}
 	return id, nil
 }

@@ -84,6 +84,11 @@ func TestRepoKeepsAnswers(t *testing.T) {
 		a.read = string(data)
 		a.changed, err = repo.ChangedPaths(ctx, base, commit)
 		must(err)
+		id, err := repo.ResolveCommit(ctx, commit, "--candidate")
+		must(err)
+		if id != cand {
+			t.Errorf("ResolveCommit(%s) = %s, want %s", commit, id, cand)
+		}
 		return a
 	}
 	calls := gitLog(t)
@@ -116,7 +121,7 @@ func TestRepoKeepsAnswers(t *testing.T) {
 		}
 		return n
 	}
-	for _, prefix := range []string{"ls-tree -r", "ls-tree -z --long", "cat-file blob", "diff --name-only"} {
+	for _, prefix := range []string{"ls-tree -r", "ls-tree -z --long", "cat-file blob", "diff --name-only", "rev-parse --verify"} {
 		if n := count(firstCalls, prefix); n != 1 {
 			t.Errorf("%d × git %s…, want 1: %q", n, prefix, firstCalls)
 		}
@@ -124,14 +129,18 @@ func TestRepoKeepsAnswers(t *testing.T) {
 			t.Errorf("asked again: %d × git %s…, want none: %q", n, prefix, again)
 		}
 	}
-	// A branch can move: its tree is listed each time.
+	// A branch can move: its tree is listed, and its name resolved, each time.
 	r.Checkout("moving", true)
 	for range 2 {
 		if _, err := repo.Files(ctx, "moving"); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := repo.ResolveCommit(ctx, "moving", "--candidate"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if n := count(calls(), "ls-tree -r"); n != 2 {
-		t.Errorf("listings of a branch: %d, want 2", n)
+	log := calls()
+	if n, m := count(log, "ls-tree -r"), count(log, "rev-parse --verify"); n != 2 || m != 2 {
+		t.Errorf("a branch: %d listings and %d resolutions, want 2 each: %q", n, m, log)
 	}
 }
