@@ -160,12 +160,15 @@ func (v *verification) closeSandbox() []evidence.CleanupResource { return closeA
 
 // connectSandbox reaches containerd (or starts a private one, a few hundred
 // ms) and starts the shared shim: it needs nothing from Discovery, so it
-// runs while Discovery does.
+// runs while Discovery does. The connection is handed over as soon as
+// containerd answers; the shim keeps starting while the sweeps and the
+// commits' layers are made (the first task waits for it, and Close for
+// anything it started).
 func connectSandbox(ctx context.Context, o VerifyOptions) *pending[connection] {
 	return async(func() connection {
 		sb, err := sandbox.Connect(ctx, sandbox.Options{Address: o.ContainerdAddress, StateDir: filepath.Join(o.StateDir, "sandbox")})
 		if err == nil {
-			sb.Warm(ctx)
+			go sb.Warm(ctx)
 		}
 		return connection{sb, err}
 	})

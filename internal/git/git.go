@@ -33,7 +33,39 @@ type Repo struct {
 	Limits Limits
 
 	mu    sync.Mutex
-	sizes map[string]*measure // TreeSize's answers by commit
+	sizes map[string]*answer[TreeSize] // TreeSize's answers by commit
+	trees map[string]*answer[[]entry]  // listTree's listings by commit id (the entries admitted, how it ended)
+	// What git answered about immutable objects (a commit or blob named by
+	// its full id), kept so a second reader of the same policy file or
+	// change starts no git process: ResolveCommit of a full id, Stat by
+	// commit and path, ReadBlob's small blobs by id, ChangedPaths by its
+	// two commits.
+	commits map[string]string
+	stats   map[string]Entry
+	blobs   map[string][]byte
+	changed map[string][]string
+}
+
+// maxKeptBlob is the largest blob ReadBlob keeps: policy files and
+// lockfiles' small neighbours, not the repository's content.
+const maxKeptBlob = 64 << 10
+
+// kept returns m[key] under r.mu.
+func kept[V any](r *Repo, m map[string]V, key string) (V, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := m[key]
+	return v, ok
+}
+
+// keep sets (*m)[key] = v under r.mu, making the map on first use.
+func keep[V any](r *Repo, m *map[string]V, key string, v V) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if *m == nil {
+		*m = map[string]V{}
+	}
+	(*m)[key] = v
 }
 
 // Open checks that dir is a git repository.
@@ -184,11 +216,17 @@ func (r *Repo) ResolveCommit(ctx context.Context, rev, flag string) (string, err
 		return "", rmerr.New(rmerr.GitRevision, "invalid revision %q", rev).InField(flag).
 			WithHint("pass a commit id, branch or tag")
 	}
+	if id, ok := kept(r, r.commits, rev); ok {
+		return id, nil
+	}
 	out, err := r.run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 	id := strings.TrimSpace(string(out))
 	if err != nil || !objectid.Valid(id) {
 		return "", rmerr.New(rmerr.GitRevision, "revision %q is not a commit in %s", rev, r.Dir).InField(flag).
 			WithHint("fetch it first (actions/checkout needs fetch-depth: 0) or check the spelling")
+	}
+	if objectid.Valid(rev) {
+		keep(r, &r.commits, rev, id) // a full id names its commit for ever; a ref can move
 	}
 	return id, nil
 }
@@ -219,6 +257,18 @@ type Entry struct {
 
 // Stat describes path at commit without reading its content.
 func (r *Repo) Stat(ctx context.Context, commit, path string) (Entry, error) {
+	key := commit + "\x00" + path
+	if e, ok := kept(r, r.stats, key); ok {
+		return e, nil
+	}
+	e, err := r.stat(ctx, commit, path)
+	if err == nil && objectid.Valid(commit) {
+		keep(r, &r.stats, key, e)
+	}
+	return e, err
+}
+
+func (r *Repo) stat(ctx context.Context, commit, path string) (Entry, error) {
 	out, err := r.run(ctx, nil, "ls-tree", "-z", "--long", "--full-tree", commit, "--", path)
 	if err != nil {
 		return Entry{}, rmerr.Wrap(rmerr.GitRepository, err, "listing %s at %s", path, objectid.Short(commit))
@@ -274,14 +324,13 @@ func (r *Repo) Symlinks(ctx context.Context, commit string) (links map[string]st
 	var ids []string              // each blob once
 	seen := map[string]bool{}
 	dirs = map[string]bool{}
-	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1, dirs: ", directories"}
-	err = r.listTree(ctx, l, commit, true, func(e entry) error {
-		switch string(e.mode) {
+	err = r.listTree(ctx, commit, func(e entry) error {
+		switch e.mode {
 		case "040000":
-			dirs[string(e.name)] = true
+			dirs[e.name] = true
 		case "120000":
-			id := string(e.oid)
-			blobOf[string(e.name)] = id
+			id := e.oid
+			blobOf[e.name] = id
 			if !seen[id] {
 				seen[id] = true
 				ids = append(ids, id)
@@ -390,14 +439,23 @@ func (r *Repo) ReadBlob(ctx context.Context, e Entry, max int64) ([]byte, error)
 	if e.Size > max {
 		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, e.Size, max)
 	}
-	out, err := r.run(ctx, nil, "cat-file", "blob", e.Object)
-	if err != nil {
-		return nil, err
+	b, ok := kept(r, r.blobs, e.Object)
+	if !ok {
+		out, err := r.run(ctx, nil, "cat-file", "blob", e.Object)
+		if err != nil {
+			return nil, err
+		}
+		b = out
+		if len(b) <= maxKeptBlob && objectid.Valid(e.Object) {
+			keep(r, &r.blobs, e.Object, bytes.Clone(b))
+		}
+	} else {
+		b = bytes.Clone(b)
 	}
-	if int64(len(out)) > max {
+	if int64(len(b)) > max {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
 	}
-	return out, nil
+	return b, nil
 }
 
 // ModeAt returns the tree-entry mode of path at commit ("100644",

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -92,7 +93,7 @@ type listing struct {
 }
 
 // admit counts one entry named path, refusing it past a limit.
-func (l *listing) admit(path []byte) error {
+func (l *listing) admit(path string) error {
 	max := l.limits.entries() * l.scale
 	l.entries++
 	l.names += int64(len(path))
@@ -114,38 +115,43 @@ func (l *listing) admit(path []byte) error {
 	return nil
 }
 
-// measure is one commit's TreeSize, measured once per Repo.
-type measure struct {
+// answer is what the Repo was told once about one key.
+type answer[V any] struct {
 	once sync.Once
-	s    TreeSize
+	v    V
 	err  error
+}
+
+// askOnce returns ask's answer for key, asking it once per Repo: the answer
+// is kept in *m, a refusal too (a commit's tree and the limits do not
+// change); a cancelled ask is not kept.
+func askOnce[V any](ctx context.Context, r *Repo, m *map[string]*answer[V], key string, ask func() (V, error)) (V, error) {
+	r.mu.Lock()
+	if *m == nil {
+		*m = map[string]*answer[V]{}
+	}
+	a, ok := (*m)[key]
+	if !ok {
+		a = &answer[V]{}
+		(*m)[key] = a
+	}
+	r.mu.Unlock()
+	a.once.Do(func() {
+		a.v, a.err = ask()
+		if a.err != nil && ctx.Err() != nil {
+			r.mu.Lock()
+			delete(*m, key)
+			r.mu.Unlock()
+		}
+	})
+	return a.v, a.err
 }
 
 // TreeSize measures what checking commit out would write, refusing a tree
 // over r.Limits (RM-LIMIT-002, -003, -004) as soon as the measure passes a
-// limit. The answer is kept, a refusal too (the tree and the limits do not
-// change), so every user of the Repo measures a commit once; a cancelled
-// measure is not kept.
+// limit. Every user of the Repo measures a commit once (askOnce).
 func (r *Repo) TreeSize(ctx context.Context, commit string) (TreeSize, error) {
-	r.mu.Lock()
-	if r.sizes == nil {
-		r.sizes = map[string]*measure{}
-	}
-	m, ok := r.sizes[commit]
-	if !ok {
-		m = &measure{}
-		r.sizes[commit] = m
-	}
-	r.mu.Unlock()
-	m.once.Do(func() {
-		m.s, m.err = r.treeSize(ctx, commit)
-		if m.err != nil && ctx.Err() != nil {
-			r.mu.Lock()
-			delete(r.sizes, commit)
-			r.mu.Unlock()
-		}
-	})
-	return m.s, m.err
+	return askOnce(ctx, r, &r.sizes, commit, func() (TreeSize, error) { return r.treeSize(ctx, commit) })
 }
 
 // treeSize lists the tree streamed (git ls-tree -r -t), then asks each
@@ -154,17 +160,16 @@ func (r *Repo) TreeSize(ctx context.Context, commit string) (TreeSize, error) {
 // 550 000 references to one loose blob (docs/benchmarks.md).
 func (r *Repo) treeSize(ctx context.Context, commit string) (TreeSize, error) {
 	var s TreeSize
-	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1, dirs: ", directories"}
+	what := "the tree of " + objectid.Short(commit)
 	uses := map[string]int64{} // blob id → entries naming it
-	// "<mode> SP <type> SP <object> TAB <path>"
-	// A directory is an entry to write too (-t): an empty tree object
-	// costs its name and nothing else.
-	err := r.listTree(ctx, l, commit, true, func(e entry) error {
-		switch string(e.typ) {
+	// A directory is an entry to write too: an empty tree object costs its
+	// name and nothing else.
+	err := r.listTree(ctx, commit, func(e entry) error {
+		switch e.typ {
 		case "tree":
 			s.Dirs++
 		case "blob":
-			uses[string(e.oid)]++
+			uses[e.oid]++
 			fallthrough
 		default: // a submodule: nothing is checked out but its directory
 			s.Entries++
@@ -181,7 +186,7 @@ func (r *Repo) treeSize(ctx context.Context, commit string) (TreeSize, error) {
 	}
 	max := r.Limits.bytes()
 	// "<object> SP <type> SP <size>", or "<object> SP missing"
-	err = r.records(ctx, l.what, recordOptions{sep: '\n', stdin: &in}, func(rec []byte) error {
+	err = r.records(ctx, what, recordOptions{sep: '\n', stdin: &in}, func(rec []byte) error {
 		id, rest, _ := bytes.Cut(rec, []byte{' '})
 		typ, sz, _ := bytes.Cut(rest, []byte{' '})
 		if string(typ) != "blob" {
@@ -193,7 +198,7 @@ func (r *Repo) treeSize(ctx context.Context, commit string) (TreeSize, error) {
 			return fmt.Errorf("unexpected cat-file output %q", rec)
 		}
 		if size > 0 && n > (max-s.Bytes)/size {
-			return rmerr.New(rmerr.LimitTreeBytes, "%s: its files hold more than %d bytes (a blob of %d bytes named %d times, after %d bytes of other files); measuring stopped there", l.what, max, size, n, s.Bytes).
+			return rmerr.New(rmerr.LimitTreeBytes, "%s: its files hold more than %d bytes (a blob of %d bytes named %d times, after %d bytes of other files); measuring stopped there", what, max, size, n, s.Bytes).
 				WithHint("a change this large cannot be verified; if the repository's files really hold this much, raise budgets.checkout_bytes in the operator policy (docs/policy.md)")
 		}
 		s.Bytes += size * n
@@ -207,16 +212,14 @@ func (r *Repo) treeSize(ctx context.Context, commit string) (TreeSize, error) {
 }
 
 // Files lists the files and symlinks of commit's tree with their modes and
-// blob ids (git ls-tree -r, streamed, within r.Limits): the input of
-// pkg/harness.
+// blob ids (listTree, within r.Limits): the input of pkg/harness.
 func (r *Repo) Files(ctx context.Context, commit string) (harness.Tree, error) {
 	t := harness.Tree{}
-	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1}
-	err := r.listTree(ctx, l, commit, false, func(e entry) error {
-		if string(e.typ) != "blob" {
-			return nil // submodules are not files of this repository
+	err := r.listTree(ctx, commit, func(e entry) error {
+		if e.typ != "blob" {
+			return nil // directories, and submodules: not files of this repository
 		}
-		t[string(e.name)] = harness.Entry{Mode: string(e.mode), Blob: string(e.oid)}
+		t[e.name] = harness.Entry{Mode: e.mode, Blob: e.oid}
 		return nil
 	})
 	if err != nil {
@@ -225,18 +228,16 @@ func (r *Repo) Files(ctx context.Context, commit string) (harness.Tree, error) {
 	return t, nil
 }
 
-// TrackedFiles lists the paths tracked at commit (git ls-tree -r, streamed,
-// within r.Limits).
+// TrackedFiles lists the paths tracked at commit, files, symlinks and
+// submodules (listTree, within r.Limits).
 func (r *Repo) TrackedFiles(ctx context.Context, commit string) ([]string, error) {
 	var files []string
-	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1}
-	err := r.records(ctx, l.what, recordOptions{}, func(p []byte) error {
-		if err := l.admit(p); err != nil {
-			return err
+	err := r.listTree(ctx, commit, func(e entry) error {
+		if e.typ != "tree" {
+			files = append(files, e.name)
 		}
-		files = append(files, string(p))
 		return nil
-	}, "ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
+	})
 	if err != nil {
 		return nil, listingError(err, "listing files at %s", commit)
 	}
@@ -249,13 +250,26 @@ func (r *Repo) TrackedFiles(ctx context.Context, commit string) ([]string, error
 // touches at most every path of both trees, so more than twice r.Limits'
 // entries is refused.
 func (r *Repo) ChangedPaths(ctx context.Context, base, candidate string) ([]string, error) {
+	key := base + "..." + candidate
+	if p, ok := kept(r, r.changed, key); ok {
+		return slices.Clone(p), nil
+	}
+	paths, err := r.changedPaths(ctx, base, candidate)
+	if err == nil && objectid.Valid(base) && objectid.Valid(candidate) {
+		keep(r, &r.changed, key, slices.Clone(paths))
+	}
+	return paths, err
+}
+
+func (r *Repo) changedPaths(ctx context.Context, base, candidate string) ([]string, error) {
 	var paths []string
 	l := &listing{what: "the change " + objectid.Short(base) + "..." + objectid.Short(candidate), limits: r.Limits, scale: 2}
-	err := r.records(ctx, l.what, recordOptions{}, func(p []byte) error {
+	err := r.records(ctx, l.what, recordOptions{}, func(rec []byte) error {
+		p := string(rec)
 		if err := l.admit(p); err != nil {
 			return err
 		}
-		paths = append(paths, string(p))
+		paths = append(paths, p)
 		return nil
 	}, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", base+"..."+candidate, "--")
 	if err != nil {
@@ -268,14 +282,37 @@ func (r *Repo) ChangedPaths(ctx context.Context, base, candidate string) ([]stri
 	return paths, nil
 }
 
-// listTree hands fn each entry of commit's tree (git ls-tree -r, streamed;
-// with dirs, -t: directories too), each first admitted by l.
-func (r *Repo) listTree(ctx context.Context, l *listing, commit string, dirs bool, fn func(entry) error) error {
-	args := []string{"ls-tree", "-r", "-z", "--full-tree"}
-	if dirs {
-		args = append(args, "-t")
+// listTree hands fn each entry of commit's tree, directories included
+// (ls-tree -r -t), the listing bounded by r.Limits. A commit named by its
+// full object id is listed by one git process per Repo and its entries kept
+// (an id names the same tree forever; a ref can move), so TreeSize, Files,
+// TrackedFiles and Symlinks of one commit cost one listing, not four. A
+// refusal is kept with the entries admitted before it; a cancelled listing
+// is not kept.
+func (r *Repo) listTree(ctx context.Context, commit string, fn func(entry) error) error {
+	if !objectid.Valid(commit) {
+		return r.streamTree(ctx, commit, fn)
 	}
-	args = append(args, commit)
+	entries, err := askOnce(ctx, r, &r.trees, commit, func() ([]entry, error) {
+		var entries []entry
+		err := r.streamTree(ctx, commit, func(e entry) error {
+			entries = append(entries, e)
+			return nil
+		})
+		return entries, err
+	})
+	for _, e := range entries {
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// streamTree runs git ls-tree -r -t over commit and hands fn each entry as
+// it arrives, each first admitted against r.Limits.
+func (r *Repo) streamTree(ctx context.Context, commit string, fn func(entry) error) error {
+	l := &listing{what: "the tree of " + objectid.Short(commit), limits: r.Limits, scale: 1, dirs: ", directories"}
 	return r.records(ctx, l.what, recordOptions{}, func(rec []byte) error {
 		e, ok := parseEntry(rec)
 		if !ok {
@@ -285,20 +322,18 @@ func (r *Repo) listTree(ctx context.Context, l *listing, commit string, dirs boo
 			return err
 		}
 		return fn(e)
-	}, args...)
+	}, "ls-tree", "-r", "-z", "--full-tree", "-t", commit)
 }
 
 // entry is one record of git ls-tree -z without -l:
 // "<mode> SP <type> SP <object> TAB <path>".
-type entry struct{ mode, typ, oid, name []byte }
+type entry struct{ mode, typ, oid, name string }
 
 func parseEntry(rec []byte) (entry, bool) {
-	var e entry
 	meta, name, ok1 := bytes.Cut(rec, []byte{'\t'})
 	mode, rest, ok2 := bytes.Cut(meta, []byte{' '})
 	typ, oid, ok3 := bytes.Cut(rest, []byte{' '})
-	e.mode, e.typ, e.oid, e.name = mode, typ, oid, name
-	return e, ok1 && ok2 && ok3 && len(oid) > 0
+	return entry{string(mode), string(typ), string(oid), string(name)}, ok1 && ok2 && ok3 && len(oid) > 0
 }
 
 // listingError keeps a limit's refusal and a cancellation as they are and

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runmill/verify/internal/bounded"
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
@@ -112,7 +113,7 @@ func startDaemon(ctx context.Context, dir string) (*daemon, error) {
 			return nil, rmerr.Wrap(rmerr.SandboxUnavailable, err, "removing stale socket %s", s)
 		}
 	}
-	version, err := configVersion(ctx, bin, path)
+	version, err := keptConfigVersion(ctx, bin, path, filepath.Join(dir, "config-version"))
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +250,61 @@ func configVersion(ctx context.Context, bin, path string) (int, error) {
 			WithHint("point runmill at containerd 1.6 or later ($%s, or the first containerd on %s)", ContainerdBinEnv, daemonPath)
 	}
 	return v, nil
+}
+
+// keptConfigVersion is configVersion of bin, kept in the file kept with
+// the identity of the executable it was read from (its path, device,
+// inode, size, modification and change times): `containerd config default`
+// starts a whole containerd, 70–110 ms before the private daemon itself can
+// start, in every verification, for an answer that changes only with the
+// binary. A kept answer whose identity differs (containerd upgraded,
+// replaced, touched) is asked again; a file that cannot be written only
+// costs the next run the question.
+func keptConfigVersion(ctx context.Context, bin, path, kept string) (int, error) {
+	id, idErr := executableIdentity(bin)
+	if idErr == nil {
+		// Read as every state-dir file is: a FIFO or link planted there is
+		// refused, never waited on or followed.
+		if b, err := bounded.ReadFile(kept, 4096); err == nil {
+			if key, v, ok := strings.Cut(strings.TrimSpace(string(b)), "\n"); ok && key == id {
+				if n, err := strconv.Atoi(v); err == nil && n >= 2 {
+					return n, nil
+				}
+			}
+		}
+	}
+	version, err := configVersion(ctx, bin, path)
+	if err != nil {
+		return 0, err
+	}
+	if idErr == nil {
+		tmp := kept + ".new"
+		if f, err := createFresh(tmp); err == nil {
+			_, err = f.WriteString(id + "\n" + strconv.Itoa(version) + "\n")
+			if errors.Join(err, f.Close()) == nil {
+				_ = os.Rename(tmp, kept)
+			} else {
+				os.Remove(tmp)
+			}
+		}
+	}
+	return version, nil
+}
+
+// executableIdentity names the file bin resolves to as the kernel sees it
+// now: a changed, replaced or touched binary has another identity (a
+// change time cannot be set back).
+func executableIdentity(bin string) (string, error) {
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return "", err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(real, &st); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%q dev %d ino %d size %d mtime %d.%09d ctime %d.%09d", real, st.Dev, st.Ino, st.Size,
+		st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec), nil
 }
 
 // parseConfigVersion reads the top-level "version = N" of a containerd

@@ -3,11 +3,14 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/runmill/verify/internal/testreq"
 
@@ -146,5 +149,70 @@ func TestDaemonConfigAccepted(t *testing.T) {
 			}
 			t.Logf("%s: config version %d", bin, version)
 		})
+	}
+}
+
+// TestKeptConfigVersion: the configuration version is asked of the
+// executable once and kept with its identity; a binary touched, replaced by
+// another version or a kept file that does not parse is asked again, and
+// the answer always is the executable's own.
+func TestKeptConfigVersion(t *testing.T) {
+	dir := t.TempDir()
+	bin, asked, kept := filepath.Join(dir, "containerd"), filepath.Join(dir, "asked"), filepath.Join(dir, "config-version")
+	install := func(version int) {
+		t.Helper()
+		script := fmt.Sprintf("#!/bin/sh\necho >> %s\nprintf 'version = %d\\n'\n", asked, version)
+		tmp := bin + ".tmp"
+		if err := os.WriteFile(tmp, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, bin); err != nil { // a new inode, as a package upgrade makes
+			t.Fatal(err)
+		}
+	}
+	questions := func() int {
+		b, _ := os.ReadFile(asked)
+		return bytes.Count(b, []byte("\n"))
+	}
+	install(3)
+	for _, step := range []struct {
+		name    string
+		before  func()
+		want    int
+		askedTo int // questions so far
+	}{
+		{"first", func() {}, 3, 1},
+		{"kept", func() {}, 3, 1},
+		{"kept again", func() {}, 3, 1},
+		{"replaced by another version", func() { install(2) }, 2, 2},
+		{"kept after the replacement", func() {}, 2, 2},
+		{"touched", func() {
+			later := time.Now().Add(time.Hour)
+			if err := os.Chtimes(bin, later, later); err != nil {
+				t.Fatal(err)
+			}
+		}, 2, 3},
+		{"a kept file that does not parse", func() {
+			if err := os.WriteFile(kept, []byte("garbage"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, 2, 4},
+		{"kept once more", func() {}, 2, 4},
+		{"a FIFO planted in its place: refused, not waited on", func() {
+			os.Remove(kept)
+			if err := syscall.Mkfifo(kept, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, 2, 5},
+		{"kept after the FIFO", func() {}, 2, 5},
+	} {
+		step.before()
+		got, err := keptConfigVersion(context.Background(), bin, daemonPath, kept)
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if got != step.want || questions() != step.askedTo {
+			t.Errorf("%s: version %d after %d questions, want %d after %d", step.name, got, questions(), step.want, step.askedTo)
+		}
 	}
 }

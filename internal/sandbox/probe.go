@@ -187,6 +187,9 @@ func (s *Sandbox) prepareProbe(spec Spec) (_ *probeSetup, retErr error) {
 			return nil, rmerr.Wrap(rmerr.SandboxRuntime, err, "preparing probe files")
 		}
 	}
+	if err := writeProbeMarkers(filepath.Join(canary, probeMarkers)); err != nil {
+		return nil, rmerr.Wrap(rmerr.SandboxRuntime, err, "preparing probe files")
+	}
 	spec.Checkout = canary
 	spec.ReportFile = report
 	spec.Timeout = probeTimeout
@@ -218,6 +221,43 @@ done
 // probeMarker starts each section of the canary's output.
 const probeMarker = "\n@@runmill-probe "
 
+// probeRead is a file the canary reads whole as one section of its output.
+type probeRead struct {
+	section, path string
+	optional      bool // read only when readable (a kernel without IPv6)
+}
+
+// probeReads are the files the canary reads with one cat. /proc/self is
+// that cat: a process the task's command started, as a test is.
+var probeReads = []probeRead{
+	{"status", "/proc/self/status", false},
+	{"limits", "/proc/self/limits", false},
+	{"mountinfo", "/proc/self/mountinfo", false},
+	{"environ", "/proc/1/environ", false},
+	{"netdev", "/proc/net/dev", false},
+	{"route", "/proc/net/route", false},
+	{"route6", "/proc/net/ipv6_route", true},
+	{"lo-flags", "/sys/class/net/lo/flags", false},
+}
+
+// probeMarkers is the directory of the canary checkout holding one file per
+// entry of probeReads, named by its index, whose content is the section's
+// marker: cat prints it before the file it precedes.
+const probeMarkers = ".probe-sections"
+
+// writeProbeMarkers writes the marker files into dir.
+func writeProbeMarkers(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	for i, r := range probeReads {
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), []byte(probeMarker+r.section+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	return os.Chmod(dir, 0o755) // past the umask
+}
+
 // probeScript is the canary: POSIX sh and cat only for every structural
 // fact, perl (Debian's essential perl-base) for the socket tests when it
 // exists. It prints raw facts; all judgement happens in evaluateProbe, in
@@ -225,19 +265,21 @@ const probeMarker = "\n@@runmill-probe "
 func probeScript(p *plan, absent []string) string {
 	var b strings.Builder
 	b.WriteString(probeSection)
-	b.WriteString(`section status; cat /proc/self/status
-section limits; cat /proc/self/limits
-section mountinfo; cat /proc/self/mountinfo
-section environ; cat /proc/1/environ
-section netdev; cat /proc/net/dev
-section route; cat /proc/net/route
-section route6; cat /proc/net/ipv6_route 2>/dev/null
-section lo-flags; cat /sys/class/net/lo/flags
-`)
-	b.WriteString(probeCgroupFiles)
 	// The checkout at its fixed path: the working directory, and the
-	// canary file read through it.
-	fmt.Fprintf(&b, "section checkout\npwd\ncat %s\n", shQuote(CheckoutPath+"/file"))
+	// canary file read through it; then every file of probeReads, all by
+	// one cat (a process per file cost more than the files), each after
+	// its section's marker file.
+	fmt.Fprintf(&b, "section checkout\npwd\nset -- %s\n", shQuote(CheckoutPath+"/file"))
+	for i, r := range probeReads {
+		marker := shQuote(CheckoutPath + "/" + probeMarkers + "/" + strconv.Itoa(i))
+		if r.optional {
+			fmt.Fprintf(&b, "if [ -r %s ]; then set -- \"$@\" %s %s; fi\n", shQuote(r.path), marker, shQuote(r.path))
+		} else {
+			fmt.Fprintf(&b, "set -- \"$@\" %s %s\n", marker, shQuote(r.path))
+		}
+	}
+	b.WriteString("cat \"$@\"\n")
+	b.WriteString(probeCgroupFiles)
 	// Write attempts: the canary checkout and its file (world-writable, so
 	// only the mount refuses), every read-only bind, the root and each
 	// toolchain bind, at their paths in the task. The shell's error text

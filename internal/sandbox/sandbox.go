@@ -136,6 +136,15 @@ func Connect(ctx context.Context, o Options) (_ *Sandbox, retErr error) {
 			s.cgroup.remove()
 		}
 	}()
+	// What the kernel and runc support needs no daemon: asked (two runc
+	// processes) while the daemon is reached or started, not after.
+	features := make(chan runtimeFeatures, 1)
+	go func() { features <- detectFeatures(ctx) }()
+	defer func() {
+		if retErr != nil {
+			<-features // no runc of this call outlives it
+		}
+	}()
 	address := o.Address
 	if address == "" {
 		address = DefaultAddress
@@ -179,7 +188,7 @@ func Connect(ctx context.Context, o Options) (_ *Sandbox, retErr error) {
 		// it. Keep it under the daemon's directory, as everything else is.
 		s.runtimeOptions = &runcoptions.Options{Root: filepath.Join(d.dir, "runc")}
 	}
-	s.features = detectFeatures(ctx)
+	s.features = <-features
 	return s, nil
 }
 
