@@ -7,14 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/runmill/verify/internal/deps"
 	"github.com/runmill/verify/internal/deps/depstest"
 	"github.com/runmill/verify/internal/engine"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/gittest"
-	"github.com/runmill/verify/pkg/evidence"
 	"github.com/runmill/verify/pkg/record"
 )
 
@@ -93,24 +91,7 @@ func TestVerifyCargo(t *testing.T) {
 		}
 		// evidence verify holds each side's key to the Cargo.lock it
 		// observes at the bound commit, and refuses another one.
-		exp, err := engine.Expect(context.Background(), engine.ExpectOptions{
-			Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: both, PolicyFile: pol}, StateDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		bundle, err := os.ReadFile(run.BundlePath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		expDoc, _ := exp.Encode()
-		if res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now()}); !res.Valid {
-			t.Fatalf("the bundle does not verify: %s %s", res.Reason, res.Message)
-		}
-		exp.Lockfiles[both]["Cargo.lock"] = exp.Lockfiles[base]["Cargo.lock"]
-		expDoc, _ = exp.Encode()
-		if res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now()}); res.Valid || !strings.Contains(res.Message, "keyed by Cargo.lock") {
-			t.Fatalf("verified against another Cargo.lock: %s %s", res.Reason, res.Message)
-		}
+		verifyBoundToLockfile(t, r, run, base, both, pol, trust, "Cargo.lock")
 		for _, c := range run.Delivery.Checks {
 			want := base
 			if c.Phase == record.Candidate {

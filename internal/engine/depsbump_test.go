@@ -138,25 +138,7 @@ func TestVerifyDependencyBump(t *testing.T) {
 		}
 		// evidence verify holds every install's key to the lockfiles it
 		// observes at the bound commits, from git (engine.Expect).
-		exp, err := engine.Expect(context.Background(), engine.ExpectOptions{
-			Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: bump, PolicyFile: pol}, StateDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		bundle, err := os.ReadFile(run.BundlePath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		expDoc, _ := exp.Encode()
-		if res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now()}); !res.Valid {
-			t.Fatalf("the bump's bundle does not verify: %s %s", res.Reason, res.Message)
-		}
-		// Expectations that observe another candidate lockfile refuse it.
-		exp.Lockfiles[bump]["package-lock.json"] = exp.Lockfiles[base]["package-lock.json"]
-		expDoc, _ = exp.Encode()
-		if res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now()}); res.Valid || !strings.Contains(res.Message, "keyed by package-lock.json") {
-			t.Fatalf("verified against another lockfile: %s %s", res.Reason, res.Message)
-		}
+		verifyBoundToLockfile(t, r, run, base, bump, pol, trust, "package-lock.json")
 		keys := map[string]map[record.Phase]string{}
 		for _, c := range run.Delivery.Checks {
 			u := c.Dependencies
@@ -263,4 +245,30 @@ func TestVerifyDependencyBump(t *testing.T) {
 			t.Errorf("removed %v", removed)
 		}
 	})
+}
+
+// verifyBoundToLockfile: run's signed bundle verifies offline against the
+// expectations engine.Expect derives from git for base and cand, and is
+// refused once the candidate's lockfile is swapped for the base's — each
+// install's key is bound to the lockfile at its commit.
+func verifyBoundToLockfile(t *testing.T, r *gittest.Repo, run *engine.Run, base, cand, pol string, trust []byte, lockfile string) {
+	t.Helper()
+	exp, err := engine.Expect(context.Background(), engine.ExpectOptions{
+		Discover: engine.DiscoverOptions{RepoDir: r.Dir, Base: base, Candidate: cand, PolicyFile: pol}, StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := os.ReadFile(run.BundlePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expDoc, _ := exp.Encode()
+	if res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now()}); !res.Valid {
+		t.Fatalf("the bundle does not verify: %s %s", res.Reason, res.Message)
+	}
+	exp.Lockfiles[cand][lockfile] = exp.Lockfiles[base][lockfile]
+	expDoc, _ = exp.Encode()
+	if res := evidence.Verify(bundle, trust, expDoc, evidence.VerifyOptions{Now: time.Now()}); res.Valid || !strings.Contains(res.Message, "keyed by "+lockfile) {
+		t.Fatalf("verified against another %s: %s %s", lockfile, res.Reason, res.Message)
+	}
 }
