@@ -397,8 +397,18 @@ func processes() []proc {
 }
 
 // isShim: a runc shim (not a zombie) serving the containerd namespace ns.
+// containerd also runs the shim binary briefly with an action as its last
+// argument: `start` (which forks the serving shim and exits) and `delete`
+// (its clean-up after a shim it lost, running `runc delete` as its child).
+// Such a run serves no task: it is containerd's own clean-up of what a
+// sweep reaps, and taking it for a serving shim made the sweep refuse its
+// `runc delete` child as a process of no dead run.
 func (p proc) isShim(ns string) bool {
-	return !p.Exited() && len(p.Args) > 0 && filepath.Base(p.Args[0]) == shimBinary && p.flag("namespace") == ns
+	if p.Exited() || len(p.Args) == 0 || filepath.Base(p.Args[0]) != shimBinary || p.flag("namespace") != ns {
+		return false
+	}
+	action := p.Args[len(p.Args)-1]
+	return action != "start" && action != "delete"
 }
 
 // flag is the value of a Go-style flag (-name value, -name=value) in the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/runmill/verify/internal/fsname"
 	"github.com/runmill/verify/internal/mountinfo"
+	"github.com/runmill/verify/internal/procfs"
 )
 
 // TestRemoveRemains: what of a reaped task containerd did not remove
@@ -114,5 +115,35 @@ func TestSpecOwner(t *testing.T) {
 				t.Errorf("specOwner = %q, %v; want %q, %v", owner, here, tc.owner, tc.here)
 			}
 		})
+	}
+}
+
+// TestIsShim: a serving shim is one; containerd's own brief runs of the
+// shim binary with an action (`start`, `delete` — the clean-up after a lost
+// shim, seen by a sweep racing it) are not, nor another namespace's shim,
+// a zombie or another program. The arguments are those containerd 1.6 and
+// 2.x pass.
+func TestIsShim(t *testing.T) {
+	shim := func(args ...string) proc {
+		return proc{procfs.Process{PID: 7, State: 'S', Args: append([]string{"/usr/bin/containerd-shim-runc-v2"}, args...)}}
+	}
+	zombie := shim("-namespace", "runmill", "-id", "rm-1", "-address", "/run/c.sock")
+	zombie.State = 'Z'
+	for _, c := range []struct {
+		name string
+		p    proc
+		want bool
+	}{
+		{"serving", shim("-namespace", "runmill", "-id", "rm-1", "-address", "/run/c.sock"), true},
+		{"serving, = form", shim("-namespace=runmill", "-id=rm-1"), true},
+		{"containerd's delete", shim("-namespace", "runmill", "-address", "/run/c.sock", "-publish-binary", "/usr/bin/containerd", "-id", "rm-1", "-bundle", "/state/runmill/rm-1", "delete"), false},
+		{"containerd's start", shim("-namespace", "runmill", "-id", "rm-1", "-address", "/run/c.sock", "start"), false},
+		{"another namespace", shim("-namespace", "moby", "-id", "rm-1"), false},
+		{"a zombie", zombie, false},
+		{"another program", proc{procfs.Process{PID: 8, State: 'S', Args: []string{"/usr/sbin/runc", "-namespace", "runmill"}}}, false},
+	} {
+		if got := c.p.isShim("runmill"); got != c.want {
+			t.Errorf("%s: isShim = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
