@@ -18,8 +18,7 @@ import (
 )
 
 // Pnpm is the strategy of a pnpm install (pnpm-lock.yaml, the isolated
-// node_modules/.pnpm layout). It is not yet one of Strategies: Prepare
-// and Attach do not offer it, so a policy cannot declare it.
+// node_modules/.pnpm layout).
 const Pnpm = "pnpm"
 
 const (

@@ -242,3 +242,22 @@ func WritePnpm(t testing.TB, dir, sample string) {
 		}
 	}
 }
+
+// PnpmPrepare is what an operator does for one commit of r outside
+// verification: its package.json and pnpm-lock.yaml alone, from git, in
+// an empty directory, installed by pnpm. It returns the directory.
+func PnpmPrepare(t testing.TB, r *gittest.Repo, commit string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"package.json", "pnpm-lock.yaml"} {
+		b, err := exec.Command("git", "-C", r.Dir, "show", commit+":"+f).Output()
+		if err != nil {
+			t.Fatalf("git show %s:%s: %v", commit, f, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	PnpmInstall(t, dir)
+	return dir
+}
