@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -237,4 +239,34 @@ func (p *pnpmPrepared) attach(ctx context.Context, dir, views string, cow bool) 
 		return nil, p.atCommit(commit, refuse(Pnpm, "%s", p.unprepared(commit)))
 	}
 	return nodeModulesView(ctx, r, Pnpm, dir, views, side.tree, side.receipt, side.commit, cow)
+}
+
+// pnpmVersions is, per package of commit's pnpm-lock.yaml, its versions
+// (a package may be installed at two versions, or with two peer sets);
+// none without a lockfile.
+func pnpmVersions(ctx context.Context, repo *git.Repo, commit string) (map[string]string, error) {
+	e, err := repo.Stat(ctx, commit, pnpmLockFile)
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind != git.Blob && e.Kind != git.Executable {
+		return map[string]string{}, nil
+	}
+	_, _, l, err := pnpmFilesAt(ctx, repo, commit)
+	if err != nil {
+		return nil, err
+	}
+	vs := map[string][]string{}
+	for _, key := range l.sortedKeys() {
+		p := l.Packages[key]
+		if !slices.Contains(vs[p.Name], p.Version) {
+			vs[p.Name] = append(vs[p.Name], p.Version)
+		}
+	}
+	out := map[string]string{}
+	for n, v := range vs {
+		sort.Strings(v)
+		out[n] = strings.Join(v, ", ")
+	}
+	return out, nil
 }
