@@ -117,3 +117,37 @@ func TestPnpmImportRefuses(t *testing.T) {
 	_, err = pnpmImport(t, repo, state, base, from)
 	wantRefusal(t, err, "index.js was edited")
 }
+
+// The operator's pnpm install in the source checkout at the base serves
+// the base without an import, and doctor's CheckSource accepts it; once
+// the checkout holds another commit's manifests both refuse.
+func TestPnpmSourceCheckout(t *testing.T) {
+	r, _, base, _ := pnpmRepo(t)
+	src := depstest.Worktree(t, r, base)
+	depstest.PnpmInstall(t, src)
+	ctx := context.Background()
+	repo, err := git.Open(ctx, src) // as doctor opens the source checkout
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := deps.Options{SourceDir: src, StateDir: t.TempDir(), Base: base, Candidate: base}
+	if err := deps.CheckSource(ctx, repo, o, []string{deps.Pnpm}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := deps.Prepare(ctx, repo, o, []string{deps.Pnpm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.Attach(ctx, deps.Pnpm, checkout(t, r, base))
+	if err != nil || v.Use == nil || v.Use.PreparedFor != base {
+		t.Fatalf("view %+v: %v", v, err)
+	}
+	v.Close()
+	p.Close()
+	depstest.WritePnpm(t, src, "pnpm-bump")
+	wantRefusal(t, deps.CheckSource(ctx, repo, o, []string{deps.Pnpm}), "package.json in "+src+" is not")
+	o.StateDir = t.TempDir()
+	p, err = deps.Prepare(ctx, repo, o, []string{deps.Pnpm})
+	wantRefusal(t, err, "the candidate and base "+base)
+	p.Close()
+}

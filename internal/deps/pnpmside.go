@@ -20,10 +20,11 @@ import (
 	"github.com/runmill/verify/pkg/rmerr"
 )
 
-// A pnpm install is only ever imported (runmill deps import --strategy
-// pnpm): pnpm ran outside verification on the commit's package.json and
+// A pnpm install is imported (runmill deps import --strategy pnpm): pnpm
+// ran outside verification on the commit's package.json and
 // pnpm-lock.yaml alone, in an empty directory, so the pull request's
-// .npmrc and pnpm-workspace.yaml were never read.
+// .npmrc and pnpm-workspace.yaml were never read. The base's may also be
+// the operator's install in the source checkout, as for npm.
 
 // pnpmSide is one commit's install, verified and cached: a checkout whose
 // pnpm-lock.yaml and package.json equal its commit's
@@ -86,14 +87,16 @@ func pnpmStore(from string) (string, error) {
 	return filepath.Dir(m.StoreDir), nil
 }
 
-// importPnpm verifies the install in from against commit's lockfile — its
-// package.json and pnpm-lock.yaml byte-equal to the commit's, then
-// checkPnpmInstall with pnpm's store — and imports node_modules into the
-// content-keyed cache (files into the shared object store).
-func importPnpm(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, from string, objs *objects) (*pnpmSide, error) {
+// validatePnpmAt checks the install in from (a directory where pnpm
+// installed commit's package.json and pnpm-lock.yaml: an operator's
+// directory, or the source checkout at the base) against commit's
+// lockfile: the manifests byte-equal to the commit's, then
+// checkPnpmInstall with the store pnpm recorded. It reads; it copies
+// nothing and runs no pnpm.
+func validatePnpmAt(ctx context.Context, repo *git.Repo, commit, from string) (pkg, lock []byte, err error) {
 	pkg, lock, l, err := pnpmFilesAt(ctx, repo, commit)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, f := range []struct {
 		name string
@@ -101,14 +104,25 @@ func importPnpm(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, 
 	}{{packageJSON, pkg}, {pnpmLockFile, lock}} {
 		got, err := bounded.ReadFile(filepath.Join(from, f.name), maxManifest)
 		if err != nil || !bytes.Equal(got, f.want) {
-			return nil, refuse(Pnpm, "%s in %s is not %s's (the install was made for another commit)", f.name, from, objectid.Short(commit))
+			return nil, nil, refuse(Pnpm, "%s in %s is not %s's (the install was made for another commit)", f.name, from, objectid.Short(commit))
 		}
 	}
 	store, err := pnpmStore(from)
 	if err != nil {
-		return nil, refuse(Pnpm, "%v", err)
+		return nil, nil, refuse(Pnpm, "%v", err)
 	}
 	if err := checkPnpmInstall(from, l, lock, store); err != nil {
+		return nil, nil, err
+	}
+	return pkg, lock, nil
+}
+
+// importPnpm verifies the install in from against commit's lockfile
+// (validatePnpmAt) and imports node_modules into the content-keyed cache
+// (files into the shared object store).
+func importPnpm(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, from string, objs *objects) (*pnpmSide, error) {
+	pkg, lock, err := validatePnpmAt(ctx, repo, commit, from)
+	if err != nil {
 		return nil, err
 	}
 	inputs := pnpmInputs(pkg, lock)
@@ -138,6 +152,10 @@ func preparePnpm(ctx context.Context, repo *git.Repo, o Options, rl roles, objs 
 		if err == nil {
 			side, err = loadPnpm(ctx, o.StateDir, commit, inputs, objs)
 		}
+		if err == nil && side == nil && commit == rl.base && o.SourceDir != "" && hasPnpmInstall(o.SourceDir) {
+			// The operator's pnpm install in the source checkout, at the base.
+			side, err = importPnpm(ctx, repo, o.StateDir, o.ScratchDir, commit, o.SourceDir, objs)
+		}
 		if err == nil && side == nil {
 			err = refuse(Pnpm, "%s", p.unprepared(commit))
 		}
@@ -151,6 +169,12 @@ func preparePnpm(ctx context.Context, repo *git.Repo, o Options, rl roles, objs 
 		p.sides = append(p.sides, side)
 	}
 	return p, nil
+}
+
+// hasPnpmInstall: dir holds a pnpm install (node_modules/.pnpm).
+func hasPnpmInstall(dir string) bool {
+	st, err := os.Lstat(filepath.Join(dir, nodeModules, ".pnpm"))
+	return err == nil && st.IsDir()
 }
 
 func (p *pnpmPrepared) serving(inputs map[string]string) *pnpmSide {
