@@ -15,7 +15,7 @@ import (
 
 // pnpmRepo is the pnpm sample with is-number 7.0.0 and ms 2.1.2 (the base)
 // and a candidate that bumps ms to 2.1.3.
-func pnpmRepo(t *testing.T) (r *gittest.Repo, repo *git.Repo, base, cand string) {
+func pnpmRepo(t testing.TB) (r *gittest.Repo, repo *git.Repo, base, cand string) {
 	t.Helper()
 	depstest.Need(t, "git")
 	r = gittest.New(t)
@@ -150,4 +150,32 @@ func TestPnpmSourceCheckout(t *testing.T) {
 	p, err = deps.Prepare(ctx, repo, o, []string{deps.Pnpm})
 	wantRefusal(t, err, "the candidate and base "+base)
 	p.Close()
+}
+
+// BenchmarkPnpmImportSecondSide imports the candidate (ms 2.1.2 -> 2.1.3)
+// into a cache holding the base: only ms 2.1.3's new bytes are copied.
+func BenchmarkPnpmImportSecondSide(b *testing.B) {
+	r, repo, base, cand := pnpmRepo(b)
+	baseFrom, candFrom := depstest.PnpmPrepare(b, r, base), depstest.PnpmPrepare(b, r, cand)
+	imp := func(state, commit, from string) deps.Imported {
+		i, err := deps.Import(context.Background(), repo, deps.ImportOptions{Strategy: deps.Pnpm, Commit: commit, From: from, StateDir: state})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return i
+	}
+	var copied, linked, total int64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		state := b.TempDir()
+		imp(state, base, baseFrom)
+		b.StartTimer()
+		c := imp(state, cand, candFrom)
+		total += c.Receipt.Bytes
+		copied += c.Copy.CopiedBytes
+		linked += c.Copy.LinkedBytes
+	}
+	b.ReportMetric(float64(total)/float64(b.N), "tree-B/op")
+	b.ReportMetric(float64(copied)/float64(b.N), "copied-B/op")
+	b.ReportMetric(float64(linked)/float64(b.N), "linked-B/op")
 }
