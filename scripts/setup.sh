@@ -130,7 +130,19 @@ go_toolchain() {
 	(cd / && go mod download "golang.org/toolchain@v0.0.1-$version.linux-$arch")
 }
 
+# pnpm: the pnpm strategy's tests install with pnpm's own CLI, from the npm
+# registry, at one exact version, into runmill-tools (RUNMILL_PNPM names
+# another; internal/deps/depstest.Pnpm finds it).
+pnpm_cli() {
+	local version=9.15.9 dir=${RUNMILL_TOOLS_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/runmill-tools}/pnpm
+	[ -n "${RUNMILL_PNPM:-}" ] && return 0
+	[ "$("$dir/node_modules/.bin/pnpm" --version 2>/dev/null)" = "$version" ] && return 0
+	echo "setup: installing pnpm $version from the npm registry into $dir" >&2
+	npm install --prefix "$dir" --no-audit --no-fund --ignore-scripts "pnpm@$version" >/dev/null
+}
+
 need_go
 install_pkgs
 check_node
 go_toolchain
+pnpm_cli

@@ -27,7 +27,7 @@ func newDepsImportCmd(runF func(context.Context, IO, *depsImportOptions) error) 
 	}
 	c := &command{
 		name:    "deps import",
-		usage:   "--repo DIR --commit REV --from DIR [--strategy npm|go-modules] [--out DIR]",
+		usage:   "--repo DIR --commit REV --from DIR [--strategy npm|go-modules|cargo|pnpm] [--out DIR]",
 		summary: "verify an install made for one commit against its lockfile and import it into the dependency cache",
 		long: `Imports, outside verification, an install an operator prepared for one commit so that
 verify can run that commit's checks on it (docs/dependencies.md):
@@ -57,6 +57,12 @@ verify can run that commit's checks on it (docs/dependencies.md):
               cargo vendor --versioned-dirs run from / with a CARGO_HOME of your own,
               never in a checkout of REV). Exactly REV's Cargo.lock crates are imported,
               each checked against its lockfile entry (docs/dependencies.md § Cargo).
+  pnpm        --from is a directory holding REV's package.json and pnpm-lock.yaml,
+              copied from git, where pnpm 9 installed them (isolated linker, user and
+              global configs empty files, scripts off), never a checkout of REV: its
+              .npmrc and pnpm-workspace.yaml are pnpm settings. Every package is checked
+              against the lockfile and every installed file against pnpm's store
+              (docs/dependencies.md § pnpm).
 
 The install is copied into the content-keyed cache under the state directory (--out,
 as for verify: pass the --out the verify that needs it uses; the directory is printed
@@ -71,8 +77,8 @@ reason) · 2 usage.`,
 		fs := newFlags(c, s)
 		fs.StringVar(&o.repo, "repo", "", "repository `DIR`")
 		fs.StringVar(&o.commit, "commit", "", "the commit `REV` the install was made for")
-		fs.StringVar(&o.from, "from", "", "the install `DIR` (npm: REV's package.json and package-lock.json after a confined npm ci; go-modules: a module cache; cargo: a directory source holding REV's Cargo.lock crates)")
-		fs.StringVar(&o.strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm, go-modules or cargo)")
+		fs.StringVar(&o.from, "from", "", "the install `DIR` (npm: REV's package.json and package-lock.json after a confined npm ci; go-modules: a module cache; cargo: a directory source holding REV's Cargo.lock crates; pnpm: REV's package.json and pnpm-lock.yaml after a confined pnpm install)")
+		fs.StringVar(&o.strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm, go-modules, cargo or pnpm)")
 		fs.StringVar(&o.out, "out", "", "state `DIR` (as for verify; default RUNMILL_STATE_DIR, else the user's state directory)")
 		if err := fs.parseStrict(args, "repo", "commit", "from"); err != nil {
 			return err

@@ -50,7 +50,7 @@ const (
 )
 
 // Strategies lists every strategy runmill knows, for messages.
-var Strategies = []string{NPM, GoModules, Cargo}
+var Strategies = []string{NPM, GoModules, Cargo, Pnpm}
 
 // Options say where the install is and where runmill keeps its cache.
 type Options struct {
@@ -105,6 +105,7 @@ type Prepared struct {
 	npm *npmPrepared
 	gom *goPrepared
 	crg *cargoPrepared
+	pn  *pnpmPrepared
 	// errs are the refusals of Prepare by strategy: a check of a strategy
 	// that failed gets its error from Attach, the others still run.
 	// Refusals of one commit's install live in the strategy's own errs.
@@ -174,6 +175,11 @@ func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string
 			if p.crg != nil {
 				perCommit = p.crg.errs
 			}
+		case Pnpm:
+			p.pn, err = preparePnpm(ctx, repo, o, rl, objs)
+			if p.pn != nil {
+				perCommit = p.pn.errs
+			}
 		default:
 			err = unknown(s)
 		}
@@ -223,6 +229,11 @@ func (p *Prepared) Receipts() []Receipt {
 	}
 	if p.crg != nil {
 		for _, s := range p.crg.sides {
+			out = append(out, s.receipt)
+		}
+	}
+	if p.pn != nil {
+		for _, s := range p.pn.sides {
 			out = append(out, s.receipt)
 		}
 	}
@@ -315,6 +326,11 @@ func (p *Prepared) Attach(ctx context.Context, strategy, dir string) (*View, err
 			return nil, fmt.Errorf("deps: cargo was not prepared")
 		}
 		return p.crg.attach(ctx, dir, p.views)
+	case Pnpm:
+		if p == nil || p.pn == nil {
+			return nil, fmt.Errorf("deps: pnpm was not prepared")
+		}
+		return p.pn.attach(ctx, dir, p.views, p.cow)
 	}
 	return nil, unknown(strategy)
 }
@@ -334,6 +350,8 @@ func refuse(strategy, format string, args ...any) *rmerr.Error {
 		return e.WithHint("run go mod download for the base outside verification (into the declared module cache), and start a fresh run")
 	case Cargo:
 		return e.WithHint("prepare the commit's Cargo.lock crates outside verification as a directory source and import them with runmill deps import --strategy cargo, and start a fresh run")
+	case Pnpm:
+		return e.WithHint("run pnpm install on the commit's package.json and pnpm-lock.yaml alone outside verification and import it with runmill deps import --strategy pnpm, and start a fresh run")
 	}
 	return e
 }

@@ -333,29 +333,35 @@ func (n *npmPrepared) attach(ctx context.Context, dir, views string, cow bool) (
 		}
 		return nil, n.missing(commit)
 	}
+	return nodeModulesView(ctx, r, NPM, dir, views, side.tree, side.receipt, side.commit, cow)
+}
+
+// nodeModulesView gives the checkout at dir (repository r) a view of the
+// cached node_modules tree: hard-linked beside the cache (same
+// filesystem), not in the checkout, and bound by the sandbox at
+// <checkout>/node_modules over an empty mount point made here.
+func nodeModulesView(ctx context.Context, r *git.Repo, strategy, dir, views, tree string, receipt Receipt, commit string, cow bool) (*View, error) {
+	nm := filepath.Join(dir, nodeModules)
 	ignored, err := r.Ignored(ctx, nodeModules+"/")
 	if err != nil {
 		return nil, err
 	}
 	if !ignored {
-		return nil, refuse(NPM, "node_modules/ is not ignored; add it to .gitignore so the verification-only install cannot enter the measured tree")
+		return nil, refuse(strategy, "node_modules/ is not ignored; add it to .gitignore so the verification-only install cannot enter the measured tree")
 	}
-	// The view is hard-linked beside the cache (same filesystem), not in
-	// the checkout, and the sandbox binds it at <checkout>/node_modules
-	// over an empty mount point made here.
 	if err := os.MkdirAll(views, 0o755); err != nil {
 		return nil, fmt.Errorf("making the views directory: %w", err)
 	}
-	made, err := os.MkdirTemp(views, "npm-")
+	made, err := os.MkdirTemp(views, strategy+"-")
 	if err != nil {
 		return nil, fmt.Errorf("making the node_modules view: %w", err)
 	}
 	v := &View{Mounts: []Mount{{Source: filepath.Join(made, nodeModules), Destination: nm}},
-		Exclude: []string{nodeModules}, Notes: []string{side.receipt.Note()}, made: made,
-		Use: side.receipt.use(side.commit)}
+		Exclude: []string{nodeModules}, Notes: []string{receipt.Note()}, made: made,
+		Use: receipt.use(commit)}
 	err = os.Chmod(made, 0o755) // MkdirTemp's 0700 would hide it from the sandbox user
 	if err == nil {
-		err = mirror(ctx, side.tree, v.Mounts[0].Source, linkFile)
+		err = mirror(ctx, tree, v.Mounts[0].Source, linkFile)
 	}
 	if err == nil && cow {
 		err = v.copyOnWrite()

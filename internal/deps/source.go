@@ -52,6 +52,8 @@ func CheckSource(ctx context.Context, repo *git.Repo, o Options, strategies []st
 			err = checkGo(ctx, repo, o)
 		case Cargo:
 			err = checkCargo(ctx, repo, o)
+		case Pnpm:
+			_, _, err = validatePnpmAt(ctx, repo, o.Base, o.SourceDir)
 		default:
 			err = unknown(s)
 		}

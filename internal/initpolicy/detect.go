@@ -276,6 +276,11 @@ func detectNode(fsys fs.FS, p *Plan) error {
 		if len(pj.Workspaces) > 0 && string(pj.Workspaces) != "null" {
 			p.Notes = append(p.Notes, "package.json declares npm workspaces: workspace links are refused by prepared dependencies (RM-VERIFY-005)")
 		}
+	case exists(fsys, "pnpm-lock.yaml"):
+		c.Spec.Dependencies = "pnpm"
+		c.Comment = append(c.Comment,
+			"dependencies: pnpm — node_modules is not in the checkout; the operator runs `pnpm install`",
+			"on each commit's package.json and pnpm-lock.yaml and imports it (docs/dependencies.md § pnpm).")
 	case exists(fsys, "yarn.lock") || exists(fsys, "pnpm-lock.yaml") || exists(fsys, "bun.lockb"):
 		c.Comment = append(c.Comment,
 			"No dependency strategy: runmill prepares npm (package-lock.json) only and does not",

@@ -70,6 +70,7 @@ func TestDetectAndRender(t *testing.T) {
 		{"mocha-no-lock", fstest.MapFS{"package.json": file(`{"scripts":{"test":"mocha"}}`)}, []string{"mocha"}, 1, nil},
 		{"mocha-workspaces", fstest.MapFS{"package.json": file(`{"scripts":{"test":"mocha"},"workspaces":["a"]}`), "package-lock.json": file("{}")}, []string{"mocha"}, 1, nil},
 		{"yarn", fstest.MapFS{"package.json": file(`{"devDependencies":{"vitest":"4"}}`), "yarn.lock": file("")}, []string{"vitest"}, 1, nil},
+		{"pnpm", fstest.MapFS{"package.json": file(`{"devDependencies":{"vitest":"4"}}`), "pnpm-lock.yaml": file("lockfileVersion: '9.0'\n")}, []string{"vitest"}, 0, nil},
 		{"npm-test-unknown", fstest.MapFS{"package.json": file(`{"scripts":{"test":"ava"}}`)}, []string{"npm-test"}, 1, nil},
 		{"npm-default", fstest.MapFS{"package.json": file(`{"scripts":{"test":"echo \"Error: no test specified\" && exit 1"}}`)}, nil, 1, nil},
 		{"package-json-broken", fstest.MapFS{"package.json": file(`{`)}, nil, 1, nil},

@@ -188,3 +188,76 @@ func CargoCrates(t testing.TB, crates ...string) string {
 	}
 	return dir
 }
+
+// Pnpm is the pnpm CLI scripts/setup.sh installs from the npm registry
+// ($RUNMILL_PNPM, else pnpm under $RUNMILL_TOOLS_DIR or the user's cache's
+// runmill-tools, as scripts/setup.sh puts it); it skips
+// (fails with CI=true) when it is missing.
+func Pnpm(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("RUNMILL_PNPM")
+	if p == "" {
+		tools := os.Getenv("RUNMILL_TOOLS_DIR")
+		if tools == "" {
+			cache, err := os.UserCacheDir()
+			testreq.Need(t, err == nil, "no user cache directory to find pnpm in: %v", err)
+			tools = filepath.Join(cache, "runmill-tools")
+		}
+		p = filepath.Join(tools, "pnpm", "node_modules", ".bin", "pnpm")
+	}
+	_, err := os.Stat(p)
+	testreq.Need(t, err == nil, "pnpm is not installed at %s (scripts/setup.sh installs it; RUNMILL_PNPM names another)", p)
+	return p
+}
+
+// PnpmInstall runs pnpm install --frozen-lockfile in dir with a store of
+// its own and the user and global configs empty, as the operator does
+// outside verification, and returns the store directory.
+func PnpmInstall(t testing.TB, dir string) string {
+	t.Helper()
+	testreq.Slow(t, "pnpm install fetches from the npm registry")
+	Need(t, "node")
+	pnpm := Pnpm(t)
+	store := filepath.Join(t.TempDir(), "store")
+	empty := filepath.Join(t.TempDir(), "empty-rc")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	Run(t, dir, []string{"npm_config_userconfig=" + empty, "npm_config_globalconfig=" + empty},
+		pnpm, "install", "--frozen-lockfile", "--ignore-scripts", "--store-dir", store)
+	return store
+}
+
+// WritePnpm writes package.json and pnpm-lock.yaml of a pnpm sample
+// ("pnpm-basic": is-number 7.0.0 and ms 2.1.2) into dir.
+func WritePnpm(t testing.TB, dir, sample string) {
+	t.Helper()
+	for _, f := range []string{"package.json", "pnpm-lock.yaml"} {
+		b, err := os.ReadFile(filepath.Join(testdata(t), sample, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// PnpmPrepare is what an operator does for one commit of r outside
+// verification: its package.json and pnpm-lock.yaml alone, from git, in
+// an empty directory, installed by pnpm. It returns the directory.
+func PnpmPrepare(t testing.TB, r *gittest.Repo, commit string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"package.json", "pnpm-lock.yaml"} {
+		b, err := exec.Command("git", "-C", r.Dir, "show", commit+":"+f).Output()
+		if err != nil {
+			t.Fatalf("git show %s:%s: %v", commit, f, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	PnpmInstall(t, dir)
+	return dir
+}
