@@ -71,8 +71,8 @@ reason) · 2 usage.`,
 		fs := newFlags(c, s)
 		fs.StringVar(&o.repo, "repo", "", "repository `DIR`")
 		fs.StringVar(&o.commit, "commit", "", "the commit `REV` the install was made for")
-		fs.StringVar(&o.from, "from", "", "the install `DIR` (npm: REV's package.json and package-lock.json after a confined npm ci; go-modules: a module cache; cargo: a directory source holding REV's Cargo.lock crates)")
-		fs.StringVar(&o.strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm, go-modules or cargo)")
+		fs.StringVar(&o.from, "from", "", "the install `DIR` (npm: REV's package.json and package-lock.json after a confined npm ci; go-modules: a module cache; cargo: a directory source holding REV's Cargo.lock crates; yarn: where yarn installed REV's package.json and yarn.lock)")
+		fs.StringVar(&o.strategy, "strategy", deps.NPM, "dependency `STRATEGY` (npm, go-modules, cargo or yarn)")
 		fs.StringVar(&o.out, "out", "", "state `DIR` (as for verify; default RUNMILL_STATE_DIR, else the user's state directory)")
 		if err := fs.parseStrict(args, "repo", "commit", "from"); err != nil {
 			return err

@@ -33,6 +33,8 @@ func Diff(ctx context.Context, repo *git.Repo, strategy, from, to string) (evide
 		read = func(c string) (map[string]string, error) { return goVersions(ctx, repo, c) }
 	case Cargo:
 		read = func(c string) (map[string]string, error) { return cargoVersions(ctx, repo, c) }
+	case Yarn:
+		read = func(c string) (map[string]string, error) { return yarnVersions(ctx, repo, c) }
 	default:
 		return d, unknown(strategy)
 	}

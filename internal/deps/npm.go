@@ -333,12 +333,24 @@ func (n *npmPrepared) attach(ctx context.Context, dir, views string, cow bool) (
 		}
 		return nil, n.missing(commit)
 	}
+	return nodeModulesView(ctx, NPM, r, dir, views, cow, side.tree, side.receipt, side.commit)
+}
+
+// nodeModulesView is a checkout's node_modules: the cached install tree,
+// hard-linked into a view beside the cache and bound read-only (or
+// copy-on-write) at <checkout>/node_modules, for a commit that ignores
+// node_modules. npm and yarn installs are offered the same way.
+func nodeModulesView(ctx context.Context, strategy string, r *git.Repo, dir, views string, cow bool, tree string, receipt Receipt, commit string) (*View, error) {
+	nm := filepath.Join(dir, nodeModules)
+	if _, err := os.Lstat(nm); err == nil {
+		return nil, refuse(strategy, "the commit tracks node_modules; remove it from the repository and ignore it")
+	}
 	ignored, err := r.Ignored(ctx, nodeModules+"/")
 	if err != nil {
 		return nil, err
 	}
 	if !ignored {
-		return nil, refuse(NPM, "node_modules/ is not ignored; add it to .gitignore so the verification-only install cannot enter the measured tree")
+		return nil, refuse(strategy, "node_modules/ is not ignored; add it to .gitignore so the verification-only install cannot enter the measured tree")
 	}
 	// The view is hard-linked beside the cache (same filesystem), not in
 	// the checkout, and the sandbox binds it at <checkout>/node_modules
@@ -346,16 +358,16 @@ func (n *npmPrepared) attach(ctx context.Context, dir, views string, cow bool) (
 	if err := os.MkdirAll(views, 0o755); err != nil {
 		return nil, fmt.Errorf("making the views directory: %w", err)
 	}
-	made, err := os.MkdirTemp(views, "npm-")
+	made, err := os.MkdirTemp(views, strategy+"-")
 	if err != nil {
 		return nil, fmt.Errorf("making the node_modules view: %w", err)
 	}
 	v := &View{Mounts: []Mount{{Source: filepath.Join(made, nodeModules), Destination: nm}},
-		Exclude: []string{nodeModules}, Notes: []string{side.receipt.Note()}, made: made,
-		Use: side.receipt.use(side.commit)}
+		Exclude: []string{nodeModules}, Notes: []string{receipt.Note()}, made: made,
+		Use: receipt.use(commit)}
 	err = os.Chmod(made, 0o755) // MkdirTemp's 0700 would hide it from the sandbox user
 	if err == nil {
-		err = mirror(ctx, side.tree, v.Mounts[0].Source, linkFile)
+		err = mirror(ctx, tree, v.Mounts[0].Source, linkFile)
 	}
 	if err == nil && cow {
 		err = v.copyOnWrite()

@@ -337,7 +337,8 @@ type ImportOptions struct {
 	// From is the install: for npm a checkout of Commit where npm ci ran
 	// (its package.json, package-lock.json and node_modules); for
 	// go-modules a module cache holding Commit's go.sum modules; for cargo
-	// a directory source holding Commit's Cargo.lock crates.
+	// a directory source holding Commit's Cargo.lock crates; for yarn the
+	// directory where yarn installed Commit's package.json and yarn.lock.
 	From string
 	// StateDir is runmill's machine-local state (the cache's home).
 	StateDir string
@@ -376,6 +377,12 @@ func Import(ctx context.Context, repo *git.Repo, o ImportOptions) (Imported, err
 		return Imported{Receipt: s.receipt, Copy: objs.stats()}, nil
 	case Cargo:
 		s, err := importCargo(ctx, repo, o.StateDir, "", o.Commit, o.From, objs)
+		if err != nil {
+			return Imported{}, err
+		}
+		return Imported{Receipt: s.receipt, Copy: objs.stats()}, nil
+	case Yarn:
+		s, err := importYarn(ctx, repo, o.StateDir, "", o.Commit, o.From, objs)
 		if err != nil {
 			return Imported{}, err
 		}

@@ -94,11 +94,11 @@ type HarnessExpectation struct {
 }
 
 // LockfileNames are the dependency files Expectations.Lockfiles covers.
-var LockfileNames = []string{"package.json", "package-lock.json", "go.sum", "Cargo.lock"}
+var LockfileNames = []string{"package.json", "package-lock.json", "go.sum", "Cargo.lock", "yarn.lock"}
 
 // dependencyLockfile is the file of a strategy's key that must equal the
 // run commit's own.
-var dependencyLockfile = map[string]string{"npm": "package-lock.json", "go-modules": "go.sum", "cargo": "Cargo.lock"}
+var dependencyLockfile = map[string]string{"npm": "package-lock.json", "go-modules": "go.sum", "cargo": "Cargo.lock", "yarn": "yarn.lock"}
 
 // PolicyExpectation is which policy bytes must have governed the run.
 type PolicyExpectation struct {

@@ -1,0 +1,153 @@
+package deps_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/runmill/verify/internal/deps"
+	"github.com/runmill/verify/internal/deps/depstest"
+	"github.com/runmill/verify/internal/git"
+	"github.com/runmill/verify/internal/gittest"
+)
+
+// yarnRepo is the yarn sample of flavour at ms 2.1.2 (the base) and a
+// candidate at ms 2.1.3.
+func yarnRepo(t *testing.T, flavour string) (r *gittest.Repo, repo *git.Repo, base, cand string) {
+	t.Helper()
+	depstest.Need(t, "git")
+	r = gittest.New(t)
+	depstest.WriteYarn(t, r, flavour, "2.1.2")
+	base = r.Commit("base")
+	depstest.WriteYarn(t, r, flavour, "2.1.3")
+	cand = r.Commit("bump ms to 2.1.3")
+	repo, err := git.Open(context.Background(), r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, repo, base, cand
+}
+
+func yarnImport(repo *git.Repo, state, commit, from string) (deps.Imported, error) {
+	return deps.Import(context.Background(), repo, deps.ImportOptions{Strategy: deps.Yarn, Commit: commit, From: from, StateDir: state})
+}
+
+// Real installs by yarn 1 and by Berry's node-modules linker, from the
+// npm registry: each side imported for its commit and verified against
+// its yarn.lock; the second side copies only what changed (ms), each
+// checkout gets the install of its own lockfile, and the diff names ms.
+func TestYarnBothSides(t *testing.T) {
+	for _, flavour := range []string{"classic", "berry"} {
+		t.Run(flavour, func(t *testing.T) {
+			r, repo, base, cand := yarnRepo(t, flavour)
+			state := t.TempDir()
+			b, err := yarnImport(repo, state, base, depstest.YarnInstall(t, r.Dir, base, flavour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := yarnImport(repo, state, cand, depstest.YarnInstall(t, r.Dir, cand, flavour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Copy.CopiedBytes == 0 || c.Copy.LinkedBytes == 0 || c.Copy.CopiedBytes >= b.Copy.CopiedBytes {
+				t.Fatalf("the candidate's import copied %+v after the base's %+v: is-number is shared", c.Copy, b.Copy)
+			}
+			p, err := deps.Prepare(context.Background(), repo, deps.Options{StateDir: state, Base: base, Candidate: cand}, []string{deps.Yarn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			for commit, ms := range map[string]string{base: "2.1.2", cand: "2.1.3"} {
+				dir := checkout(t, r, commit)
+				v, err := p.Attach(context.Background(), deps.Yarn, dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := os.ReadFile(filepath.Join(v.Mounts[0].Source, "ms", "package.json"))
+				if err != nil || !strings.Contains(string(got), `"version": "`+ms+`"`) {
+					t.Errorf("%s's view has ms %s: %v", commit, got, err)
+				}
+				if v.Use == nil || v.Use.PreparedFor != commit || v.Use.Strategy != deps.Yarn {
+					t.Errorf("use %+v", v.Use)
+				}
+				v.Close()
+			}
+			d, err := deps.Diff(context.Background(), repo, deps.Yarn, base, cand)
+			if err != nil || len(d.Changes) != 1 || d.Changes[0].Name != "ms" || d.Changes[0].From != "2.1.2" || d.Changes[0].To != "2.1.3" {
+				t.Fatalf("diff %+v, %v", d, err)
+			}
+		})
+	}
+}
+
+// What the import refuses: the base's install offered as the candidate's,
+// an installed version edited, a package yarn.lock does not name, and a
+// lockfile yarn rewrote.
+func TestYarnImportRefuses(t *testing.T) {
+	for _, flavour := range []string{"classic", "berry"} {
+		t.Run(flavour, func(t *testing.T) {
+			r, repo, base, cand := yarnRepo(t, flavour)
+			install := depstest.YarnInstall(t, r.Dir, base, flavour)
+			fresh := func() string {
+				t.Helper()
+				dst := t.TempDir()
+				depstest.Run(t, "/", nil, "cp", "-a", install+"/.", dst)
+				return dst
+			}
+			for _, tc := range []struct {
+				name   string
+				commit string
+				edit   func(dir string)
+				want   string
+			}{
+				{"another commit's install", cand, func(string) {}, "differs from"},
+				{"an edited version", base, func(dir string) {
+					p := filepath.Join(dir, "node_modules", "ms", "package.json")
+					b, _ := os.ReadFile(p)
+					os.WriteFile(p, []byte(strings.Replace(string(b), `"version": "2.1.2"`, `"version": "2.1.3"`, 1)), 0o644)
+				}, "node_modules/ms is installed at 2.1.3, which yarn.lock does not resolve"},
+				{"an extra package", base, func(dir string) {
+					os.MkdirAll(filepath.Join(dir, "node_modules", "planted"), 0o755)
+					os.WriteFile(filepath.Join(dir, "node_modules", "planted", "package.json"), []byte(`{"version":"1.0.0"}`), 0o644)
+				}, "node_modules/planted is installed at 1.0.0"},
+				{"a missing package", base, func(dir string) {
+					os.RemoveAll(filepath.Join(dir, "node_modules", "is-number"))
+				}, "is-number@7.0.0 is in yarn.lock but not installed"},
+				{"a link out", base, func(dir string) {
+					os.Symlink("/etc", filepath.Join(dir, "node_modules", "etc"))
+				}, `links to "/etc"`},
+				{"a rewritten lockfile", base, func(dir string) {
+					f, _ := os.OpenFile(filepath.Join(dir, "yarn.lock"), os.O_APPEND|os.O_WRONLY, 0)
+					f.WriteString("\n")
+					f.Close()
+				}, "yarn.lock in"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					dir := fresh()
+					tc.edit(dir)
+					_, err := yarnImport(repo, t.TempDir(), tc.commit, dir)
+					wantRefusal(t, err, tc.want)
+				})
+			}
+		})
+	}
+}
+
+// Only the base imported: the candidate's checkout is refused naming it
+// and the exact command that prepares it.
+func TestYarnCandidateUnprepared(t *testing.T) {
+	r, repo, base, cand := yarnRepo(t, "classic")
+	state := t.TempDir()
+	if _, err := yarnImport(repo, state, base, depstest.YarnInstall(t, r.Dir, base, "classic")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := deps.Prepare(context.Background(), repo, deps.Options{StateDir: state, Base: base, Candidate: cand, SourceDir: r.Dir}, []string{deps.Yarn})
+	wantRefusal(t, err, "the candidate "+cand)
+	defer p.Close()
+	_, err = p.Attach(context.Background(), deps.Yarn, checkout(t, r, cand))
+	for _, want := range []string{"the candidate " + cand, "YARN_IGNORE_PATH=1", "runmill deps import --strategy yarn --repo " + r.Dir + " --commit " + cand + " --out " + state + " --from DIR"} {
+		wantRefusal(t, err, want)
+	}
+}
