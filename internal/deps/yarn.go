@@ -43,7 +43,8 @@ type yarnSide struct {
 	lock    []byte
 	deps    string
 	receipt Receipt
-	tree    string // the cached node_modules
+	tree    string // the cached node_modules; with pnp, .pnp.cjs and .yarn/cache
+	pnp     bool
 }
 
 type yarnPrepared struct {
@@ -102,12 +103,15 @@ func importYarn(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, 
 			return nil, refuse(Yarn, "%s in %s differs from %s's (yarn changed the lockfile, or the directory holds another commit's install); run yarn with --frozen-lockfile (classic) or --immutable (Berry)", f.name, from, objectid.Short(commit))
 		}
 	}
+	if l.Berry && isPnP(from) {
+		return importYarnPnP(ctx, repo, stateDir, scratch, commit, from, pkg, lock, deps, l, objs)
+	}
 	nm := filepath.Join(from, nodeModules)
 	st, err := os.Lstat(nm)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if l.Berry {
-			return nil, refuse(Yarn, "no install: %s is missing (Plug'n'Play installs are not supported yet; set nodeLinker: node-modules in the operator's .yarnrc.yml)", nm)
+			return nil, refuse(Yarn, "no install: neither %s nor %s (Plug'n'Play) is there", nm, filepath.Join(from, pnpFile))
 		}
 		return nil, refuse(Yarn, "no install: %s is missing", nm)
 	case err != nil:
@@ -141,6 +145,45 @@ func importYarn(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, 
 		return nil, err
 	}
 	return &yarnSide{commit: commit, lock: lock, deps: deps, receipt: r, tree: tree}, nil
+}
+
+// importYarnPnP imports a Plug'n'Play install (yarnpnp.go).
+func importYarnPnP(ctx context.Context, repo *git.Repo, stateDir, scratch, commit, from string, pkg, lock []byte, deps string, l *yarnLock, objs *objects) (*yarnSide, error) {
+	rt, err := hostNode(ctx)
+	if err != nil {
+		return nil, refuse(Yarn, "cannot learn the platform and Node ABI the sandbox runs: %v", err)
+	}
+	b, err := readFileCapped(filepath.Join(from, pnpFile))
+	if err != nil {
+		return nil, refuse(Yarn, "reading %s: %v", pnpFile, err)
+	}
+	_, runtime, err := pnpState(b)
+	if err != nil {
+		return nil, refuse(Yarn, "%s in %s: %v", pnpFile, from, err)
+	}
+	inputs := yarnInputs(pkg, lock, rt)
+	inputs["linker"], inputs["pnp_runtime"] = "pnp", digest.Of(runtime)
+	tree, r, err := entry(ctx, stateDir, scratch, Yarn, inputs, objs, func(dst string) error {
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			return err
+		}
+		if err := importPnP(ctx, from, dst, objs.file); err != nil {
+			return err
+		}
+		// The runtime that was checked is the one hashed into the key.
+		got, err := checkPnP(dst, l)
+		if err == nil && got != inputs["pnp_runtime"] {
+			err = refuse(Yarn, "%s changed while it was imported", pnpFile)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := writeIndex(stateDir, Yarn, commit, r.Key); err != nil {
+		return nil, err
+	}
+	return &yarnSide{commit: commit, lock: lock, deps: deps, receipt: r, tree: tree, pnp: true}, nil
 }
 
 // yarnInstalled is one package directory found under node_modules.
@@ -338,7 +381,7 @@ func loadYarn(ctx context.Context, repo *git.Repo, stateDir, commit string, pkg,
 	if err != nil {
 		return nil, refuse(Yarn, "cannot learn the platform and Node ABI the sandbox runs: %v", err)
 	}
-	for k, v := range yarnInputs(pkg, lock, rt) {
+	for k, v := range yarnInputs(pkg, lock, rt) { // linker and pnp_runtime are the import's own
 		if inputs[k] != v {
 			return nil, refuse(Yarn, "the install imported for %s is stale: its %s is %s, the commit's (or this host's) %s", objectid.Short(commit), k, inputs[k], v)
 		}
@@ -347,7 +390,7 @@ func loadYarn(ctx context.Context, repo *git.Repo, stateDir, commit string, pkg,
 	if err != nil {
 		return nil, err
 	}
-	return &yarnSide{commit: commit, lock: lock, deps: deps, receipt: r, tree: filepath.Join(dir, "tree")}, nil
+	return &yarnSide{commit: commit, lock: lock, deps: deps, receipt: r, tree: filepath.Join(dir, "tree"), pnp: inputs["linker"] == "pnp"}, nil
 }
 
 // atCommit names the commit in a refusal and the command that prepares
@@ -399,6 +442,9 @@ func (y *yarnPrepared) attach(ctx context.Context, dir, views string, cow bool) 
 	side := y.serving(lock, deps)
 	if side == nil {
 		return nil, y.atCommit(commit, refuse(Yarn, "yarn.lock differs from the base's and no install was prepared for it"))
+	}
+	if side.pnp {
+		return pnpView(ctx, r, commit, dir, side)
 	}
 	return nodeModulesView(ctx, Yarn, r, dir, views, cow, side.tree, side.receipt, side.commit)
 }

@@ -39,7 +39,7 @@ func yarnImport(repo *git.Repo, state, commit, from string) (deps.Imported, erro
 // its yarn.lock; the second side copies only what changed (ms), each
 // checkout gets the install of its own lockfile, and the diff names ms.
 func TestYarnBothSides(t *testing.T) {
-	for _, flavour := range []string{"classic", "berry"} {
+	for _, flavour := range []string{"classic", "berry", "pnp"} {
 		t.Run(flavour, func(t *testing.T) {
 			r, repo, base, cand := yarnRepo(t, flavour)
 			state := t.TempDir()
@@ -65,9 +65,19 @@ func TestYarnBothSides(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := os.ReadFile(filepath.Join(v.Mounts[0].Source, "ms", "package.json"))
-				if err != nil || !strings.Contains(string(got), `"version": "`+ms+`"`) {
-					t.Errorf("%s's view has ms %s: %v", commit, got, err)
+				if flavour == "pnp" {
+					// The zips at .yarn/cache, and the commit's own
+					// .pnp.cjs at the root, naming that ms.
+					zips, _ := filepath.Glob(filepath.Join(v.Mounts[0].Source, "ms-npm-"+ms+"-*.zip"))
+					pnp, err := os.ReadFile(filepath.Join(dir, ".pnp.cjs"))
+					if len(zips) != 1 || v.Mounts[0].Destination != filepath.Join(dir, ".yarn", "cache") || err != nil || !strings.Contains(string(pnp), `"npm:`+ms+`"`) {
+						t.Errorf("%s's view: zips %v at %s, .pnp.cjs %v", commit, zips, v.Mounts[0].Destination, err)
+					}
+				} else {
+					got, err := os.ReadFile(filepath.Join(v.Mounts[0].Source, "ms", "package.json"))
+					if err != nil || !strings.Contains(string(got), `"version": "`+ms+`"`) {
+						t.Errorf("%s's view has ms %s: %v", commit, got, err)
+					}
 				}
 				if v.Use == nil || v.Use.PreparedFor != commit || v.Use.Strategy != deps.Yarn {
 					t.Errorf("use %+v", v.Use)
@@ -149,5 +159,56 @@ func TestYarnCandidateUnprepared(t *testing.T) {
 	_, err = p.Attach(context.Background(), deps.Yarn, checkout(t, r, cand))
 	for _, want := range []string{"the candidate " + cand, "YARN_IGNORE_PATH=1", "runmill deps import --strategy yarn --repo " + r.Dir + " --commit " + cand + " --out " + state + " --from DIR"} {
 		wantRefusal(t, err, want)
+	}
+}
+
+// What a Plug'n'Play import refuses: a zip that is not the lockfile's, a
+// zip no package is in, a .pnp.cjs that maps a package elsewhere.
+func TestYarnPnPRefuses(t *testing.T) {
+	r, repo, base, _ := yarnRepo(t, "pnp")
+	install := depstest.YarnInstall(t, r.Dir, base, "pnp")
+	zip := func(dir, name string) string {
+		t.Helper()
+		m, _ := filepath.Glob(filepath.Join(dir, ".yarn", "cache", name+"-npm-*.zip"))
+		if len(m) != 1 {
+			t.Fatalf("zips of %s: %v", name, m)
+		}
+		return m[0]
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(dir string)
+		want string
+	}{
+		{"an edited zip", func(dir string) {
+			f, _ := os.OpenFile(zip(dir, "ms"), os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("x")
+			f.Close()
+		}, "yarn.lock's checksum is 10c0/"},
+		{"an extra zip", func(dir string) {
+			b, _ := os.ReadFile(zip(dir, "ms"))
+			os.WriteFile(filepath.Join(dir, ".yarn", "cache", "planted-npm-1.0.0-0-0.zip"), b, 0o644)
+		}, "planted-npm-1.0.0-0-0.zip is in the cache but no package of yarn.lock is in it"},
+		{"a package mapped elsewhere", func(dir string) {
+			p := filepath.Join(dir, ".pnp.cjs")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), `/node_modules/ms/",`, `/node_modules/is-number/",`, 1)), 0o644)
+		}, "not inside its zip"},
+		{"a package the lockfile lacks", func(dir string) {
+			p := filepath.Join(dir, ".pnp.cjs")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), `["npm:2.1.2", {`, `["npm:2.1.9", {`, 1)), 0o644)
+		}, "ms@npm:2.1.9 is in .pnp.cjs but not in yarn.lock"},
+		{"unplugged packages", func(dir string) {
+			os.MkdirAll(filepath.Join(dir, ".yarn", "unplugged"), 0o755)
+		}, "unplugged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			depstest.Run(t, "/", nil, "cp", "-a", install+"/.", dir)
+			tc.edit(dir)
+			_, err := yarnImport(repo, t.TempDir(), base, dir)
+			wantRefusal(t, err, tc.want)
+		})
 	}
 }

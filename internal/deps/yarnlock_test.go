@@ -154,3 +154,16 @@ func FuzzParseYarnLock(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPnPState: the .pnp.cjs state reader never panics, and what it
+// accepts leaves a runtime shorter than the input.
+func FuzzPnPState(f *testing.F) {
+	f.Add([]byte("x\nconst RAW_RUNTIME_STATE =\n'{\\\n  \"packageRegistryData\": [[null, [[null, {\"packageLocation\": \"./\", \"linkType\": \"SOFT\"}]]]]\\\n}';\ny\n"))
+	f.Add([]byte("const RAW_RUNTIME_STATE =\n'{}\\q';\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, runtime, err := pnpState(b)
+		if err == nil && len(runtime) >= len(b) {
+			t.Fatalf("accepted %q leaving the runtime %q", b, runtime)
+		}
+	})
+}

@@ -19,16 +19,17 @@ import (
 // The yarn strategy through Verify: is-number and ms from the npm
 // registry, installed per commit outside verification by yarn 1 or by
 // Berry's node-modules linker (depstest.YarnInstall) and imported for that
-// commit; node:test runs in the sandbox with the network off.
+// commit; node:test runs in the sandbox with the network off. Under
+// Plug'n'Play node loads the prepared .pnp.cjs first, as yarn run does.
 const yarnPolicy = `checks:
   - id: unit
-    run: node --test --test-reporter=junit --test-reporter-destination=reports/unit.xml
+    run: node $REQUIRE--test --test-reporter=junit --test-reporter-destination=reports/unit.xml
     dependencies: yarn
     report: {path: reports/unit.xml, format: junit}
 `
 
 func TestVerifyYarn(t *testing.T) {
-	for _, flavour := range []string{"classic", "berry"} {
+	for _, flavour := range []string{"classic", "berry", "pnp"} {
 		t.Run(flavour, func(t *testing.T) { verifyYarn(t, flavour) })
 	}
 }
@@ -37,7 +38,11 @@ func verifyYarn(t *testing.T, flavour string) {
 	depstest.Need(t, "node")
 	r := gittest.New(t)
 	depstest.WriteYarn(t, r, flavour, "2.1.2")
-	r.Write(".runmill/checks.yaml", yarnPolicy)
+	require := ""
+	if flavour == "pnp" {
+		require = "-r ./.pnp.cjs "
+	}
+	r.Write(".runmill/checks.yaml", strings.ReplaceAll(yarnPolicy, "$REQUIRE", require))
 	base := r.Commit("base")
 	pol := operatorPolicy(t, "verification:\n  fail_on_skipped_check: true\n")
 	state := t.TempDir()
@@ -115,6 +120,9 @@ func verifyYarn(t *testing.T, flavour string) {
 	t.Run("an edited installed file", func(t *testing.T) {
 		var index string
 		filepath.WalkDir(filepath.Join(state, "deps", deps.Yarn), func(p string, d fs.DirEntry, err error) error {
+			if flavour == "pnp" && strings.HasPrefix(filepath.Base(p), "ms-npm-2.1.3-") {
+				index = p // the zip
+			}
 			if strings.HasSuffix(p, filepath.Join("tree", "ms", "index.js")) && index == "" {
 				b, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "package.json"))
 				if strings.Contains(string(b), `"version": "2.1.3"`) {
@@ -124,7 +132,7 @@ func verifyYarn(t *testing.T, flavour string) {
 			return err
 		})
 		if index == "" {
-			t.Fatal("no cached ms 2.1.3 index.js")
+			t.Fatal("no cached ms 2.1.3")
 		}
 		os.Chmod(index, 0o644)
 		if err := os.WriteFile(index, []byte("module.exports = () => 604800000;\n"), 0o644); err != nil {

@@ -40,10 +40,14 @@ func YarnBin(t testing.TB, flavour string) string {
 	return p
 }
 
-// WriteYarn writes the sample at ms version ms ("2.1.2" or "2.1.3") with
-// flavour's yarn.lock, the test, and a .gitignore with node_modules/.
+// WriteYarn writes the sample at ms version ms ("2.0.0", "2.1.2" or
+// "2.1.3") with flavour's yarn.lock ("pnp" is Berry's), the test, and a
+// .gitignore with node_modules/, .pnp.* and .yarn/.
 func WriteYarn(t testing.TB, r *gittest.Repo, flavour, ms string) {
 	t.Helper()
+	if flavour == "pnp" {
+		flavour = "berry"
+	}
 	src := filepath.Join(testdata(t), "yarn-sample")
 	for dst, from := range map[string]string{
 		"package.json":    "package-" + ms + ".json",
@@ -63,13 +67,17 @@ func WriteYarn(t testing.TB, r *gittest.Repo, flavour, ms string) {
 // the repository at dir) into a new directory, as the operator does
 // outside verification: the operator's yarn, HOME and configuration
 // fixed, the repository's own yarnPath ignored, scripts off, the lockfile
-// frozen. Berry gets the operator's .yarnrc.yml (nodeLinker, a project
-// cache). It returns the directory for runmill deps import --from.
+// frozen. Berry ("berry", "pnp") gets the operator's .yarnrc.yml
+// (nodeLinker node-modules or pnp, a project cache). It returns the directory for runmill deps import --from.
 func YarnInstall(t testing.TB, repoDir, commit, flavour string) string {
 	t.Helper()
 	testreq.Slow(t, "yarn install fetches from the registry")
 	Need(t, "node", "git")
-	yarn := YarnBin(t, flavour)
+	bin := flavour
+	if bin == "pnp" {
+		bin = "berry"
+	}
+	yarn := YarnBin(t, bin)
 	dir := t.TempDir()
 	for _, f := range []string{"package.json", "yarn.lock"} {
 		b := Run(t, repoDir, nil, "git", "show", commit+":"+f)
@@ -81,11 +89,15 @@ func YarnInstall(t testing.TB, repoDir, commit, flavour string) string {
 	if err := os.Mkdir(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"HOME=" + home, "YARN_IGNORE_PATH=1", "YARN_ENABLE_SCRIPTS=0", "YARN_ENABLE_TELEMETRY=0", "YARN_CACHE_FOLDER=" + filepath.Join(home, "cache")}
+	env := []string{"HOME=" + home, "YARN_IGNORE_PATH=1", "YARN_ENABLE_SCRIPTS=0", "YARN_ENABLE_TELEMETRY=0"}
 	if flavour == "classic" {
 		Run(t, dir, env, yarn, "install", "--frozen-lockfile", "--ignore-scripts", "--no-default-rc", "--non-interactive")
 	} else {
-		if err := os.WriteFile(filepath.Join(dir, ".yarnrc.yml"), []byte("nodeLinker: node-modules\nenableGlobalCache: false\n"), 0o644); err != nil {
+		linker := "node-modules"
+		if flavour == "pnp" {
+			linker = "pnp"
+		}
+		if err := os.WriteFile(filepath.Join(dir, ".yarnrc.yml"), []byte("nodeLinker: "+linker+"\nenableGlobalCache: false\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		Run(t, dir, env, yarn, "install", "--immutable")
