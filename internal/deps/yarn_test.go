@@ -212,3 +212,44 @@ func TestYarnPnPRefuses(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkYarnImportSecondSide: the candidate's install (ms 2.1.3 beside
+// is-number 7.0.0) imported into a cache holding the base's (ms 2.1.2),
+// for each linker; docs/benchmarks.md § Prepared dependencies for both
+// sides. The installs are made once, outside the timer.
+func BenchmarkYarnImportSecondSide(b *testing.B) {
+	for _, flavour := range []string{"classic", "berry", "pnp"} {
+		b.Run(flavour, func(b *testing.B) {
+			depstest.Need(b, "git")
+			r := gittest.New(b)
+			depstest.WriteYarn(b, r, flavour, "2.1.2")
+			base := r.Commit("base")
+			depstest.WriteYarn(b, r, flavour, "2.1.3")
+			cand := r.Commit("bump ms")
+			repo, err := git.Open(context.Background(), r.Dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			baseFrom, candFrom := depstest.YarnInstall(b, r.Dir, base, flavour), depstest.YarnInstall(b, r.Dir, cand, flavour)
+			var copied, linked, total int64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				state := b.TempDir()
+				if _, err := yarnImport(repo, state, base, baseFrom); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				c, err := yarnImport(repo, state, cand, candFrom)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += c.Receipt.Bytes
+				copied += c.Copy.CopiedBytes
+				linked += c.Copy.LinkedBytes
+			}
+			b.ReportMetric(float64(total)/float64(b.N), "tree-B/op")
+			b.ReportMetric(float64(copied)/float64(b.N), "copied-B/op")
+			b.ReportMetric(float64(linked)/float64(b.N), "linked-B/op")
+		})
+	}
+}
