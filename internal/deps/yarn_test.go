@@ -253,3 +253,25 @@ func BenchmarkYarnImportSecondSide(b *testing.B) {
 		})
 	}
 }
+
+// doctor's question for yarn: the base's yarn.lock is one the strategy
+// reads, and with a state directory the base's import is there and
+// verifies; otherwise the command that prepares it.
+func TestYarnCheckSource(t *testing.T) {
+	r, repo, base, _ := yarnRepo(t, "classic")
+	r.Git("checkout", "--detach", base)
+	state := t.TempDir()
+	o := deps.Options{SourceDir: r.Dir, Base: base}
+	if err := deps.CheckSource(context.Background(), repo, o, []string{deps.Yarn}); err != nil {
+		t.Fatalf("without a state directory: %v", err)
+	}
+	o.StateDir = state
+	err := deps.CheckSource(context.Background(), repo, o, []string{deps.Yarn})
+	wantRefusal(t, err, "runmill deps import --strategy yarn --repo "+r.Dir+" --commit "+base)
+	if _, err := yarnImport(repo, state, base, depstest.YarnInstall(t, r.Dir, base, "classic")); err != nil {
+		t.Fatal(err)
+	}
+	if err := deps.CheckSource(context.Background(), repo, o, []string{deps.Yarn}); err != nil {
+		t.Fatalf("with the base imported: %v", err)
+	}
+}
