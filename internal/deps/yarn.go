@@ -396,13 +396,20 @@ func loadYarn(ctx context.Context, repo *git.Repo, stateDir, commit string, pkg,
 // atCommit names the commit in a refusal and the command that prepares
 // its install.
 func (y *yarnPrepared) atCommit(commit string, err error) error {
+	return commitRefusal(Yarn, y.name(commit), err, "prepare it outside verification, scripts off: "+YarnImportCommand(y.repoDir, commit, y.stateDir)+"; then start a fresh run")
+}
+
+// commitRefusal is a strategy's RM-VERIFY-005 restated for one commit:
+// who names it ("the candidate <id>"), hint is the command that prepares
+// it. Any other error is returned as it is.
+func commitRefusal(strategy, who string, err error, hint string) error {
 	var re *rmerr.Error
 	if !errors.As(err, &re) || re.Code != rmerr.VerifyDependencies {
 		return err
 	}
-	e := rmerr.New(rmerr.VerifyDependencies, "%s: %s: %s", Yarn, y.name(commit), strings.TrimPrefix(re.Msg, Yarn+": "))
+	e := rmerr.New(rmerr.VerifyDependencies, "%s: %s: %s", strategy, who, strings.TrimPrefix(re.Msg, strategy+": "))
 	e.Err = re.Err
-	return e.WithHint("prepare it outside verification, scripts off: %s; then start a fresh run", YarnImportCommand(y.repoDir, commit, y.stateDir))
+	return e.WithHint("%s", hint)
 }
 
 // YarnImportCommand prepares commit's install in a new directory DIR:
