@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/runmill/verify/internal/deps/depstest"
 	"github.com/runmill/verify/internal/git"
 	"github.com/runmill/verify/internal/gittest"
+	"github.com/runmill/verify/internal/testreq"
 )
 
 // yarnRepo is the yarn sample of flavour at ms 2.1.2 (the base) and a
@@ -273,5 +275,45 @@ func TestYarnCheckSource(t *testing.T) {
 	}
 	if err := deps.CheckSource(context.Background(), repo, o, []string{deps.Yarn}); err != nil {
 		t.Fatalf("with the base imported: %v", err)
+	}
+}
+
+// The command a refusal prints, run as printed (up to the import, which
+// the test does through deps.Import): the commit's own .yarnrc.yml
+// (yarnPath, which Berry would run) and .yarnrc (yarn-path, which yarn 1
+// would run) never run, because only the two manifests leave git.
+func TestYarnImportCommandIgnoresTheRepositorysConfig(t *testing.T) {
+	for _, flavour := range []string{"classic", "berry"} {
+		t.Run(flavour, func(t *testing.T) {
+			depstest.Need(t, "git", "sh")
+			testreq.Slow(t, "yarn install fetches from the registry")
+			yarn := depstest.YarnBin(t, flavour)
+			r := gittest.New(t)
+			depstest.WriteYarn(t, r, flavour, "2.1.2")
+			mark := filepath.Join(t.TempDir(), "ran")
+			evil := "require('fs').writeFileSync(" + strconv.Quote(mark) + ", 'the repository ran')\n"
+			r.Write(".yarn/releases/evil.cjs", evil)
+			r.Write(".yarnrc.yml", "yarnPath: .yarn/releases/evil.cjs\n")
+			r.Write(".yarnrc", "yarn-path \".yarn/releases/evil.cjs\"\n")
+			commit := r.Commit("a hostile yarn config")
+			repo, err := git.Open(context.Background(), r.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			state := t.TempDir()
+			cmd := deps.YarnImportCommand(r.Dir, commit, state)
+			prep, _, ok := strings.Cut(cmd, " && runmill deps import")
+			if !ok {
+				t.Fatalf("the command does not end in the import: %s", cmd)
+			}
+			dir := filepath.Join(t.TempDir(), "install")
+			depstest.Run(t, "/", []string{"PATH=" + filepath.Dir(yarn) + ":" + os.Getenv("PATH")}, "sh", "-c", strings.ReplaceAll(prep, "DIR", dir))
+			if b, err := os.ReadFile(mark); err == nil {
+				t.Fatalf("the repository's yarnPath ran: %s", b)
+			}
+			if _, err := yarnImport(repo, state, commit, dir); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
