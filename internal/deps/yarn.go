@@ -56,6 +56,15 @@ type yarnPrepared struct {
 // yarnFilesAt reads commit's yarn.lock, parsed, and the dependency fields
 // of its package.json.
 func yarnFilesAt(ctx context.Context, repo *git.Repo, commit string) (pkg, lock []byte, l *yarnLock, deps string, err error) {
+	for _, f := range []string{packageJSON, yarnLockFile} {
+		e, err := repo.Stat(ctx, commit, f)
+		if err != nil {
+			return nil, nil, nil, "", err
+		}
+		if e.Kind != git.Blob && e.Kind != git.Executable {
+			return nil, nil, nil, "", refuse(Yarn, "%s has no %s at the repository root (%s); dependencies: yarn needs a committed package.json and yarn.lock", objectid.Short(commit), f, e.Kind)
+		}
+	}
 	pkg, err = readAt(ctx, repo, commit, packageJSON)
 	if err != nil {
 		return nil, nil, nil, "", err

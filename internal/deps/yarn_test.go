@@ -102,6 +102,8 @@ func TestYarnImportRefuses(t *testing.T) {
 		t.Run(flavour, func(t *testing.T) {
 			r, repo, base, cand := yarnRepo(t, flavour)
 			install := depstest.YarnInstall(t, r.Dir, base, flavour)
+			r.Remove("yarn.lock")
+			nolock := r.Commit("no yarn.lock")
 			fresh := func() string {
 				t.Helper()
 				dst := t.TempDir()
@@ -115,6 +117,7 @@ func TestYarnImportRefuses(t *testing.T) {
 				want   string
 			}{
 				{"another commit's install", cand, func(string) {}, "differs from"},
+				{"a commit without yarn.lock", nolock, func(string) {}, "dependencies: yarn needs a committed package.json and yarn.lock"},
 				{"an edited version", base, func(dir string) {
 					p := filepath.Join(dir, "node_modules", "ms", "package.json")
 					b, _ := os.ReadFile(p)
