@@ -34,6 +34,11 @@
 #                        v2 test boots it (TestProbeReadsCgroupV2InUML) for a
 #                        cgroup2 hierarchy with the pids, memory and cpu
 #                        controllers, which a cgroup v1 or hybrid host lacks
+# and, with npm from the npm registry, the yarn CLIs the yarn strategy's
+# tests install real packages with (yarn_tools below): yarn 1.22.22
+# ("classic") and Berry 4.5.3 (@yarnpkg/cli-dist), pinned, under the tools
+# cache; scripts/test.sh passes them as RUNMILL_YARN_CLASSIC and
+# RUNMILL_YARN_BERRY;
 # and, through the go command, the action's pinned Go toolchain module
 # (action/go-toolchain.sha256) into the module cache, which the action tests
 # serve to the Build step as a file:// module proxy (go_toolchain below).
@@ -141,8 +146,24 @@ pnpm_cli() {
 	npm install --prefix "$dir" --no-audit --no-fund --ignore-scripts "pnpm@$version" >/dev/null
 }
 
+# yarn_tools: the yarn CLIs, each from the npm registry with npm, pinned,
+# never run from a repository (the tests run them outside verification).
+yarn_tools() {
+	local tools=${RUNMILL_TOOLS_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/runmill-tools}
+	local flavour pkg
+	for flavour in classic:yarn@1.22.22 berry:@yarnpkg/cli-dist@4.5.3; do
+		pkg=${flavour#*:}
+		flavour=${flavour%%:*}
+		if [ ! -x "$tools/yarn-$flavour/node_modules/.bin/yarn" ] || ! grep -q "\"version\": \"${pkg##*@}\"" "$tools/yarn-$flavour/node_modules/${pkg%@*}/package.json" 2>/dev/null; then
+			echo "setup: installing $pkg into $tools/yarn-$flavour" >&2
+			npm install --no-audit --no-fund --ignore-scripts --prefix "$tools/yarn-$flavour" "$pkg" >/dev/null
+		fi
+	done
+}
+
 need_go
 install_pkgs
 check_node
 go_toolchain
 pnpm_cli
+yarn_tools

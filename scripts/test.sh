@@ -29,6 +29,11 @@ if [ -z "${RUNMILL_COSIGN:-}" ]; then
 	fi
 	export RUNMILL_COSIGN="$tools/cosign"
 fi
+# yarn 1 and Berry, for the yarn strategy's tests (internal/deps,
+# internal/engine): installed from the npm registry by scripts/setup.sh.
+tools=${RUNMILL_TOOLS_DIR:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/runmill-tools}
+export RUNMILL_YARN_CLASSIC=${RUNMILL_YARN_CLASSIC:-$tools/yarn-classic/node_modules/.bin/yarn}
+export RUNMILL_YARN_BERRY=${RUNMILL_YARN_BERRY:-$tools/yarn-berry/node_modules/.bin/yarn}
 # actionlint, for the workflows and the action (action/ TestActionlint lints
 # the composite steps): built from the Go module proxy like cosign.
 if [ -z "${RUNMILL_ACTIONLINT:-}" ]; then

@@ -31,7 +31,7 @@ func TestDepsImport(t *testing.T) {
 		want string
 	}{
 		{"missing flags", []string{"--repo", r.Dir}, 2, "--commit, --from"},
-		{"unknown strategy", []string{"--repo", r.Dir, "--commit", commit, "--from", wt, "--strategy", "yarn"}, 2, "is not one of npm, go-modules, cargo"},
+		{"unknown strategy", []string{"--repo", r.Dir, "--commit", commit, "--from", wt, "--strategy", "pip"}, 2, "is not one of npm, go-modules, cargo"},
 		{"unknown commit", []string{"--repo", r.Dir, "--commit", "nope", "--from", wt, "--out", state}, 2, "nope"},
 		{"no install", []string{"--repo", r.Dir, "--commit", commit, "--from", wt, "--out", state}, 1, "RM-VERIFY-005"},
 	} {

@@ -350,13 +350,7 @@ func loadCargo(ctx context.Context, stateDir, commit, lock string, objs *objects
 // runs, and the pull request's could name a build script, a registry or
 // a credential process.
 func (c *cargoPrepared) atCommit(commit string, err error) error {
-	var re *rmerr.Error
-	if !errors.As(err, &re) || re.Code != rmerr.VerifyDependencies {
-		return err
-	}
-	e := rmerr.New(rmerr.VerifyDependencies, "%s: %s has no prepared crates: %s", Cargo, c.name(commit), strings.TrimPrefix(re.Msg, Cargo+": "))
-	e.Err = re.Err
-	return e.WithHint("%s; then start a fresh run", CargoImportCommand(c.repoDir, commit, c.stateDir))
+	return commitRefusal(Cargo, c.name(commit)+" has no prepared crates", err, CargoImportCommand(c.repoDir, commit, c.stateDir)+"; then start a fresh run")
 }
 
 // CargoImportCommand is what prepares the crates of commit's Cargo.lock

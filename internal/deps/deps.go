@@ -47,10 +47,11 @@ const (
 	NPM       = "npm"
 	GoModules = "go-modules"
 	Cargo     = "cargo"
+	Yarn      = "yarn"
 )
 
 // Strategies lists every strategy runmill knows, for messages.
-var Strategies = []string{NPM, GoModules, Cargo, Pnpm}
+var Strategies = []string{NPM, GoModules, Cargo, Pnpm, Yarn}
 
 // Options say where the install is and where runmill keeps its cache.
 type Options struct {
@@ -106,6 +107,7 @@ type Prepared struct {
 	gom *goPrepared
 	crg *cargoPrepared
 	pn  *pnpmPrepared
+	yrn *yarnPrepared
 	// errs are the refusals of Prepare by strategy: a check of a strategy
 	// that failed gets its error from Attach, the others still run.
 	// Refusals of one commit's install live in the strategy's own errs.
@@ -180,6 +182,11 @@ func Prepare(ctx context.Context, repo *git.Repo, o Options, strategies []string
 			if p.pn != nil {
 				perCommit = p.pn.errs
 			}
+		case Yarn:
+			p.yrn, err = prepareYarn(ctx, repo, o, rl, objs)
+			if p.yrn != nil {
+				perCommit = p.yrn.errs
+			}
 		default:
 			err = unknown(s)
 		}
@@ -234,6 +241,11 @@ func (p *Prepared) Receipts() []Receipt {
 	}
 	if p.pn != nil {
 		for _, s := range p.pn.sides {
+			out = append(out, s.receipt)
+		}
+	}
+	if p.yrn != nil {
+		for _, s := range p.yrn.sides {
 			out = append(out, s.receipt)
 		}
 	}
@@ -331,6 +343,11 @@ func (p *Prepared) Attach(ctx context.Context, strategy, dir string) (*View, err
 			return nil, fmt.Errorf("deps: pnpm was not prepared")
 		}
 		return p.pn.attach(ctx, dir, p.views, p.cow)
+	case Yarn:
+		if p == nil || p.yrn == nil {
+			return nil, fmt.Errorf("deps: yarn was not prepared")
+		}
+		return p.yrn.attach(ctx, dir, p.views, p.cow)
 	}
 	return nil, unknown(strategy)
 }
@@ -348,6 +365,8 @@ func refuse(strategy, format string, args ...any) *rmerr.Error {
 		return e.WithHint("update the source checkout to the base, run npm ci there, and start a fresh run")
 	case GoModules:
 		return e.WithHint("run go mod download for the base outside verification (into the declared module cache), and start a fresh run")
+	case Yarn:
+		return e.WithHint("install the commit's package.json and yarn.lock outside verification with the operator's yarn, import it with runmill deps import --strategy yarn, and start a fresh run")
 	case Cargo:
 		return e.WithHint("prepare the commit's Cargo.lock crates outside verification as a directory source and import them with runmill deps import --strategy cargo, and start a fresh run")
 	case Pnpm:

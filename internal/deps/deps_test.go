@@ -249,7 +249,7 @@ func TestNPMRefusals(t *testing.T) {
 	t.Run("other package manager", func(t *testing.T) {
 		r := gittest.New(t)
 		base := r.Commit("empty")
-		_, err := prepare(t, r, t.TempDir(), base, base, "yarn", deps.GoOptions{})
+		_, err := prepare(t, r, t.TempDir(), base, base, "pip", deps.GoOptions{})
 		wantRefusal(t, err, "npm, go-modules")
 	})
 }

@@ -35,6 +35,8 @@ func Diff(ctx context.Context, repo *git.Repo, strategy, from, to string) (evide
 		read = func(c string) (map[string]string, error) { return cargoVersions(ctx, repo, c) }
 	case Pnpm:
 		read = func(c string) (map[string]string, error) { return pnpmVersions(ctx, repo, c) }
+	case Yarn:
+		read = func(c string) (map[string]string, error) { return yarnVersions(ctx, repo, c) }
 	default:
 		return d, unknown(strategy)
 	}

@@ -333,15 +333,18 @@ func (n *npmPrepared) attach(ctx context.Context, dir, views string, cow bool) (
 		}
 		return nil, n.missing(commit)
 	}
-	return nodeModulesView(ctx, r, NPM, dir, views, side.tree, side.receipt, side.commit, cow)
+	return nodeModulesView(ctx, NPM, r, dir, views, cow, side.tree, side.receipt, side.commit)
 }
 
-// nodeModulesView gives the checkout at dir (repository r) a view of the
-// cached node_modules tree: hard-linked beside the cache (same
-// filesystem), not in the checkout, and bound by the sandbox at
-// <checkout>/node_modules over an empty mount point made here.
-func nodeModulesView(ctx context.Context, r *git.Repo, strategy, dir, views, tree string, receipt Receipt, commit string, cow bool) (*View, error) {
+// nodeModulesView is a checkout's node_modules: the cached install tree,
+// hard-linked into a view beside the cache and bound read-only (or
+// copy-on-write) at <checkout>/node_modules, for a commit that ignores
+// node_modules. npm, pnpm and yarn installs are offered the same way.
+func nodeModulesView(ctx context.Context, strategy string, r *git.Repo, dir, views string, cow bool, tree string, receipt Receipt, commit string) (*View, error) {
 	nm := filepath.Join(dir, nodeModules)
+	if _, err := os.Lstat(nm); err == nil {
+		return nil, refuse(strategy, "the commit tracks node_modules; remove it from the repository and ignore it")
+	}
 	ignored, err := r.Ignored(ctx, nodeModules+"/")
 	if err != nil {
 		return nil, err

@@ -271,7 +271,7 @@ func pnpmEntry(key string, packages map[string]pnpmYAMLPackage) (pnpmPackage, er
 		return pnpmPackage{}, fmt.Errorf("pnpm-lock.yaml: package %s@%s has no resolution", name, version)
 	case r.Type != "" || r.Tarball != "" || r.Directory != "" || r.Repo != "":
 		return pnpmPackage{}, fmt.Errorf("pnpm-lock.yaml: package %s@%s is not a registry package (a git, directory or tarball resolution); only registry packages with an integrity are verified", name, version)
-	case !sriHash(r.Integrity):
+	case !sriValid(r.Integrity, true):
 		return pnpmPackage{}, fmt.Errorf("pnpm-lock.yaml: package %s@%s: integrity %q is not a sha512/sha384/sha256 SRI hash", name, version, r.Integrity)
 	}
 	if len(pnpmDirName(key)) > 120 || pnpmDirName(key) != strings.ToLower(pnpmDirName(key)) && !strings.Contains(key, "(") {
@@ -331,48 +331,6 @@ func pnpmDirName(key string) string {
 		s = strings.NewReplacer(")(", "_", "(", "_", ")", "_").Replace(s)
 	}
 	return s
-}
-
-// npmName is a package name npm's registry accepts: an optional @scope/
-// then URL-safe lower-case characters, never "." or ".." as a part.
-func npmName(s string) bool {
-	if s == "" || len(s) > 214 {
-		return false
-	}
-	rest := s
-	if strings.HasPrefix(s, "@") {
-		scope, n, ok := strings.Cut(s[1:], "/")
-		if !ok || !npmNamePart(scope) || !npmNamePart(n) {
-			return false
-		}
-		return true
-	}
-	return npmNamePart(rest)
-}
-
-func npmNamePart(s string) bool {
-	if s == "" || s == "." || s == ".." || s[0] == '.' || s[0] == '_' {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("-._~", r)) {
-			return false
-		}
-	}
-	return true
-}
-
-// npmVersion is a semver version's characters, starting with a digit.
-func npmVersion(s string) bool { return cargoVersion(s) }
-
-// sriHash is one Subresource Integrity hash as npm's registry publishes.
-func sriHash(s string) bool {
-	for _, alg := range []string{"sha512-", "sha384-", "sha256-"} {
-		if b, ok := strings.CutPrefix(s, alg); ok {
-			return len(b) >= 40 && strings.Trim(b, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == ""
-		}
-	}
-	return false
 }
 
 // pnpmRelPath is a clean relative path inside the repository.

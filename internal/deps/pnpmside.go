@@ -262,7 +262,7 @@ func (p *pnpmPrepared) attach(ctx context.Context, dir, views string, cow bool) 
 		}
 		return nil, p.atCommit(commit, refuse(Pnpm, "%s", p.unprepared(commit)))
 	}
-	return nodeModulesView(ctx, r, Pnpm, dir, views, side.tree, side.receipt, side.commit, cow)
+	return nodeModulesView(ctx, Pnpm, r, dir, views, cow, side.tree, side.receipt, side.commit)
 }
 
 // pnpmVersions is, per package of commit's pnpm-lock.yaml, its versions

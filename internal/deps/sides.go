@@ -339,7 +339,8 @@ type ImportOptions struct {
 	// go-modules a module cache holding Commit's go.sum modules; for cargo
 	// a directory source holding Commit's Cargo.lock crates; for pnpm a
 	// directory where pnpm installed Commit's package.json and
-	// pnpm-lock.yaml.
+	// pnpm-lock.yaml; for yarn the directory where yarn installed Commit's
+	// package.json and yarn.lock.
 	From string
 	// StateDir is runmill's machine-local state (the cache's home).
 	StateDir string
@@ -384,6 +385,12 @@ func Import(ctx context.Context, repo *git.Repo, o ImportOptions) (Imported, err
 		return Imported{Receipt: s.receipt, Copy: objs.stats()}, nil
 	case Pnpm:
 		s, err := importPnpm(ctx, repo, o.StateDir, "", o.Commit, o.From, objs)
+		if err != nil {
+			return Imported{}, err
+		}
+		return Imported{Receipt: s.receipt, Copy: objs.stats()}, nil
+	case Yarn:
+		s, err := importYarn(ctx, repo, o.StateDir, "", o.Commit, o.From, objs)
 		if err != nil {
 			return Imported{}, err
 		}

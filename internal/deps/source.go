@@ -54,6 +54,8 @@ func CheckSource(ctx context.Context, repo *git.Repo, o Options, strategies []st
 			err = checkCargo(ctx, repo, o)
 		case Pnpm:
 			_, _, err = validatePnpmAt(ctx, repo, o.Base, o.SourceDir)
+		case Yarn:
+			err = checkYarn(ctx, repo, o)
 		default:
 			err = unknown(s)
 		}
@@ -92,4 +94,30 @@ func checkCargo(ctx context.Context, repo *git.Repo, o Options) error {
 		return err
 	}
 	return importCrates(ctx, o.Cargo.Registry, "", crates, nil)
+}
+
+// checkYarn checks that the base's package.json and yarn.lock are ones the
+// yarn strategy can prepare (the strict reader, no workspaces) and, with a
+// state directory, that an install was imported for the base and still
+// verifies. Yarn has no source checkout: every commit's install is
+// imported.
+func checkYarn(ctx context.Context, repo *git.Repo, o Options) error {
+	y := &yarnPrepared{errs: map[string]error{}, roles: roles{base: o.Base, candidate: o.Base, repoDir: repo.Dir, stateDir: o.StateDir}}
+	pkg, lock, _, deps, err := yarnFilesAt(ctx, repo, o.Base)
+	if err != nil {
+		return y.atCommit(o.Base, err)
+	}
+	if o.StateDir == "" {
+		return nil
+	}
+	objs := newObjects(o.StateDir)
+	defer objs.uses.Close()
+	side, err := loadYarn(ctx, repo, o.StateDir, o.Base, pkg, lock, deps, objs)
+	if err == nil && side == nil {
+		err = refuse(Yarn, "no install was imported for its yarn.lock")
+	}
+	if err != nil {
+		return y.atCommit(o.Base, err)
+	}
+	return nil
 }

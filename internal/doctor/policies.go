@@ -35,7 +35,7 @@ func describe(p *engine.Policies) string {
 type DependencyRequest struct {
 	RepoDir  string
 	Base     string   // resolved base commit whose policy declared the checks
-	Strategy string   // npm | go-modules | cargo | pnpm
+	Strategy string   // npm | go-modules | cargo | pnpm | yarn
 	Checks   []string // ids of the checks that declare it
 	// GoModules is the operator policy's go-modules settings.
 	GoModules policy.GoModules

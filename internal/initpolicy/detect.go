@@ -281,11 +281,21 @@ func detectNode(fsys fs.FS, p *Plan) error {
 		c.Comment = append(c.Comment,
 			"dependencies: pnpm — node_modules is not in the checkout; the operator runs `pnpm install`",
 			"on each commit's package.json and pnpm-lock.yaml and imports it (docs/dependencies.md § pnpm).")
-	case exists(fsys, "yarn.lock") || exists(fsys, "pnpm-lock.yaml") || exists(fsys, "bun.lockb"):
+	case exists(fsys, "yarn.lock"):
+		c.Spec.Dependencies = "yarn"
 		c.Comment = append(c.Comment,
-			"No dependency strategy: runmill prepares npm (package-lock.json) only and does not",
-			"guess one for yarn, pnpm or bun; without node_modules this check cannot run.")
-		p.Notes = append(p.Notes, "a yarn/pnpm/bun lockfile: runmill prepares npm dependencies only; the Node check will not find node_modules")
+			"dependencies: yarn — node_modules is not in the checkout; for each commit the operator",
+			"runs their own yarn on its package.json and yarn.lock alone, outside verification, and",
+			"imports it (runmill deps import --strategy yarn; docs/dependencies.md § Yarn).")
+		p.Notes = append(p.Notes, "yarn.lock: prepare each commit's install outside verification with the operator's yarn and runmill deps import --strategy yarn (the refusal prints the command); under Plug'n'Play the check runs node -r ./.pnp.cjs")
+		if len(pj.Workspaces) > 0 && string(pj.Workspaces) != "null" {
+			p.Notes = append(p.Notes, "package.json declares workspaces: Yarn workspaces are refused by prepared dependencies (RM-VERIFY-005)")
+		}
+	case exists(fsys, "bun.lockb"):
+		c.Comment = append(c.Comment,
+			"No dependency strategy: runmill prepares npm, pnpm, yarn and other declared strategies",
+			"only and does not guess one for bun; without node_modules this check cannot run.")
+		p.Notes = append(p.Notes, "a bun lockfile: runmill does not prepare its dependencies; the Node check will not find node_modules")
 	case runner != "node-test" && runner != "npm-test":
 		p.Notes = append(p.Notes, fmt.Sprintf("%s needs node_modules but there is no package-lock.json: commit one (npm install) so the check can declare dependencies: npm", runner))
 	}

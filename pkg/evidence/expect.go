@@ -94,11 +94,11 @@ type HarnessExpectation struct {
 }
 
 // LockfileNames are the dependency files Expectations.Lockfiles covers.
-var LockfileNames = []string{"package.json", "package-lock.json", "go.sum", "Cargo.lock", "pnpm-lock.yaml"}
+var LockfileNames = []string{"package.json", "package-lock.json", "go.sum", "Cargo.lock", "pnpm-lock.yaml", "yarn.lock"}
 
 // dependencyLockfile is the file of a strategy's key that must equal the
 // run commit's own.
-var dependencyLockfile = map[string]string{"npm": "package-lock.json", "go-modules": "go.sum", "cargo": "Cargo.lock", "pnpm": "pnpm-lock.yaml"}
+var dependencyLockfile = map[string]string{"npm": "package-lock.json", "go-modules": "go.sum", "cargo": "Cargo.lock", "pnpm": "pnpm-lock.yaml", "yarn": "yarn.lock"}
 
 // PolicyExpectation is which policy bytes must have governed the run.
 type PolicyExpectation struct {

@@ -247,9 +247,9 @@ func validateChecks(checks []CheckSpec, root *yaml.Node, field, file string, cod
 			add("image", "name the OCI image tarball (docker save or an oci-layout tar) on the verifier host by its absolute, clean path", "image %q is not an absolute, clean path", c.Image)
 		}
 		switch c.Dependencies {
-		case "", "npm", "go-modules", "cargo", "pnpm":
+		case "", "npm", "go-modules", "cargo", "pnpm", "yarn":
 		default:
-			add("dependencies", "declare npm, go-modules, cargo or pnpm; runmill does not guess a preparation strategy", "unknown dependency strategy %q", c.Dependencies)
+			add("dependencies", "declare npm, go-modules, cargo, pnpm or yarn; runmill does not guess a preparation strategy", "unknown dependency strategy %q", c.Dependencies)
 		}
 	}
 	return errs
